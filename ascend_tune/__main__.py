@@ -1,0 +1,3 @@
+from ascend_tune.cli import main
+
+main()

@@ -1,0 +1,329 @@
+"""The command line: a thin shell over the pure core. The only place that exits.
+
+Exit codes: 0 success; 1 the command worked and found what it reports (stale emitted files,
+a shape with no valid configuration); 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import typer
+
+from ascend_tune import __version__, console, results
+from ascend_tune.engine import BOUND_NAMES, PIPE_COLUMNS, ShapeModel
+from ascend_tune.errors import AscendTuneError, NoValidConfigError
+from ascend_tune.hardware import HardwareProfile, load_profile, sourced_leaves
+from ascend_tune.spec import OperatorSpec, check_shape, load_spec, parse_assignments, shape_key
+from ascend_tune.strategies import STRATEGIES
+from ascend_tune.tuner import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings, describe, tune_shape
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Tiling auto-tuner for Huawei Ascend NPUs (no NPU needed).")
+hw_app = typer.Typer(no_args_is_help=True, help="List and show hardware profiles.")
+app.add_typer(hw_app, name="hw")
+
+
+class ExitWith(Exception):
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.line(f"ascend-tune {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """ascend-tune: search tiling parameters with an analytical NPU pipeline model."""
+
+
+# ---- search ---------------------------------------------------------------------------------
+
+
+def _tune_worker(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
+                 settings: TuneSettings) -> tuple[str, dict[str, Any] | str, float]:
+    start = time.perf_counter()
+    try:
+        entry: dict[str, Any] | str = tune_shape(spec, hw, shape, settings)
+    except NoValidConfigError as exc:
+        entry = str(exc)
+    return shape_key(shape), entry, time.perf_counter() - start
+
+
+@app.command()
+def search(
+    spec_ref: str = typer.Argument(..., metavar="SPEC", help="Spec file or built-in name."),
+    hw_ref: str = typer.Option(..., "--hw", help="Hardware profile file or built-in name."),
+    shapes_files: list[Path] = typer.Option([], "--shapes", help="YAML, JSON or CSV shapes."),
+    shape: list[str] = typer.Option([], "--shape", help="One shape as K=V,... (repeatable)."),
+    strategy: str = typer.Option("auto", "--strategy",
+                                 help="ga | exhaustive | random | auto (by space size)."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", help="Model evaluations per shape."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed."),
+    jobs: int = typer.Option(1, "--jobs", help="Processes (results do not depend on it)."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="Results file (also the cache)."),
+    fresh: bool = typer.Option(False, "--fresh",
+                               help="Discard a results file made from other inputs."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+) -> None:
+    """Tune every shape; write the results file after each one."""
+    from ascend_tune.shapes import collect
+
+    if strategy != "auto" and strategy not in STRATEGIES:
+        raise AscendTuneError(f"--strategy '{strategy}' is not one of: auto, "
+                              f"{', '.join(STRATEGIES)}")
+    if budget < 1:
+        raise AscendTuneError(f"--budget must be at least 1, got {budget}")
+    if jobs < 1:
+        raise AscendTuneError(f"--jobs must be at least 1, got {jobs}")
+    spec = load_spec(spec_ref)
+    hw = load_profile(hw_ref)
+    shapes = collect(spec, shapes_files, shape)
+    head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
+                          hw.data, strategy, seed, budget)
+    doc: dict[str, Any] = {**head, "shapes": []}
+    if output is not None:
+        results.check_writable(output)
+        if output.exists() and not fresh:
+            old = results.load(output)
+            for part, what in (("spec", "spec"), ("hw", "hardware profile")):
+                if old[part].get("sha256") != head[part]["sha256"]:
+                    raise AscendTuneError(
+                        f"{output}: was written for another {what} ({old[part].get('name')}, "
+                        f"sha256 {str(old[part].get('sha256'))[:12]}); the {what} changed. "
+                        "Rerun with --fresh to retune, or pass another -o")
+            if old["search"] != head["search"]:
+                raise AscendTuneError(
+                    f"{output}: was written with other search settings {old['search']}; "
+                    "rerun with --fresh to retune, or pass another -o")
+            doc["shapes"] = list(old.get("shapes", []))
+    cached = results.index(doc)
+    todo = [s for s in shapes if shape_key(s) not in cached]
+    settings = TuneSettings(strategy, budget, seed)
+    failures: list[str] = []
+    times: dict[str, float] = {}
+    reporter = console.Reporter(len(todo), quiet or as_json)
+    if output is not None and cached and not (quiet or as_json):
+        console.warn(f"{len(shapes) - len(todo)} of {len(shapes)} shape(s) reused from {output}")
+
+    def finish(key: str, entry: dict[str, Any] | str, seconds: float) -> None:
+        times[key] = seconds
+        if isinstance(entry, str):
+            failures.append(entry)
+            reporter.shape_done(f"{key}: no valid configuration")
+            return
+        doc["shapes"].append(entry)
+        if output is not None:
+            results.write_atomic(output, results.render(doc))
+        pred = entry["predicted"]
+        speed = f"{entry['speedup']:.2f}x" if entry["speedup"] is not None else "n/a"
+        reporter.shape_done(f"{key}: {pred['latency_us']:.2f} us ({speed} vs baseline, "
+                            f"{seconds:.2f} s)")
+
+    with reporter.running():
+        if jobs == 1 or len(todo) <= 1:
+            for s in todo:
+                finish(*_tune_worker(spec, hw, s, settings))
+        else:
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+                futures = [pool.submit(_tune_worker, spec, hw, s, settings) for s in todo]
+                for fut in as_completed(futures):
+                    finish(*fut.result())
+
+    final = results.render(doc)
+    by_key = results.index(doc)
+    rows = [by_key[shape_key(s)] for s in shapes if shape_key(s) in by_key]
+    if as_json:
+        sys.stdout.write(json.dumps({**json.loads(final), "shapes": rows,
+                                     "failures": failures}, indent=1) + "\n")
+    else:
+        _summary(spec, rows, times)
+    for message in failures:
+        console.error(message)
+    if failures:
+        raise ExitWith(1)
+
+
+def _summary(spec: OperatorSpec, rows: list[dict[str, Any]], times: dict[str, float]) -> None:
+    table_rows = []
+    for r in rows:
+        pred = r["predicted"]
+        base = r["baseline"]
+        config = " ".join(f"{k}={v}" for k, v in r["best"].items())
+        key = shape_key(r["shape"])
+        table_rows.append([
+            key, config, f"{pred['latency_us']:.2f}",
+            f"{base['latency_us']:.2f}" if base.get("valid") else "invalid",
+            f"{r['speedup']:.2f}x" if r["speedup"] is not None else "n/a",
+            pred["bound"].replace("_time_us", ""), f"{pred['efficiency']:.0%}",
+            f"{times[key]:.2f}" if key in times else "cached"])
+    console.table(f"{spec.name}: best configuration per shape",
+                  ["shape", "best configuration", "predicted us", "baseline us", "speedup",
+                   "bound", "efficiency", "search s"], table_rows, right=(2, 3, 4, 6, 7))
+
+
+# ---- explain --------------------------------------------------------------------------------
+
+
+@app.command()
+def explain(
+    spec_ref: str = typer.Argument(..., metavar="SPEC"),
+    hw_ref: str = typer.Option(..., "--hw"),
+    shape: str = typer.Option(..., "--shape", help="K=V,... for every shape variable."),
+    set_: Optional[str] = typer.Option(None, "--set", help="P=V,... overrides of the baseline."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Predict one configuration (the spec's baseline unless --set) and say what bounds it."""
+    from ascend_tune.diagnose import diagnose
+
+    spec = load_spec(spec_ref)
+    hw = load_profile(hw_ref)
+    shp = check_shape(spec, parse_assignments(shape, "--shape"), f"--shape {shape}")
+    model = ShapeModel(spec, hw, shp)
+    config = model.baseline_values()
+    if set_:
+        for k, v in parse_assignments(set_, "--set").items():
+            if k not in config:
+                from ascend_tune.errors import did_you_mean
+                raise AscendTuneError(f"--set: unknown parameter '{k}'"
+                                      f"{did_you_mean(k, config)}; {spec.name} takes "
+                                      f"{', '.join(spec.params)}")
+            config[k] = v
+    row = np.array([[config[p] for p in spec.params]], dtype=np.int64)
+    ev = model.evaluate(row, detail=True)
+    if not ev.valid[0]:
+        name = model.constraint_names[int(ev.failed[0])]
+        expr = dict(spec.constraints).get(name)
+        shown = ", ".join(f"{k}={v}" for k, v in config.items())
+        rule = f" ({expr.source})" if expr is not None else ""
+        raise AscendTuneError(f"configuration breaks constraint '{name}'{rule} with {shown}")
+    info = describe(model, config)
+    bound = BOUND_NAMES[int(ev.bound[0])]
+    diagnosis = diagnose(spec, ev, bound)
+    if as_json:
+        payload = {"spec": spec.name, "hw": hw.name, "shape": shp, **info,
+                   "diagnosis": diagnosis,
+                   "stages": [{"side": s.side, "stage": s.name, "pipe": s.pipe,
+                               "busy_us": round(s.cycles / float(hw["clock_mhz"]), 6),
+                               "executions": s.executions,
+                               "bytes_per_transfer": s.bytes_per_transfer,
+                               "bandwidth_bytes_per_cycle": round(s.bandwidth_bytes_per_cycle, 6)}
+                              for s in ev.stages]}
+        sys.stdout.write(json.dumps(payload, indent=1) + "\n")
+        return
+    pred = info["predicted"]
+    latency = pred["latency_us"]
+    console.line(f"{spec.name} on {hw.name}, {shape_key(shp)}")
+    console.line("configuration: " + " ".join(f"{k}={v}" for k, v in config.items()))
+    rows = [[c, f"{pred['pipes_us'][c]:.3f}", f"{pred['pipes_us'][c] / latency:.0%}"]
+            for c in PIPE_COLUMNS if pred["pipes_us"][c] > 0]
+    rows.append(["gm_bandwidth (shared)", f"{pred['gm_bandwidth_us']:.3f}",
+                 f"{pred['gm_bandwidth_us'] / latency:.0%}"])
+    rows.append(["head_overhead", f"{pred['head_overhead_us']:.3f}",
+                 f"{pred['head_overhead_us'] / latency:.0%}"])
+    console.table("busy time per pipe (slowest core)", ["pipe", "busy us", "of latency"], rows,
+                  right=(1, 2))
+    console.line(f"latency {latency:.3f} us, roofline {pred['roofline_us']:.3f} us, "
+                 f"efficiency {pred['efficiency']:.0%}, bound: {bound}")
+    console.line(f"diagnosis: {diagnosis}")
+
+
+# ---- check, hw ------------------------------------------------------------------------------
+
+
+@app.command()
+def check(files: list[Path] = typer.Argument(..., metavar="FILE...",
+                                             help="Spec and profile YAML files.")) -> None:
+    """Validate specs and hardware profiles: one line per problem, exit 2 if any."""
+    from ascend_tune.checking import check_file
+
+    problems = []
+    for f in files:
+        problems += check_file(f)
+    for p in problems:
+        console.error(p)
+    if problems:
+        raise ExitWith(2)
+    console.line(f"{len(files)} file(s) valid")
+
+
+@hw_app.command("list")
+def hw_list(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the built-in hardware profiles."""
+    from ascend_tune.hardware import profile_paths
+
+    rows = []
+    for path in profile_paths():
+        p = load_profile(str(path))
+        rows.append({"name": p.name, "clock_mhz": p["clock_mhz"],
+                     "cube_cores": p["cube_cores"], "vector_cores": p["vector_cores"],
+                     "ub_bytes": p["ub_bytes"], "l1_bytes": p["l1_bytes"],
+                     "hbm_bandwidth_gbps": p["hbm_bandwidth_gbps"],
+                     "description": p.description})
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+        return
+    console.table("hardware profiles", ["name", "MHz", "AIC", "AIV", "UB KiB", "L1 KiB",
+                                        "HBM GB/s", "description"],
+                  [[r["name"], r["clock_mhz"], r["cube_cores"], r["vector_cores"],
+                    int(r["ub_bytes"]) // 1024, int(r["l1_bytes"]) // 1024,
+                    r["hbm_bandwidth_gbps"], r["description"]] for r in rows],
+                  right=(1, 2, 3, 4, 5, 6))
+
+
+@hw_app.command("show")
+def hw_show(name: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")
+            ) -> None:
+    """Show every number of a profile with its source and confidence."""
+    p = load_profile(name)
+    leaves = sourced_leaves(p.data)
+    if as_json:
+        sys.stdout.write(json.dumps({"name": p.name, "description": p.description,
+                                     "sha256": p.sha256, "sources": p.data.get("sources", {}),
+                                     "values": {k: {"value": v, "source": s, "confidence": c}
+                                                for k, v, s, c in leaves}}, indent=1) + "\n")
+        return
+    console.line(f"{p.name}: {p.description}")
+    console.table("values", ["key", "value", "confidence", "source"],
+                  [[k, json.dumps(v) if isinstance(v, (list, dict)) else v, c, s]
+                   for k, v, s, c in leaves])
+
+
+# ---- entry point ----------------------------------------------------------------------------
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except ExitWith as exc:
+        sys.exit(exc.code)
+    except AscendTuneError as exc:
+        console.error(str(exc))
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except KeyboardInterrupt:
+        console.error("interrupted; finished shapes are saved")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

@@ -1,0 +1,329 @@
+"""The generic pipeline engine: one evaluator for every spec, vectorised over candidates.
+
+``ShapeModel`` binds a spec, a hardware profile and one shape. ``evaluate`` takes a 2-D array
+of parameter values (one row per candidate configuration) and returns latency, per-pipe busy
+time, the bounding pipe and which constraint ruled a row out, all as arrays.
+
+Loop semantics (DESIGN.md "The pipeline model"): a loop of ``trips`` iterations over its
+stages costs, with one buffer, ``trips * sum(stage)``; with two or more buffers, the fill of
+one trip plus ``(trips - 1)`` times the busiest resource per trip (a pipe, the shared GM
+bandwidth, or a nested loop, which cannot overlap itself). Every trip also pays the scalar loop
+cost and one flag handoff per change of pipe between consecutive stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ascend_tune import costs
+from ascend_tune.errors import SpecError
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.spec import DTYPE_BYTES, Loop, OperatorSpec, Side, Stage
+
+# msprof column names (performance_model.md §2.4), in a fixed order for tables and JSON.
+PIPE_COLUMNS = ("aic_mac_time_us", "aic_mte1_time_us", "aic_mte2_time_us",
+                "aic_fixpipe_time_us", "aic_scalar_time_us", "aiv_vec_time_us",
+                "aiv_mte2_time_us", "aiv_mte3_time_us", "aiv_scalar_time_us")
+_COLUMN = {("cube", "cube"): "aic_mac_time_us", ("cube", "mte1"): "aic_mte1_time_us",
+           ("cube", "mte2"): "aic_mte2_time_us", ("cube", "fixpipe"): "aic_fixpipe_time_us",
+           ("cube", "scalar"): "aic_scalar_time_us", ("vector", "vector"): "aiv_vec_time_us",
+           ("vector", "mte2"): "aiv_mte2_time_us", ("vector", "mte3"): "aiv_mte3_time_us",
+           ("vector", "scalar"): "aiv_scalar_time_us"}
+# What can bound a configuration: a pipe, the GM bandwidth shared by all cores, or launch.
+BOUND_NAMES = (*PIPE_COLUMNS, "gm_bandwidth", "head_overhead")
+
+
+@dataclass
+class StageDetail:
+    """Per-core totals of one stage, for `explain` (batch of one)."""
+
+    side: str
+    name: str
+    pipe: str
+    cycles: float
+    executions: float
+    bytes_per_transfer: float = 0.0
+    bandwidth_bytes_per_cycle: float = 0.0
+    peak_bytes_per_cycle: float = 0.0
+    expr_names: frozenset[str] = frozenset()
+
+
+@dataclass
+class Evaluation:
+    valid: np.ndarray
+    failed: np.ndarray  # index into ShapeModel.constraint_names, -1 where valid
+    latency_us: np.ndarray  # inf where invalid
+    pipes_us: dict[str, np.ndarray]
+    gm_us: np.ndarray
+    head_us: np.ndarray
+    bound: np.ndarray  # index into BOUND_NAMES
+    roofline_us: float
+    env: dict[str, Any]
+    stages: list[StageDetail] = field(default_factory=list)
+
+    @property
+    def efficiency(self) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(np.isfinite(self.latency_us), self.roofline_us / self.latency_us, 0.0)
+
+
+class _Ctx:
+    def __init__(self, model: ShapeModel, env: Mapping[str, Any], side: str, cores: Any,
+                 n: int, detail: bool) -> None:
+        self.model = model
+        self.env = env
+        self.side = side
+        self.cores = cores
+        self.n = n
+        self.detail = detail
+        self.stages: list[StageDetail] = []
+
+
+def _arr(value: Any, n: int) -> np.ndarray:
+    out = np.asarray(value, dtype=np.float64)
+    return out if out.shape == (n,) else np.broadcast_to(out, (n,))
+
+
+class ShapeModel:
+    """A spec bound to a hardware profile and one shape: the search space and its objective."""
+
+    def __init__(self, spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]) -> None:
+        self.spec = spec
+        self.hw = hw
+        self.shape = dict(shape)
+        self.base_env: dict[str, Any] = {**hw.env(), **spec.sizeof_env(), **self.shape}
+        self.grids: list[np.ndarray] = [spec.domains[p].values(self.base_env)
+                                        for p in spec.params]
+        self.sizes = np.array([g.size for g in self.grids], dtype=np.int64)
+        self.space_size = int(np.prod(self.sizes.astype(np.float64)))
+        self.constraint_names: list[str] = [n for n, _ in spec.constraints]
+        self.constraint_names += [f"{s.core}_cores_within_chip" for s in spec.sides]
+        self._check_profile_covers_spec()
+        self.roofline_us = self._roofline_us()
+
+    # ---- space ------------------------------------------------------------------------------
+
+    def values(self, indices: np.ndarray) -> np.ndarray:
+        """Map index genomes (n, p) to parameter values (n, p)."""
+        cols = [g[indices[:, j]] for j, g in enumerate(self.grids)]
+        return np.stack(cols, axis=1) if cols else np.zeros((len(indices), 0), np.int64)
+
+    def nearest_indices(self, values: Mapping[str, int]) -> np.ndarray:
+        """Index genome of the domain values closest to ``values`` (for seeding the baseline)."""
+        out = []
+        for p, g in zip(self.spec.params, self.grids):
+            out.append(int(np.argmin(np.abs(g - values[p]))))
+        return np.asarray(out, dtype=np.int64)
+
+    def baseline_values(self) -> dict[str, int]:
+        out = {}
+        for p in self.spec.params:
+            v = np.asarray(self.spec.baseline[p].evaluate(self.base_env))
+            out[p] = int(np.round(v))
+        return out
+
+    # ---- evaluation -------------------------------------------------------------------------
+
+    def objective(self, indices: np.ndarray) -> np.ndarray:
+        """The search seam: index genomes in, predicted latency (us) out, inf where invalid."""
+        return self.evaluate(self.values(indices)).latency_us
+
+    def evaluate(self, values: np.ndarray, detail: bool = False) -> Evaluation:
+        values = np.asarray(values, dtype=np.int64)
+        n = values.shape[0]
+        env: dict[str, Any] = dict(self.base_env)
+        for j, p in enumerate(self.spec.params):
+            env[p] = values[:, j]
+        for name, e in self.spec.derive:
+            env[name] = e.evaluate(env)
+        valid = np.ones(n, dtype=bool)
+        failed = np.full(n, -1, dtype=np.int64)
+        checks = [e.evaluate(env) for _, e in self.spec.constraints]
+        for side in self.spec.sides:
+            cores = side.cores.evaluate(env)
+            limit = self.hw[f"{side.core}_cores"]
+            checks.append(np.logical_and(cores >= 1, cores <= limit))
+        for i, ok in enumerate(checks):
+            ok = np.broadcast_to(np.asarray(ok, dtype=bool), (n,))
+            failed[valid & ~ok] = i
+            valid &= ok
+
+        latency = np.full(n, np.inf)
+        pipes = {c: np.zeros(n) for c in PIPE_COLUMNS}
+        gm_us = np.zeros(n)
+        head_us = np.zeros(n)
+        bound = np.zeros(n, dtype=np.int64)
+        stages: list[StageDetail] = []
+        rows = np.flatnonzero(valid)
+        if rows.size:
+            sub = {k: (v[rows] if isinstance(v, np.ndarray) and v.shape == (n,) else v)
+                   for k, v in env.items()}
+            lat, pip, gm, head, st = self._cost(sub, rows.size, detail)
+            latency[rows] = lat
+            for c in PIPE_COLUMNS:
+                pipes[c][rows] = pip[c]
+            gm_us[rows] = gm
+            head_us[rows] = head
+            stack = np.stack([*(pip[c] for c in PIPE_COLUMNS), gm, head], axis=1)
+            bound[rows] = np.argmax(stack, axis=1)
+            stages = st
+        return Evaluation(valid, failed, latency, pipes, gm_us, head_us, bound,
+                          self.roofline_us, env, stages)
+
+    def _cost(self, env: Mapping[str, Any], n: int, detail: bool
+              ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, np.ndarray,
+                         list[StageDetail]]:
+        hw = self.hw
+        clock_mhz = float(hw["clock_mhz"])
+        pipes = {c: np.zeros(n) for c in PIPE_COLUMNS}
+        side_us: list[np.ndarray] = []
+        gm_us = np.zeros(n)
+        head_us = np.zeros(n)
+        stages: list[StageDetail] = []
+        for side in self.spec.sides:
+            cores = _arr(side.cores.evaluate(env), n)
+            items = _arr(side.items.evaluate(env), n) if side.items is not None else cores
+            per_core = np.ceil(items / np.maximum(cores, 1.0))
+            ctx = _Ctx(self, env, side.core, cores, n, detail)
+            lat, busy, gm = self._loop(side.body, per_core, np.ones(n), ctx, np.ones(n))
+            side_us.append(lat / clock_mhz)
+            for pipe, cycles in busy.items():
+                pipes[_COLUMN[(side.core, pipe)]] += cycles / clock_mhz
+            gm_us = np.maximum(gm_us, gm / clock_mhz)
+            head_us = np.maximum(head_us, costs.head_us(hw, cores, side.core))
+            stages += ctx.stages
+        body_us = side_us[0]
+        if len(side_us) > 1:
+            # Mix kernel: Cube and Vector sides overlap; they pay flag handoffs and a launch cost.
+            handoffs = (_arr(self.spec.handoffs.evaluate(env), n)
+                        if self.spec.handoffs is not None else np.zeros(n))
+            body_us = (np.maximum(side_us[0], side_us[1])
+                       + handoffs * float(hw["sync_cycles"]) / clock_mhz
+                       + float(hw["mix_extra_us"]))
+        return head_us + body_us, pipes, gm_us, head_us, stages
+
+    def _loop(self, body: Sequence[Stage | Loop], trips: np.ndarray, buffers: np.ndarray,
+              ctx: _Ctx, mult: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray],
+                                                    np.ndarray]:
+        hw = self.hw
+        n = ctx.n
+        trips = np.maximum(trips, 0.0)
+        loop_cycles = float(hw["loop_iteration_cycles"])
+        seq = np.full(n, loop_cycles)
+        busy: dict[str, np.ndarray] = {"scalar": np.full(n, loop_cycles)}
+        gm = np.zeros(n)
+        nested_peak = np.zeros(n)
+        handoffs = 0
+        prev: str | None = None
+        inner_mult = mult * trips
+        for item in body:
+            if isinstance(item, Loop):
+                t = _arr(item.trips.evaluate(ctx.env), n)
+                b = (_arr(item.buffers.evaluate(ctx.env), n) if item.buffers is not None
+                     else np.ones(n))
+                lat, sub_busy, sub_gm = self._loop(item.body, t, b, ctx, inner_mult)
+                seq = seq + lat
+                for pipe, cycles in sub_busy.items():
+                    busy[pipe] = busy.get(pipe, 0.0) + cycles
+                gm = gm + sub_gm
+                nested_peak = np.maximum(nested_peak, lat)
+                pipe_here = f"loop:{item.name}"
+            else:
+                cycles, stage_gm = self._stage(item, ctx, inner_mult)
+                seq = seq + cycles
+                busy[item.pipe] = busy.get(item.pipe, 0.0) + cycles
+                gm = gm + stage_gm
+                pipe_here = item.pipe
+            if prev is not None and pipe_here != prev:
+                handoffs += 1
+            prev = pipe_here
+        sync = handoffs * float(hw["sync_cycles"])
+        seq = seq + sync
+        busy["scalar"] = busy["scalar"] + sync
+        steady = np.maximum(np.maximum.reduce([*busy.values(), gm]), nested_peak)
+        pipelined = seq + np.maximum(trips - 1.0, 0.0) * steady
+        latency = np.where(trips <= 0, 0.0, np.where(buffers >= 2, pipelined, trips * seq))
+        return latency, {p: c * trips for p, c in busy.items()}, gm * trips
+
+    def _stage(self, stage: Stage, ctx: _Ctx, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        env, n, hw = ctx.env, ctx.n, self.hw
+        count = _arr(stage.count.evaluate(env), n) if stage.count is not None else np.ones(n)
+        gm = np.zeros(n)
+        extra: dict[str, float] = {}
+        if stage.path is not None:
+            assert stage.bytes is not None
+            nbytes = _arr(stage.bytes.evaluate(env), n)
+            rows = _arr(stage.rows.evaluate(env), n) if stage.rows is not None else np.ones(n)
+            hit = (_arr(stage.l2_hit.evaluate(env), n) if stage.l2_hit is not None
+                   else np.zeros(n))
+            aligned = (np.broadcast_to(np.asarray(stage.gm_aligned.evaluate(env), bool), (n,))
+                       if stage.gm_aligned is not None else None)
+            t = costs.transfer(hw, stage.path, nbytes, rows, count, hit, ctx.cores, aligned)
+            cycles, gm = t.cycles, t.gm_cycles
+            if ctx.detail:
+                extra = {"bytes_per_transfer": float(t.bytes_per_transfer[0]),
+                         "bandwidth_bytes_per_cycle": float(t.bandwidth[0]),
+                         "peak_bytes_per_cycle": float(t.peak_bandwidth[0])}
+        elif stage.pipe == "cube":
+            assert stage.m is not None and stage.n is not None and stage.k is not None
+            dtype = self.spec.stage_dtype(stage.dtype or "")
+            cycles = count * costs.mmad_cycles(hw, dtype, _arr(stage.m.evaluate(env), n),
+                                               _arr(stage.n.evaluate(env), n),
+                                               _arr(stage.k.evaluate(env), n))
+        elif stage.pipe == "vector":
+            assert stage.elements is not None and stage.op is not None
+            size = DTYPE_BYTES[self.spec.stage_dtype(stage.dtype or "")]
+            cycles = count * costs.vector_cycles(hw, stage.op, size,
+                                                 _arr(stage.elements.evaluate(env), n))
+        else:
+            assert stage.cycles is not None
+            cycles = _arr(stage.cycles.evaluate(env), n) * count
+        if ctx.detail:
+            execs = float(mult[0])
+            names: set[str] = set()
+            for e in (stage.bytes, stage.rows, stage.count, stage.m, stage.n, stage.k,
+                      stage.elements, stage.cycles):
+                if e is not None:
+                    names |= e.names
+            ctx.stages.append(StageDetail(ctx.side, stage.name, stage.pipe,
+                                          float(cycles[0]) * execs, execs * float(count[0]),
+                                          expr_names=frozenset(names), **extra))
+        return cycles, gm
+
+    # ---- static checks and the roofline ------------------------------------------------------
+
+    def _check_profile_covers_spec(self) -> None:
+        def walk(body: Sequence[Stage | Loop]) -> None:
+            for item in body:
+                if isinstance(item, Loop):
+                    walk(item.body)
+                elif item.pipe == "vector":
+                    size = DTYPE_BYTES[self.spec.stage_dtype(item.dtype or "")]
+                    table = self.hw.vector_cycles_per_repeat.get(item.op or "", {})
+                    if size not in table:
+                        raise SpecError(f"{item.where}: profile {self.hw.name} has no vector "
+                                        f"cost for class '{item.op}' at {size}-byte elements")
+                elif item.pipe == "cube":
+                    dtype = self.spec.stage_dtype(item.dtype or "")
+                    if dtype not in self.hw.k0 or dtype not in self.hw.cycles_per_fractal:
+                        raise SpecError(f"{item.where}: profile {self.hw.name} has no cube "
+                                        f"rate for dtype {dtype}")
+        for side in self.spec.sides:
+            walk(side.body)
+
+    def _roofline_us(self) -> float:
+        spec, hw, env = self.spec, self.hw, self.base_env
+        terms = [float(spec.roofline_gm_bytes.evaluate(env)) / (hw.hbm_bytes_per_cycle
+                                                                * hw.clock_hz) * 1e6]
+        if spec.roofline_cube_flops is not None and spec.roofline_cube_dtype is not None:
+            dtype = spec.stage_dtype(spec.roofline_cube_dtype)
+            peak_flops = 2.0 * hw.cube_macs_per_cycle(dtype) * float(hw["cube_cores"]) * hw.clock_hz
+            terms.append(float(spec.roofline_cube_flops.evaluate(env)) / peak_flops * 1e6)
+        if spec.roofline_vector_bytes is not None:
+            peak = float(hw["repeat_bytes"]) * float(hw["vector_cores"]) * hw.clock_hz
+            terms.append(float(spec.roofline_vector_bytes.evaluate(env)) / peak * 1e6)
+        return max(terms)

@@ -1,0 +1,117 @@
+"""The seam between strategies and the model: a memoised, budgeted vectorised objective."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ascend_tune.errors import AscendTuneError
+
+Objective = Callable[[np.ndarray], np.ndarray]
+
+
+class Problem:
+    """What a strategy may see: gene domain sizes, the baseline genome and the objective.
+
+    ``evaluate`` memoises every genome it has scored, so a strategy never pays twice for the
+    same configuration. ``evaluations`` counts unique configurations the model scored (valid
+    ones); ``rejected`` counts unique genomes a constraint ruled out before the model ran.
+    """
+
+    def __init__(self, sizes: np.ndarray, objective: Objective,
+                 baseline: np.ndarray | None = None) -> None:
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.n_genes = int(self.sizes.size)
+        self.space_size = int(np.prod(self.sizes.astype(object)))
+        self.baseline = baseline
+        self._objective = objective
+        self._radix = np.concatenate([[1], np.cumprod(self.sizes[::-1])[:-1]])[::-1].astype(
+            np.int64) if self.space_size < 2**62 else None
+        self._seen: dict[int | bytes, float] = {}
+        self.evaluations = 0
+        self.rejected = 0
+        self.best_genome: np.ndarray | None = None
+        self.best_latency = np.inf
+
+    def key(self, genomes: np.ndarray) -> list[int | bytes]:
+        if self._radix is not None:
+            return (genomes @ self._radix).tolist()  # type: ignore[no-any-return]
+        return [row.tobytes() for row in genomes]
+
+    def seen(self, genomes: np.ndarray) -> np.ndarray:
+        return np.array([k in self._seen for k in self.key(genomes)], dtype=bool)
+
+    def evaluate(self, genomes: np.ndarray) -> np.ndarray:
+        """Latency per genome; scores only genomes not seen before, in one batch."""
+        genomes = np.asarray(genomes, dtype=np.int64).reshape(-1, self.n_genes)
+        keys = self.key(genomes)
+        out = np.empty(len(keys))
+        todo: dict[int | bytes, int] = {}
+        for i, k in enumerate(keys):
+            cached = self._seen.get(k)
+            if cached is None:
+                todo.setdefault(k, i)
+            else:
+                out[i] = cached
+        if todo:
+            rows = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
+            lat = np.asarray(self._objective(genomes[rows]), dtype=np.float64)
+            finite = np.isfinite(lat)
+            self.evaluations += int(finite.sum())
+            self.rejected += int((~finite).sum())
+            for k, v in zip(todo, lat.tolist()):
+                self._seen[k] = v
+            if finite.any():
+                j = int(np.argmin(lat))
+                if lat[j] < self.best_latency:
+                    self.best_latency = float(lat[j])
+                    self.best_genome = genomes[rows[j]].copy()
+            for i, k in enumerate(keys):
+                if k in todo:
+                    out[i] = self._seen[k]
+        return out
+
+    def random_genomes(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.integers(0, self.sizes, size=(n, self.n_genes), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    genome: np.ndarray
+    latency_us: float
+    evaluations: int
+    rejected: int
+
+
+class Strategy(Protocol):
+    name: str
+
+    def __init__(self, **options: object) -> None: ...
+
+    def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
+        """Drive ``problem.evaluate`` until ``problem.evaluations`` reaches ``budget``."""
+
+
+def run(strategy: Strategy, problem: Problem, budget: int,
+        rng: np.random.Generator) -> SearchResult:
+    if budget < 1:
+        raise AscendTuneError(f"--budget must be at least 1, got {budget}")
+    if problem.baseline is not None:
+        problem.evaluate(problem.baseline[None, :])
+    strategy.search(problem, budget, rng)
+    if problem.best_genome is None:
+        raise NoValidFound(problem.evaluations, problem.rejected)
+    return SearchResult(problem.best_genome, problem.best_latency, problem.evaluations,
+                        problem.rejected)
+
+
+class NoValidFound(Exception):
+    """The strategy saw no valid configuration (the caller explains which constraints)."""
+
+    def __init__(self, evaluations: int, rejected: int) -> None:
+        super().__init__(f"no valid configuration among {rejected} candidates")
+        self.evaluations = evaluations
+        self.rejected = rejected

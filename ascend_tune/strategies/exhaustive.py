@@ -1,0 +1,32 @@
+"""Score every configuration in chunks: ground truth, and the default for small spaces."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ascend_tune.errors import AscendTuneError
+from ascend_tune.strategies.base import Problem
+
+
+class Exhaustive:
+    name = "exhaustive"
+
+    def __init__(self, chunk: int = 65536, limit: int = 20_000_000) -> None:
+        self.chunk = int(chunk)
+        self.limit = int(limit)
+
+    def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
+        del budget, rng  # exhaustive scores everything; the budget does not apply
+        if problem.space_size > self.limit:
+            raise AscendTuneError(
+                f"exhaustive search refuses a space of {problem.space_size:,} configurations "
+                f"(limit {self.limit:,}); use --strategy ga")
+        sizes = problem.sizes
+        for start in range(0, problem.space_size, self.chunk):
+            flat = np.arange(start, min(start + self.chunk, problem.space_size), dtype=np.int64)
+            genomes = np.empty((flat.size, problem.n_genes), dtype=np.int64)
+            rest = flat
+            for j in range(problem.n_genes - 1, -1, -1):
+                genomes[:, j] = rest % sizes[j]
+                rest = rest // sizes[j]
+            problem.evaluate(genomes)

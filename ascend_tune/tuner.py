@@ -1,0 +1,138 @@
+"""Tune one shape: build the space, run a strategy, describe the winner. No I/O, no printing."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ascend_tune.engine import BOUND_NAMES, PIPE_COLUMNS, Evaluation, ShapeModel
+from ascend_tune.errors import AscendTuneError, NoValidConfigError
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.spec import OperatorSpec, shape_key
+from ascend_tune.strategies import STRATEGIES, Problem, default_strategy
+from ascend_tune.strategies.base import NoValidFound, run
+
+DEFAULT_BUDGET = 2000
+DEFAULT_SEED = 0
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    strategy: str  # "auto" resolves per shape
+    budget: int
+    seed: int
+
+
+def shape_rng(seed: int, shape: Mapping[str, int]) -> np.random.Generator:
+    """Each shape gets its own stream, so results do not depend on order or process count."""
+    return np.random.default_rng([seed, zlib.crc32(shape_key(shape).encode())])
+
+
+def _num(value: Any) -> int | float:
+    v = np.asarray(value).reshape(-1)[0]
+    if np.issubdtype(v.dtype, np.bool_):
+        return int(v)
+    if np.issubdtype(v.dtype, np.integer):
+        return int(v)
+    f = float(v)
+    return round(f, 9)
+
+
+def describe(model: ShapeModel, values: Mapping[str, int]) -> dict[str, Any]:
+    """Everything the results file and `explain` say about one configuration."""
+    spec = model.spec
+    row = np.array([[values[p] for p in spec.params]], dtype=np.int64)
+    ev = model.evaluate(row, detail=True)
+    return describe_evaluation(model, ev)
+
+
+def describe_evaluation(model: ShapeModel, ev: Evaluation) -> dict[str, Any]:
+    spec = model.spec
+    env = ev.env
+    out: dict[str, Any] = {
+        "config": {p: _num(env[p]) for p in spec.params},
+        "valid": bool(ev.valid[0]),
+    }
+    if not ev.valid[0]:
+        out["violates"] = model.constraint_names[int(ev.failed[0])]
+        return out
+    out["derived"] = {n: _num(env[n]) for n, _ in spec.derive}
+    out["tiling"] = {f.name: _num(f.value.evaluate(env)) for f in spec.tiling_fields}
+    for nested in spec.tiling_nested:
+        out["tiling"][nested.name] = {f.name: _num(f.value.evaluate(env)) for f in nested.fields}
+    out["block_dim"] = _num(spec.block_dim.evaluate(env))
+    if spec.tiling_key is not None:
+        out["tiling_key"] = _num(spec.tiling_key.evaluate(env))
+    latency = float(ev.latency_us[0])
+    out["predicted"] = {
+        "latency_us": round(latency, 6),
+        "pipes_us": {c: round(float(ev.pipes_us[c][0]), 6) for c in PIPE_COLUMNS},
+        "gm_bandwidth_us": round(float(ev.gm_us[0]), 6),
+        "head_overhead_us": round(float(ev.head_us[0]), 6),
+        "bound": BOUND_NAMES[int(ev.bound[0])],
+        "roofline_us": round(model.roofline_us, 6),
+        "efficiency": round(model.roofline_us / latency, 6),
+    }
+    return out
+
+
+def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
+               settings: TuneSettings) -> dict[str, Any]:
+    model = ShapeModel(spec, hw, shape)
+    name = settings.strategy if settings.strategy != "auto" else default_strategy(
+        model.space_size)
+    if name not in STRATEGIES:
+        raise AscendTuneError(f"unknown strategy '{name}'; choose from {', '.join(STRATEGIES)}")
+    baseline_values = model.baseline_values()
+    problem = Problem(model.sizes, model.objective, model.nearest_indices(baseline_values))
+    try:
+        result = run(STRATEGIES[name](), problem, settings.budget, shape_rng(settings.seed, shape))
+    except NoValidFound:
+        raise NoValidConfigError(no_valid_message(model)) from None
+    best = dict(zip(spec.params, (int(v) for v in model.values(result.genome[None, :])[0])))
+    entry = describe(model, best)
+    baseline = describe(model, baseline_values)
+    base_summary: dict[str, Any] = {"config": baseline["config"], "valid": baseline["valid"]}
+    if baseline["valid"]:
+        base_summary["latency_us"] = baseline["predicted"]["latency_us"]
+        entry["speedup"] = round(baseline["predicted"]["latency_us"]
+                                 / entry["predicted"]["latency_us"], 6)
+    else:
+        base_summary["violates"] = baseline["violates"]
+        entry["speedup"] = None
+    return {
+        "shape": dict(shape),
+        "strategy": name,
+        "best": entry.pop("config"),
+        **{k: v for k, v in entry.items() if k != "valid"},
+        "baseline": base_summary,
+        "evaluations": result.evaluations,
+        "rejected": result.rejected,
+        "space_size": model.space_size,
+    }
+
+
+def no_valid_message(model: ShapeModel, sample: int = 200_000) -> str:
+    """Say how many candidates each constraint ruled out (first failing constraint counts)."""
+    rng = np.random.default_rng(0)
+    if model.space_size <= sample:
+        sizes = model.sizes
+        flat = np.arange(model.space_size, dtype=np.int64)
+        genomes = np.empty((flat.size, sizes.size), dtype=np.int64)
+        for j in range(sizes.size - 1, -1, -1):
+            genomes[:, j] = flat % sizes[j]
+            flat = flat // sizes[j]
+        what = f"all {model.space_size:,} candidates"
+    else:
+        genomes = rng.integers(0, model.sizes, size=(sample, model.sizes.size))
+        what = f"{sample:,} sampled candidates of {model.space_size:,}"
+    ev = model.evaluate(model.values(genomes))
+    counts = np.bincount(ev.failed[ev.failed >= 0], minlength=len(model.constraint_names))
+    parts = [f"{model.constraint_names[i]} ruled out {int(c):,}"
+             for i, c in sorted(enumerate(counts), key=lambda t: -t[1]) if c]
+    return (f"shape {shape_key(model.shape)}: no valid configuration; of {what}: "
+            + ", ".join(parts))
