@@ -241,6 +241,44 @@ def explain(
     console.line(f"diagnosis: {diagnosis}")
 
 
+# ---- emit -----------------------------------------------------------------------------------
+
+
+@app.command()
+def emit(
+    results_path: Path = typer.Argument(..., metavar="RESULTS", help="Results file of search."),
+    out_dir: Path = typer.Option(..., "-o", "--output", help="Operator project folder."),
+    style: str = typer.Option("macro", "--style", help="macro (CANN 8.x) | struct."),
+    check_only: bool = typer.Option(False, "--check",
+                                    help="Write nothing; exit 1 if files are stale or missing."),
+    with_tiling_func: bool = typer.Option(False, "--with-tiling-func",
+                                          help="Also write a complete TilingFunc."),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+) -> None:
+    """Render AscendC tiling headers, host selection code and kernel constants."""
+    from ascend_tune import emit as emitter
+
+    doc = results.load(results_path)
+    bundle = emitter.load_bundle(doc, str(results_path))
+    files = emitter.render(bundle, style, with_tiling_func)
+    if check_only:
+        reports = emitter.check(out_dir, files)
+        for r in reports:
+            console.line(r)
+        if reports:
+            raise ExitWith(1)
+        if not quiet:
+            console.line(f"{len(files)} file(s) up to date in {out_dir}")
+        return
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AscendTuneError(f"{out_dir}: exists and is not a folder")
+    written = emitter.write(out_dir, files)
+    if not quiet:
+        for path in written:
+            console.line(f"wrote {path}")
+        console.line(f"{len(files)} file(s) in {out_dir}, {len(written)} changed")
+
+
 # ---- check, hw ------------------------------------------------------------------------------
 
 

@@ -275,7 +275,13 @@ def _check_values(data: Mapping[str, Any], origin: str) -> list[str]:
 def load_profile(ref: str) -> HardwareProfile:
     """Load a built-in profile by name, or a profile file (which may name a ``base``)."""
     data, files = _read_chain(ref, ())
-    origin = files[-1]
+    return load_profile_data(data, files[-1])
+
+
+def load_profile_data(data: Any, origin: str) -> HardwareProfile:
+    """Build a profile from merged data (a file and its bases, or a results file's copy)."""
+    if not isinstance(data, dict):
+        raise ProfileError(f"{origin}: expected a profile mapping")
     errors = validate_profile_data(data, origin, {}, partial=False)
     if errors:
         raise ProfileError(errors[0])

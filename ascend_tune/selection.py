@@ -1,0 +1,103 @@
+"""Run-time tiling selection, in Python: the reference the emitted C++ must agree with.
+
+Given a shape and the platform's core count: the exact tuned shape if its configuration is
+still valid there, else tuned shapes in order of log distance (first one whose configuration,
+with derived values recomputed from the real shape, passes every constraint), else the
+spec's baseline. Emitted host code implements the same rule with the same expressions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.spec import OperatorSpec
+
+EXACT, NEAREST, BASELINE, NONE = 0, 1, 2, 3
+
+
+def runtime_env(spec: OperatorSpec, hw: HardwareProfile, core_count: int) -> dict[str, Any]:
+    """Profile constants, with the side's core count replaced by the platform's."""
+    env: dict[str, Any] = {**hw.env(), **spec.sizeof_env()}
+    for side in spec.sides:
+        env[f"hw.{side.core}_cores"] = core_count
+    return env
+
+
+def derive(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
+           config: Mapping[str, int], core_count: int) -> dict[str, Any] | None:
+    """Derived values for ``config`` on ``shape``, or None if a constraint fails."""
+    local: dict[str, Any] = {**env, **shape, **config}
+    for name, e in spec.derive:
+        local[name] = _scalar(e.evaluate(local))
+    for _, e in spec.constraints:
+        if not bool(e.evaluate(local)):
+            return None
+    for side in spec.sides:
+        cores = _scalar(side.cores.evaluate(local))
+        if not 1 <= cores <= core_count:
+            return None
+    return local
+
+
+def _scalar(value: Any) -> Any:
+    v = np.asarray(value)
+    if v.dtype.kind == "b":
+        return bool(v)
+    if v.dtype.kind in "iu":
+        return int(v)
+    return float(v)
+
+
+def log_distance(a: Sequence[int], b: Sequence[int]) -> float:
+    total = 0.0
+    for x, y in zip(a, b):
+        d = math.log(float(x)) - math.log(float(y))
+        total += d * d
+    return total
+
+
+@dataclass(frozen=True)
+class Selection:
+    source: int  # EXACT | NEAREST | BASELINE | NONE
+    index: int  # into the tuned table, -1 for baseline/none
+    config: dict[str, int]
+    env: dict[str, Any]
+
+
+def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Sequence[int]],
+           tuned_configs: Sequence[Mapping[str, int]], shape: Mapping[str, int],
+           core_count: int) -> Selection:
+    env = runtime_env(spec, hw, core_count)
+    values = [shape[v] for v in spec.shape_vars]
+    dist = [log_distance(values, t) for t in tuned_shapes]
+    order = sorted(range(len(tuned_shapes)), key=lambda i: (dist[i], i))
+    for i in order:
+        local = derive(spec, env, shape, tuned_configs[i], core_count)
+        if local is not None:
+            source = EXACT if list(tuned_shapes[i]) == values else NEAREST
+            return Selection(source, i, dict(tuned_configs[i]), local)
+    base_env = {**env, **shape}
+    base = {p: int(round(float(np.asarray(e.evaluate(base_env)))))
+            for p, e in spec.baseline.items()}
+    local = derive(spec, env, shape, base, core_count)
+    if local is not None:
+        return Selection(BASELINE, -1, base, local)
+    return Selection(NONE, -1, base, {})
+
+
+def field_value(ctype: str, value: Any) -> int | float:
+    """The value as the C++ field type stores it (the emitted static_cast)."""
+    if ctype == "float":
+        return float(np.float32(value))
+    bits = int(ctype.replace("uint", "").replace("int", "").replace("_t", ""))
+    v = int(value) if not isinstance(value, float) else int(math.trunc(value))
+    v &= (1 << bits) - 1
+    if not ctype.startswith("u") and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
