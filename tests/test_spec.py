@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ascend_tune.checking import check_file
+from ascend_tune.hardware import load_profile, profile_paths, sourced_leaves
+from ascend_tune.schema_files import FOLDER, generated
+from ascend_tune.spec import load_spec, snake_case, spec_paths
+from tests.conftest import DATA
+
+BROKEN = {
+    "bad_field_type.yaml": "broken/bad_field_type.yaml:51: tiling.fields.tileNum.type: "
+    "'unsigned' is not one of: int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, "
+    "uint64_t, float",
+    "bad_identifier.yaml": "broken/bad_identifier.yaml:53: tiling.fields.class: field name "
+    "'class' is not a valid C++ identifier",
+    "duplicate_key.yaml": "broken/duplicate_key.yaml:46: duplicate key 'baseline.bufferNum'",
+    "hostile_expression.yaml": "broken/hostile_expression.yaml:20: derive.tileNum: only plain "
+    "function calls are allowed at '__import__('os').system('ls')' in expression "
+    "'__import__('os').system('ls')'",
+    "malformed_yaml.yaml": "broken/malformed_yaml.yaml:8: malformed YAML: expected ',' or '}', "
+    "but got ':'",
+    "missing_baseline_param.yaml": "broken/missing_baseline_param.yaml:42: baseline: baseline "
+    "misses parameter(s): bufferNum",
+    "not_a_spec.yaml": "broken/not_a_spec.yaml: neither an operator spec (has 'operator') nor a "
+    "hardware profile (has 'chip' or 'base')",
+    "unknown_key.yaml": "broken/unknown_key.yaml:22: constraint: unknown key 'constraint' "
+    "(did you mean 'constraints'?); allowed: operator, description, core, dtypes, shape, params, "
+    "derive, constraints, pipeline, baseline, tiling, kernel_constants, tiling_key",
+    "unknown_name.yaml": "broken/unknown_name.yaml:23: constraints.ub_fits: unknown name "
+    "'tileLenght' (did you mean 'tileLength'?) at 'tileLenght' in expression "
+    "'3 * bufferNum * tileLenght * sizeof.x <= hw.ub_bytes'",
+    "wrong_pipe.yaml": "broken/wrong_pipe.yaml:39: pipeline.vector.body.0.body.2.pipe: pipe "
+    "'cube' does not exist on the vector core; allowed: mte2, vector, mte3, scalar",
+    "bad_profile_confidence.yaml": "broken/bad_profile_confidence.yaml:4: chip.clock_mhz."
+    "confidence: 'sure' is not one of: high, med, low",
+    "profile_unknown_key.yaml": "broken/profile_unknown_key.yaml:4: memory.ub_byte: unknown key "
+    "'ub_byte' (did you mean 'ub_bytes'?); allowed: l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes, "
+    "ub_bytes, bt_bytes, fb_bytes, l2_bytes, hbm_bandwidth_gbps, l2_bandwidth_gbps, "
+    "gm_align_bytes, gm_unaligned_efficiency, ub_block_bytes",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_each_broken_file_gives_its_exact_message(name: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(DATA)
+    assert check_file(Path("broken") / name) == [BROKEN[name]]
+
+
+def test_every_broken_file_is_covered() -> None:
+    on_disk = {p.name for p in (DATA / "broken").glob("*.yaml")} - {"empty_domain.yaml"}
+    assert on_disk == set(BROKEN)
+
+
+@pytest.mark.parametrize("path", spec_paths() + profile_paths(), ids=lambda p: p.name)
+def test_builtin_files_are_valid(path: Path) -> None:
+    assert check_file(path) == []
+
+
+def test_specs_compile_with_expected_structure() -> None:
+    add = load_spec("add")
+    assert add.name == "AddCustom" and add.snake_name == "add_custom"
+    assert add.params == ("blockDim", "tileLength", "bufferNum")
+    assert [s.core for s in add.sides] == ["vector"]
+    mm = load_spec("matmul")
+    for p in ("baseM", "baseN", "baseK", "stepM", "stepN", "stepKa", "stepKb", "dbL0A", "dbL0B",
+              "dbL0C", "iterateOrder"):
+        assert p in mm.params
+    names = dict(mm.constraints)
+    assert {"l0a_fits", "l0b_fits", "l0c_fits", "l1_fits", "basek_multiple_of_k0"} <= set(names)
+    fields = {f.name for f in mm.tiling_nested[0].fields}
+    assert {"usedCoreNum", "singleCoreM", "singleCoreN", "singleCoreK", "depthA1"} <= fields
+
+
+def test_snake_case_matches_msopgen() -> None:
+    assert snake_case("AddCustom") == "add_custom"
+    assert snake_case("MatmulCustom") == "matmul_custom"
+    assert snake_case("GatherV2Custom") == "gather_v2_custom"
+
+
+def test_every_profile_number_has_source_and_confidence() -> None:
+    for path in profile_paths():
+        p = load_profile(str(path))
+        leaves = sourced_leaves(p.data)
+        assert len(leaves) > 40
+        for key, _value, source, confidence in leaves:
+            assert source.strip(), (path.name, key)
+            assert confidence in ("high", "med", "low"), (path.name, key)
+
+
+def test_profiles_inherit_and_override(tmp_path: Path) -> None:
+    b3 = load_profile("ascend910b3")
+    b1 = load_profile("ascend910b1")
+    assert (b3["cube_cores"], b1["cube_cores"]) == (20, 24)
+    assert b1["ub_bytes"] == b3["ub_bytes"] == 196608
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("name: mine\nbase: ascend910b3\nmemory:\n  hbm_bandwidth_gbps: "
+                    "{value: 1200, source: my measurement, confidence: high}\n")
+    custom = load_profile(str(mine))
+    assert custom["hbm_bandwidth_gbps"] == 1200 and custom["clock_mhz"] == 1800
+    assert custom.sha256 != b3.sha256
+
+
+def test_shipped_json_schemas_match_the_loaders() -> None:
+    for name, text in generated().items():
+        assert (FOLDER / name).read_text() == text, f"regenerate: python -m ascend_tune.schema_files"
+    spec_schema = json.loads((FOLDER / "spec.schema.json").read_text())
+    assert set(spec_schema["properties"]) == {
+        "operator", "description", "core", "dtypes", "shape", "params", "derive", "constraints",
+        "pipeline", "baseline", "tiling", "kernel_constants", "tiling_key"}
+    assert spec_schema["additionalProperties"] is False
