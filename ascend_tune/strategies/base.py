@@ -35,6 +35,7 @@ class Problem:
         self.rejected = 0
         self.best_genome: np.ndarray | None = None
         self.best_latency = np.inf
+        self.budget: int | None = None  # set by run(); scoring never exceeds it
 
     def key(self, genomes: np.ndarray) -> list[int | bytes]:
         if self._radix is not None:
@@ -60,6 +61,16 @@ class Problem:
             rows = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
             lat = np.asarray(self._objective(genomes[rows]), dtype=np.float64)
             finite = np.isfinite(lat)
+            if self.budget is not None:
+                # Valid rows past the budget are not counted, cached or returned.
+                over = np.flatnonzero(finite)[max(self.budget - self.evaluations, 0):]
+                if over.size:
+                    keep = np.ones(len(rows), dtype=bool)
+                    keep[over] = False
+                    dropped = [k for k, ok in zip(todo, keep) if not ok]
+                    for k in dropped:
+                        del todo[k]
+                    rows, lat, finite = rows[keep], lat[keep], finite[keep]
             self.evaluations += int(finite.sum())
             self.rejected += int((~finite).sum())
             for k, v in zip(todo, lat.tolist()):
@@ -70,7 +81,9 @@ class Problem:
                     self.best_latency = float(lat[j])
                     self.best_genome = genomes[rows[j]].copy()
             for i, k in enumerate(keys):
-                if k in todo:
+                if k not in self._seen:
+                    out[i] = np.inf
+                elif k in todo:
                     out[i] = self._seen[k]
         return out
 
@@ -99,6 +112,7 @@ def run(strategy: Strategy, problem: Problem, budget: int,
         rng: np.random.Generator) -> SearchResult:
     if budget < 1:
         raise AscendTuneError(f"--budget must be at least 1, got {budget}")
+    problem.budget = budget
     if problem.baseline is not None:
         problem.evaluate(problem.baseline[None, :])
     strategy.search(problem, budget, rng)

@@ -17,6 +17,7 @@ class Exhaustive:
 
     def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
         del budget, rng  # exhaustive scores everything; the budget does not apply
+        problem.budget = None
         if problem.space_size > self.limit:
             raise AscendTuneError(
                 f"exhaustive search refuses a space of {problem.space_size:,} configurations "

@@ -45,5 +45,5 @@ public:                                                       \
     struct_type field_name;
 #define END_TILING_DATA_DEF }
 #define REGISTER_TILING_DATA_CLASS(op_type, class_name) \
-    static class_name* op_type##_##class_name##_registrar_unused = nullptr;
+    [[maybe_unused]] static class_name* op_type##_##class_name##_registrar = nullptr;
 #endif

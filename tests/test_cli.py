@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ascend_tune", *args], capture_output=True,
+                          text=True, cwd=cwd or ROOT, env={**os.environ, "COLUMNS": "200"})
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], contains: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert contains in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("args", "contains"), [
+    (["search", "missing.yaml", "--hw", "ascend910b3", "--shape", "totalLength=8"],
+     "operator spec 'missing.yaml' not found"),
+    (["search", "add", "--hw", "ascend910b9", "--shape", "totalLength=8"],
+     "hardware profile 'ascend910b9' not found (did you mean 'ascend910b4'?)"),
+    (["search", "add", "--hw", "ascend910b3", "--shape", "totalLenght=8"],
+     "unknown shape variable 'totalLenght' (did you mean 'totalLength'?)"),
+    (["search", "add", "--hw", "ascend910b3", "--shape", "totalLength=abc"],
+     "value of totalLength must be an integer, got 'abc'"),
+    (["search", "add", "--hw", "ascend910b3", "--shape", "totalLength=0"],
+     "totalLength=0 is out of range"),
+    (["search", str(DATA / "broken" / "hostile_expression.yaml"), "--hw", "ascend910b3",
+      "--shape", "totalLength=8"], "only plain function calls are allowed"),
+    (["search", str(DATA / "broken" / "empty_domain.yaml"), "--hw", "ascend910b3",
+      "--shape", "totalLength=8"], "params.tileLength: empty domain (pow2 [65536, 32768])"),
+    (["search", "add", "--hw", "ascend910b3", "--shape", "totalLength=8", "-o",
+      "/nonexistent/folder/r.json"], "folder /nonexistent/folder does not exist"),
+    (["search", "add", "--hw", "ascend910b3", "--shapes", "nope.csv"], "shape file not found"),
+    (["explain", "add", "--hw", "ascend910b3", "--shape", "totalLength=4096", "--set",
+      "bufferNum=2,tileLength=65536"], "breaks constraint 'ub_fits'"),
+    (["emit", "missing.json", "-o", "out"], "results file not found"),
+])
+def test_bad_input_is_one_line_exit_2(args: list[str], contains: str) -> None:
+    one_line_error(cli(*args), contains)
+
+
+def test_unwritable_output_folder(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user that ignores permissions")
+        one_line_error(cli("search", "add", "--hw", "ascend910b3", "--shape", "totalLength=8",
+                           "-o", str(locked / "r.json")), "cannot write results")
+    finally:
+        locked.chmod(0o700)
+
+
+def test_search_is_deterministic_cached_and_job_independent(tmp_path: Path) -> None:
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("totalLength\n1000\n65536\n12345679\n")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    base = ["search", "add", "--hw", "ascend910b3", "--shapes", str(shapes), "--seed", "3",
+            "--quiet"]
+    assert cli(*base, "-o", str(a)).returncode == 0
+    assert cli(*base, "--jobs", "2", "--strategy", "auto", "-o", str(b)).returncode == 0
+    assert a.read_bytes() == b.read_bytes()
+    # A rerun tunes nothing new and leaves the file byte-identical.
+    before = a.read_bytes()
+    rerun = cli("search", "add", "--hw", "ascend910b3", "--shapes", str(shapes), "--seed", "3",
+                "-o", str(a))
+    assert rerun.returncode == 0 and "3 of 3 shape(s) reused" in rerun.stderr
+    assert a.read_bytes() == before
+    # A different seed is other search settings: refused without --fresh, nothing lost.
+    other = cli("search", "add", "--hw", "ascend910b3", "--shapes", str(shapes), "--seed", "4",
+                "-o", str(a))
+    one_line_error(other, "rerun with --fresh")
+    assert a.read_bytes() == before
+    # A corrupt file is an error and is not overwritten.
+    a.write_text("{not json")
+    one_line_error(cli(*base, "-o", str(a)), "corrupt results file")
+    assert a.read_text() == "{not json"
+
+
+def test_shape_without_valid_configuration_exits_1_and_keeps_others(tmp_path: Path) -> None:
+    profile = tmp_path / "tiny_ub.yaml"
+    profile.write_text("name: tiny_ub\nbase: ascend910b3\nmemory:\n  ub_bytes: "
+                       "{value: 3072, source: test, confidence: low}\n")
+    out = tmp_path / "r.json"
+    proc = cli("search", str(DATA / "huge_tile_add.yaml"), "--hw", str(profile), "--shape",
+               "totalLength=4096", "--shape", "totalLength=64", "-o", str(out), "--quiet")
+    assert proc.returncode == 1, proc.stderr
+    assert "totalLength=4096: no valid configuration" in proc.stderr
+    assert "whole_input_resident ruled out" in proc.stderr
+    assert '"totalLength": 64' in out.read_text()
+
+
+def test_explain_and_hw_commands() -> None:
+    proc = cli("explain", "add", "--hw", "ascend910b3", "--shape", "totalLength=16777216")
+    assert proc.returncode == 0, proc.stderr
+    assert "diagnosis:" in proc.stdout and "aiv_mte2_time_us" in proc.stdout
+    proc = cli("explain", "matmul", "--hw", "ascend910b3", "--shape", "M=4096,N=4096,K=4096",
+               "--json")
+    assert proc.returncode == 0 and '"roofline_us"' in proc.stdout
+    lst = cli("hw", "list", "--json")
+    assert lst.returncode == 0
+    for name in ("ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4", "ascend310p3",
+                 "ascend950pr"):
+        assert name in lst.stdout
+    show = cli("hw", "show", "ascend310p3")
+    assert show.returncode == 0 and "S16" in show.stdout
+
+
+def test_check_command(tmp_path: Path) -> None:
+    ok = cli("check", *[str(p) for p in (ROOT / "operator_specs").glob("*.yaml")],
+             *[str(p) for p in (ROOT / "hw_profiles").glob("*.yaml")], cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    bad = cli("check", str(DATA / "broken" / "unknown_key.yaml"),
+              str(DATA / "broken" / "wrong_pipe.yaml"))
+    assert bad.returncode == 2
+    assert len(bad.stderr.strip().splitlines()) == 2
+
+
+def test_emit_check_cycle(tmp_path: Path) -> None:
+    res = tmp_path / "r.json"
+    assert cli("search", "add", "--hw", "ascend910b3", "--shape", "totalLength=4096", "-o",
+               str(res), "--quiet").returncode == 0
+    out = tmp_path / "proj"
+    stale = cli("emit", str(res), "-o", str(out), "--check")
+    assert stale.returncode == 1 and "missing:" in stale.stdout
+    assert cli("emit", str(res), "-o", str(out)).returncode == 0
+    assert cli("emit", str(res), "-o", str(out), "--check").returncode == 0

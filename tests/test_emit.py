@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ascend_tune import emit, results
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.selection import BASELINE, EXACT, NONE, field_value, select
+from ascend_tune.spec import OperatorSpec
+from ascend_tune.tuner import TuneSettings, tune_shape
+from tests.conftest import STUB, needs_gxx
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+TUNED = {"add": [{"totalLength": n} for n in (1000, 65536, 1 << 20, 12_345_679)],
+         "matmul": [{"M": m, "N": n, "K": k} for m, n, k in
+                    ((128, 16384, 1024), (512, 4096, 1024), (2048, 4096, 4000), (96, 200, 64))]}
+
+
+def _doc(spec: OperatorSpec, hw: HardwareProfile, which: str) -> dict[str, Any]:
+    doc: dict[str, Any] = {**results.header(spec.name, spec.sha256, spec.source_text, hw.name,
+                                            hw.sha256, hw.data, "auto", 0, 300), "shapes": []}
+    for shape in TUNED[which]:
+        doc["shapes"].append(tune_shape(spec, hw, shape, TuneSettings("auto", 300, 0)))
+    return json.loads(results.render(doc))  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def docs(hw: HardwareProfile, add_spec: OperatorSpec, matmul_spec: OperatorSpec
+         ) -> dict[str, dict[str, Any]]:
+    return {"add": _doc(add_spec, hw, "add"), "matmul": _doc(matmul_spec, hw, "matmul")}
+
+
+@pytest.mark.parametrize("which", ["add", "matmul"])
+@pytest.mark.parametrize("style", ["macro", "struct"])
+def test_golden_files(which: str, style: str, docs: dict[str, dict[str, Any]],
+                      update_golden: bool) -> None:
+    bundle = emit.load_bundle(docs[which], "results.json")
+    files = emit.render(bundle, style, with_tiling_func=True)
+    folder = GOLDEN / f"{which}_{style}"
+    if update_golden:
+        emit.write(folder, files)
+    for rel, text in files.items():
+        expected = folder / rel
+        assert expected.exists(), f"missing golden {expected}; run pytest --update-golden"
+        assert expected.read_text() == text, f"{expected} differs; run pytest --update-golden"
+    assert emit.render(bundle, style, True) == files, "deterministic"
+
+
+def test_check_reports_stale_and_missing(tmp_path: Path, docs: dict[str, dict[str, Any]]) -> None:
+    bundle = emit.load_bundle(docs["add"], "results.json")
+    files = emit.render(bundle, "macro", False)
+    assert len(emit.check(tmp_path, files)) == len(files)
+    assert emit.write(tmp_path, files)
+    assert emit.check(tmp_path, files) == []
+    assert emit.write(tmp_path, files) == [], "unchanged files are not rewritten"
+    header = tmp_path / "op_host/add_custom_tiling.h"
+    header.write_text(header.read_text().replace("tileNum", "tileCount"))
+    reports = emit.check(tmp_path, files)
+    assert len(reports) == 1 and reports[0].startswith(f"stale: {header}")
+    assert "+TILING_DATA_FIELD_DEF(uint32_t, tileNum);" in reports[0]
+
+
+DRIVER = r"""
+#include <cstdio>
+#include "{select}"
+using namespace optiling::{ns};
+int main() {{
+    long long raw[{nshape} + 1];
+    while (true) {{
+        for (int i = 0; i < {nshape} + 1; ++i) if (std::scanf("%lld", &raw[i]) != 1) return 0;
+        Shape shape{{}};
+{assign}
+        Values values{{}};
+        const Selection sel = Select(shape, raw[{nshape}], values);
+        std::printf("%d %d", static_cast<int>(sel.source), sel.index);
+        if (sel.source != kNone) {{
+            {struct} tiling;
+            FillTiling(values, tiling);
+{prints}
+            std::printf(" %lld %llu", static_cast<long long>(BlockDim(values)),
+                        static_cast<unsigned long long>(TilingKey(values)));
+        }}
+        std::printf("\n");
+    }}
+}}
+"""
+
+
+def _driver(spec: OperatorSpec, style: str) -> str:
+    assign = "\n".join(f"        shape.{v} = raw[{i}];" for i, v in enumerate(spec.shape_vars))
+    prints = []
+    get = (lambda f: f"get_{f}()") if style == "macro" else (lambda f: f)
+    for f in spec.tiling_fields:
+        prints.append(f"            std::printf(\" %.17g\", static_cast<double>(tiling.{get(f.name)}));")
+    for n in spec.tiling_nested:
+        for f in n.fields:
+            prints.append(f"            std::printf(\" %.17g\", "
+                          f"static_cast<double>(tiling.{n.name}.{get(f.name)}));")
+    struct = spec.tiling_struct if style == "struct" else f"optiling::{spec.tiling_struct}"
+    return DRIVER.format(select=f"{spec.snake_name}_tiling_select.h", ns=f"{spec.snake_name}_tuned",
+                         nshape=len(spec.shape_vars), assign=assign, prints="\n".join(prints),
+                         struct=struct)
+
+
+def _python_line(spec: OperatorSpec, hw: HardwareProfile, doc: dict[str, Any],
+                 shape: dict[str, int], cores: int) -> str:
+    tuned_shapes = [list(s["shape"].values()) for s in doc["shapes"]]
+    tuned_configs = [s["best"] for s in doc["shapes"]]
+    sel = select(spec, hw, tuned_shapes, tuned_configs, shape, cores)
+    parts = [str(sel.source), str(sel.index)]
+    if sel.source != NONE:
+        for f in spec.tiling_fields:
+            parts.append(repr(float(field_value(f.ctype, f.value.evaluate(sel.env)))))
+        for n in spec.tiling_nested:
+            for f in n.fields:
+                parts.append(repr(float(field_value(f.ctype, f.value.evaluate(sel.env)))))
+        parts.append(str(int(spec.block_dim.evaluate(sel.env))))
+        key = spec.tiling_key.evaluate(sel.env) if spec.tiling_key is not None else 0
+        parts.append(str(int(key)))
+    return " ".join(parts)
+
+
+@needs_gxx
+@pytest.mark.parametrize("which", ["add", "matmul"])
+@pytest.mark.parametrize("style", ["macro", "struct"])
+def test_emitted_code_compiles_and_selects_like_python(
+        which: str, style: str, tmp_path: Path, docs: dict[str, dict[str, Any]],
+        hw: HardwareProfile) -> None:
+    doc = docs[which]
+    bundle = emit.load_bundle(doc, "results.json")
+    spec = bundle.spec
+    files = emit.render(bundle, style, with_tiling_func=True)
+    emit.write(tmp_path, files)
+    for rel in files:
+        path = tmp_path / rel
+        flags = ["g++", "-std=c++17", "-Wall", "-Werror", "-Wno-unused-function",
+                 f"-I{STUB}", f"-I{path.parent}"]
+        subprocess.run([*flags, "-fsyntax-only", "-x", "c++", str(path)], check=True,
+                       capture_output=True, text=True)
+    driver = tmp_path / "op_host" / "driver.cpp"
+    driver.write_text(_driver(spec, style))
+    exe = tmp_path / "driver"
+    proc = subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", "-O1", f"-I{STUB}",
+                           f"-I{driver.parent}", str(driver), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:3000]
+    rng = np.random.default_rng(11)
+    cases: list[tuple[dict[str, int], int]] = [(s["shape"], 40 if which == "add" else 20)
+                                               for s in doc["shapes"]]
+    for _ in range(120):
+        shape = {v: int(np.exp(rng.uniform(0, np.log(1 << (22 if which == "add" else 13)))))
+                 for v in spec.shape_vars}
+        cores = int(rng.choice([8, 20, 24, 40, 48]) if which == "add" else rng.choice([8, 20, 24]))
+        cases.append((shape, cores))
+    stdin = "\n".join(" ".join(str(x) for x in (*s.values(), c)) for s, c in cases) + "\n"
+    out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
+    cpp_lines = out.stdout.strip().splitlines()
+    assert len(cpp_lines) == len(cases)
+    sources = []
+    for (shape, cores), cpp_line in zip(cases, cpp_lines):
+        py_line = _python_line(spec, hw, doc, shape, cores)
+        assert cpp_line.split() == py_line.split() or [
+            float(x) for x in cpp_line.split()] == [float(x) for x in py_line.split()], (
+            shape, cores, cpp_line, py_line)
+        sources.append(int(cpp_line.split()[0]))
+    assert sources[: len(doc["shapes"])] == [EXACT] * len(doc["shapes"])
+    assert {1, BASELINE} & set(sources), "untuned shapes exercise nearest or baseline"
