@@ -30,6 +30,6 @@ def builtin_names(kind: str, suffix: str = ".yaml") -> list[str]:
 def resolve(kind: str, name_or_path: str) -> Path:
     """A path as given if it exists (or looks like a path), else the built-in of that name."""
     path = Path(name_or_path)
-    if path.exists() or path.suffix in (".yaml", ".yml", ".json") or "/" in name_or_path:
+    if path.is_file() or path.suffix in (".yaml", ".yml", ".json") or "/" in name_or_path:
         return path
     return data_dir(kind) / f"{name_or_path}.yaml"
