@@ -12,7 +12,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import typer
@@ -72,7 +72,7 @@ def search(
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", help="Model evaluations per shape."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed."),
     jobs: int = typer.Option(1, "--jobs", help="Processes (results do not depend on it)."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output",
+    output: Path | None = typer.Option(None, "-o", "--output",
                                           help="Results file (also the cache)."),
     fresh: bool = typer.Option(False, "--fresh",
                                help="Discard a results file made from other inputs."),
@@ -183,7 +183,7 @@ def explain(
     spec_ref: str = typer.Argument(..., metavar="SPEC"),
     hw_ref: str = typer.Option(..., "--hw"),
     shape: str = typer.Option(..., "--shape", help="K=V,... for every shape variable."),
-    set_: Optional[str] = typer.Option(None, "--set", help="P=V,... overrides of the baseline."),
+    set_: str | None = typer.Option(None, "--set", help="P=V,... overrides of the baseline."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Predict one configuration (the spec's baseline unless --set) and say what bounds it."""
@@ -359,7 +359,7 @@ def main() -> None:
         console.error("interrupted; finished shapes are saved")
         sys.exit(130)
     except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
+        import click  # type: ignore[import-not-found,unused-ignore]
 
         if isinstance(exc, click.ClickException):
             exc.show()

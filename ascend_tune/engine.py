@@ -22,7 +22,7 @@ import numpy as np
 from ascend_tune import costs
 from ascend_tune.errors import SpecError
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.spec import DTYPE_BYTES, Loop, OperatorSpec, Side, Stage
+from ascend_tune.spec import DTYPE_BYTES, Loop, OperatorSpec, Stage
 
 # msprof column names (performance_model.md §2.4), in a fixed order for tables and JSON.
 PIPE_COLUMNS = ("aic_mac_time_us", "aic_mte1_time_us", "aic_mte2_time_us",
@@ -115,7 +115,7 @@ class ShapeModel:
     def nearest_indices(self, values: Mapping[str, int]) -> np.ndarray:
         """Index genome of the domain values closest to ``values`` (for seeding the baseline)."""
         out = []
-        for p, g in zip(self.spec.params, self.grids):
+        for p, g in zip(self.spec.params, self.grids, strict=False):
             out.append(int(np.argmin(np.abs(g - values[p]))))
         return np.asarray(out, dtype=np.int64)
 

@@ -263,7 +263,7 @@ class Call(Node):
     def evaluate(self, env: Env) -> Any:
         vals = [a.evaluate(env) for a in self.args]
         vals = [_as_int(v) if a.kind is Kind.BOOL and self.fn != "where" else v
-                for v, a in zip(vals, self.args)]
+                for v, a in zip(vals, self.args, strict=False)]
         fn = self.fn
         if fn == "ceil_div":
             a, b = vals
@@ -312,16 +312,16 @@ class Call(Node):
             a = _cpp_cast(self.args[1], self.kind, names)
             b = _cpp_cast(self.args[2], self.kind, names)
             return f"(({cond}) ? ({a}) : ({b}))"
-        args = [_cpp_cast(a, self.kind, names) for a in self.args]
+        rendered = [_cpp_cast(a, self.kind, names) for a in self.args]
         if fn in ("min", "max"):
-            text = args[0]
-            for arg in args[1:]:
+            text = rendered[0]
+            for arg in rendered[1:]:
                 text = f"at_{fn}({text}, {arg})"
             return text
         if fn == "clamp":
-            return f"at_min(at_max({args[0]}, {args[1]}), {args[2]})"
+            return f"at_min(at_max({rendered[0]}, {rendered[1]}), {rendered[2]})"
         if fn == "abs":
-            return f"at_abs({args[0]})"
+            return f"at_abs({rendered[0]})"
         raise AssertionError(fn)  # pragma: no cover
 
 
@@ -406,25 +406,25 @@ class _Checker:
                     raise self.fail("'**' needs a literal integer exponent between 0 and "
                                     f"{MAX_POW_EXPONENT}", node)
                 self._numeric(left, node)
-                kind = Kind.INT if left.kind is Kind.BOOL else left.kind
-                return Binary(kind, "**", left, Const(Kind.INT, exp))
+                pow_kind = Kind.INT if left.kind is Kind.BOOL else left.kind
+                return Binary(pow_kind, "**", left, Const(Kind.INT, exp))
             right = self.check(node.right, d)
             self._numeric(left, node)
             self._numeric(right, node)
-            kind = Kind.FLOAT if opname == "/" else _promote(left.kind, right.kind)
-            return Binary(kind, opname, left, right)
+            bin_kind = Kind.FLOAT if opname == "/" else _promote(left.kind, right.kind)
+            return Binary(bin_kind, opname, left, right)
         if isinstance(node, ast.BoolOp):
             ops = tuple(self.check(v, d) for v in node.values)
             return BoolOp(Kind.BOOL, "and" if isinstance(node.op, ast.And) else "or", ops)
         if isinstance(node, ast.Compare):
             parts: list[Node] = []
             left = self.check(node.left, d)
-            for op, comparator in zip(node.ops, node.comparators):
-                opname = _CMPOPS.get(type(op))
-                if opname is None:
-                    raise self.fail(f"comparison {type(op).__name__} is not allowed", node)
+            for cmp, comparator in zip(node.ops, node.comparators, strict=False):
+                cmpname = _CMPOPS.get(type(cmp))
+                if cmpname is None:
+                    raise self.fail(f"comparison {type(cmp).__name__} is not allowed", node)
                 right = self.check(comparator, d)
-                parts.append(Compare(Kind.BOOL, opname, left, right))
+                parts.append(Compare(Kind.BOOL, cmpname, left, right))
                 left = right
             return parts[0] if len(parts) == 1 else BoolOp(Kind.BOOL, "and", tuple(parts))
         if isinstance(node, ast.Call):
@@ -566,7 +566,7 @@ def parse(source: object, symbols: Mapping[str, Kind], where: str = "") -> Expr:
     return Expr(text, root, frozenset(checker.names))
 
 
-CPP_RUNTIME = r"""// Integer semantics of the ascend-tune expression language (see ascend_tune/expr.py).
+CPP_RUNTIME = r"""// Integer semantics of the ascend-tune expression language (ascend_tune/expr.py).
 #ifndef ASCEND_TUNE_EXPR_RUNTIME_V1
 #define ASCEND_TUNE_EXPR_RUNTIME_V1
 #include <cmath>

@@ -8,6 +8,7 @@ numbers and how a user overrides one bandwidth without copying a file.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -243,7 +244,7 @@ def _check_values(data: Mapping[str, Any], origin: str) -> list[str]:
         if not ok:
             errors.append(f"{origin}: transfers.{path}.bandwidth_curve: expected a non-empty "
                           "list of [bytes, bytes_per_cycle] pairs of positive numbers")
-        elif any(a[0] >= b[0] for a, b in zip(curve, curve[1:])):
+        elif any(a[0] >= b[0] for a, b in itertools.pairwise(curve)):
             errors.append(f"{origin}: transfers.{path}.bandwidth_curve: sizes must increase")
     for table, keyset in (("k0", DTYPES), ("cycles_per_fractal", DTYPES)):
         value = data["cube"][table]["value"]

@@ -25,7 +25,8 @@ class Scalar:
 class Obj:
     """A mapping with known keys (``fields``) and/or free keys validated by ``extra``."""
 
-    fields: Mapping[str, tuple[Node, bool]] = field(default_factory=dict)  # name: (schema, required)
+    # name -> (schema, required)
+    fields: Mapping[str, tuple[Node, bool]] = field(default_factory=dict)
     extra: Node | None = None
     doc: str = ""
 
@@ -115,7 +116,7 @@ def validate(data: Any, schema: Node, origin: str, lines: Mapping[KeyPath, int],
     if not isinstance(data, dict):
         errors.append(f"{_loc(origin, lines, path)}: expected a mapping, got {_describe(data)}")
         return errors
-    for key, (sub, required) in schema.fields.items():
+    for key, (_sub, required) in schema.fields.items():
         if required and key not in data:
             errors.append(f"{_loc(origin, lines, path)}: missing required key '{key}'")
     for key, value in data.items():

@@ -56,7 +56,7 @@ def _scalar(value: Any) -> Any:
 
 def log_distance(a: Sequence[int], b: Sequence[int]) -> float:
     total = 0.0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         d = math.log(float(x)) - math.log(float(y))
         total += d * d
     return total
@@ -83,7 +83,7 @@ def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Seque
             source = EXACT if list(tuned_shapes[i]) == values else NEAREST
             return Selection(source, i, dict(tuned_configs[i]), local)
     base_env = {**env, **shape}
-    base = {p: int(round(float(np.asarray(e.evaluate(base_env)))))
+    base = {p: round(float(np.asarray(e.evaluate(base_env))))
             for p, e in spec.baseline.items()}
     local = derive(spec, env, shape, base, core_count)
     if local is not None:
@@ -96,7 +96,7 @@ def field_value(ctype: str, value: Any) -> int | float:
     if ctype == "float":
         return float(np.float32(value))
     bits = int(ctype.replace("uint", "").replace("int", "").replace("_t", ""))
-    v = int(value) if not isinstance(value, float) else int(math.trunc(value))
+    v = int(value) if not isinstance(value, float) else math.trunc(value)
     v &= (1 << bits) - 1
     if not ctype.startswith("u") and v >= 1 << (bits - 1):
         v -= 1 << bits

@@ -146,7 +146,8 @@ class Domain:
             out = np.unique(np.asarray(vals, dtype=np.int64))
         elif self.kind == "pow2":
             lo, hi = vals[0], vals[1]
-            pows, p = [], 1
+            pows: list[int] = []
+            p = 1
             while p <= hi and len(pows) < 63:
                 if p >= lo:
                     pows.append(p)
@@ -509,7 +510,7 @@ def _body(c: _Compiler, items: list[Any], symbols: Mapping[str, Kind],
         if not isinstance(item, dict):
             raise c.fail("expected a stage or loop mapping", *here)
         if "loop" in item:
-            errors = schema.validate(item, _LOOP if "body" in item else _LOOP, c.origin,
+            errors = schema.validate(item, _LOOP, c.origin,
                                      c.lines, here)
             if errors and not all("body." in e for e in errors):
                 raise SpecError(errors[0])

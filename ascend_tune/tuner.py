@@ -93,7 +93,8 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
         result = run(STRATEGIES[name](), problem, settings.budget, shape_rng(settings.seed, shape))
     except NoValidFound:
         raise NoValidConfigError(no_valid_message(model)) from None
-    best = dict(zip(spec.params, (int(v) for v in model.values(result.genome[None, :])[0])))
+    chosen = model.values(result.genome[None, :])[0]
+    best = {p: int(v) for p, v in zip(spec.params, chosen, strict=True)}
     entry = describe(model, best)
     baseline = describe(model, baseline_values)
     base_summary: dict[str, Any] = {"config": baseline["config"], "valid": baseline["valid"]}

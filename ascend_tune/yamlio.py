@@ -58,8 +58,9 @@ def _convert(loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath,
             if skey in out:
                 raise AscendTuneError(f"{origin}:{key_node.start_mark.line + 1}: "
                                       f"duplicate key '{'.'.join((*path, skey))}'")
-            lines[(*path, skey)] = key_node.start_mark.line + 1
-            out[skey] = _convert(loader, value_node, (*path, skey), lines, origin)
+            key_path = (*path, skey)
+            lines[key_path] = key_node.start_mark.line + 1
+            out[skey] = _convert(loader, value_node, key_path, lines, origin)
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_convert(loader, item, (*path, str(i)), lines, origin)

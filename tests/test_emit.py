@@ -96,7 +96,8 @@ def _driver(spec: OperatorSpec, style: str) -> str:
     prints = []
     get = (lambda f: f"get_{f}()") if style == "macro" else (lambda f: f)
     for f in spec.tiling_fields:
-        prints.append(f"            std::printf(\" %.17g\", static_cast<double>(tiling.{get(f.name)}));")
+        prints.append(f"            std::printf(\" %.17g\", "
+                      f"static_cast<double>(tiling.{get(f.name)}));")
     for n in spec.tiling_nested:
         for f in n.fields:
             prints.append(f"            std::printf(\" %.17g\", "
@@ -162,7 +163,7 @@ def test_emitted_code_compiles_and_selects_like_python(
     cpp_lines = out.stdout.strip().splitlines()
     assert len(cpp_lines) == len(cases)
     sources = []
-    for (shape, cores), cpp_line in zip(cases, cpp_lines):
+    for (shape, cores), cpp_line in zip(cases, cpp_lines, strict=False):
         py_line = _python_line(spec, hw, doc, shape, cores)
         assert cpp_line.split() == py_line.split() or [
             float(x) for x in cpp_line.split()] == [float(x) for x in py_line.split()], (

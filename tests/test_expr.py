@@ -119,7 +119,8 @@ def test_numpy_and_cpp_agree_on_random_inputs(tmp_path: Path) -> None:
     parsed = [parse(s, SYMS) for s in EXPRESSIONS]
     body = []
     for i, e in enumerate(parsed):
-        body.append(f"  std::printf(\"%.17g \", static_cast<double>({e.to_cpp(names.__getitem__)}));"
+        cpp_text = e.to_cpp(names.__getitem__)
+        body.append(f"  std::printf(\"%.17g \", static_cast<double>({cpp_text}));"
                     f"  // {i}")
     program = (CPP_RUNTIME + "#include <cstdio>\nusing namespace ascend_tune_rt;\n"
                "int main() {\n  long long ia, ib, ic; double x;\n"

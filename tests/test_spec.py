@@ -107,7 +107,7 @@ def test_profiles_inherit_and_override(tmp_path: Path) -> None:
 
 def test_shipped_json_schemas_match_the_loaders() -> None:
     for name, text in generated().items():
-        assert (FOLDER / name).read_text() == text, f"regenerate: python -m ascend_tune.schema_files"
+        assert (FOLDER / name).read_text() == text, "regenerate: python -m ascend_tune.schema_files"
     spec_schema = json.loads((FOLDER / "spec.schema.json").read_text())
     assert set(spec_schema["properties"]) == {
         "operator", "description", "core", "dtypes", "shape", "params", "derive", "constraints",

@@ -67,13 +67,13 @@ class Problem:
                 if over.size:
                     keep = np.ones(len(rows), dtype=bool)
                     keep[over] = False
-                    dropped = [k for k, ok in zip(todo, keep) if not ok]
+                    dropped = [k for k, ok in zip(todo, keep, strict=False) if not ok]
                     for k in dropped:
                         del todo[k]
                     rows, lat, finite = rows[keep], lat[keep], finite[keep]
             self.evaluations += int(finite.sum())
             self.rejected += int((~finite).sum())
-            for k, v in zip(todo, lat.tolist()):
+            for k, v in zip(todo, lat.tolist(), strict=False):
                 self._seen[k] = v
             if finite.any():
                 j = int(np.argmin(lat))

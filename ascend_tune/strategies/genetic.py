@@ -40,7 +40,7 @@ class Genetic:
             return
         best = float(fit.min())
         stale = 0
-        n_elite = max(1, int(round(self.elite_fraction * pop_size)))
+        n_elite = max(1, round(self.elite_fraction * pop_size))
         while problem.evaluations < budget and self._proposals < cap:
             if len(problem._seen) >= problem.space_size:
                 return

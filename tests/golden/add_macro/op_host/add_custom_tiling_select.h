@@ -13,7 +13,7 @@
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 
-// Integer semantics of the ascend-tune expression language (see ascend_tune/expr.py).
+// Integer semantics of the ascend-tune expression language (ascend_tune/expr.py).
 #ifndef ASCEND_TUNE_EXPR_RUNTIME_V1
 #define ASCEND_TUNE_EXPR_RUNTIME_V1
 #include <cmath>
