@@ -146,3 +146,44 @@ def test_double_buffering_never_slower(hw: HardwareProfile, add_spec: OperatorSp
             both = a.valid & b.valid
             assert both.sum() > 10
             assert np.all(b.latency_us[both] <= a.latency_us[both] + 1e-9), knob
+
+
+MIX_SPEC = """
+operator: MixProbe
+core: mix
+dtypes: {a: float16}
+shape: {n: {}}
+params:
+  cores: {values: [2, 4]}
+pipeline:
+  roofline: {gm_bytes: 1}
+  handoffs: 5
+  cube:
+    cores: cores
+    body:
+      - {stage: mm, pipe: cube, m: 128, n: 128, k: 128, dtype: a}
+  vector:
+    cores: 2 * cores
+    items: n
+    body:
+      - {stage: work, pipe: scalar, cycles: 1000}
+baseline: {cores: 2}
+tiling: {struct: T, fields: {n: {type: uint32_t, value: n}}, block_dim: cores}
+"""
+
+
+def test_mix_kernel_and_waves_hand_worked(hw: HardwareProfile) -> None:
+    # Cube side, one item per core: loop cost 14 + Mmad 8 * 8 * 8 fractals + 2 = 528 cycles.
+    # Vector side: 10 items over 2 * cores AIV cores -> ceil(10 / 4) = 3 items (cores = 2) or
+    # ceil(10 / 8) = 2 (cores = 4), each 14 + 1000 cycles, single-buffered.
+    # Mix: max(sides) + 5 handoffs * 2 cycles + 1 us MIX launch; head = the larger side's.
+    spec = load_spec_text(MIX_SPEC, "mix.yaml")
+    model = ShapeModel(spec, hw, {"n": 10})
+    ev = model.evaluate(np.array([[2], [4]]))
+    for row, (cores, items) in enumerate(((2, 3), (4, 2))):
+        vec_cycles = items * 1014
+        body = max(528, vec_cycles) + 10
+        head = max(1 + 7 * cores / 20, 1 + 7 * 2 * cores / 40)
+        assert ev.latency_us[row] == pytest.approx(body / 1800 + 1.0 + head)
+        assert ev.pipes_us["aic_mac_time_us"][row] == pytest.approx(514 / 1800)
+        assert ev.pipes_us["aiv_scalar_time_us"][row] == pytest.approx(vec_cycles / 1800)

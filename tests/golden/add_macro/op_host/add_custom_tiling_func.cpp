@@ -2,10 +2,13 @@
 // Operator AddCustom (spec sha256 cab30fe951d56454), profile ascend910b3 (sha256 8fd25b614c41081b).
 // Inputs digest: sha256:cf9f4f916a45eca531c5c33d920bbb91586c63b62907770f06d816e7be5b0f81
 // A complete TilingFunc for AddCustom: reads the shape from the inputs and applies the tuning.
+// Register it from your OpDef with this->AICore().SetTiling(optiling::TilingFunc).
 #include "add_custom_tiling_select.h"
 
 namespace optiling {
-static ge::graphStatus TilingFunc(gert::TilingContext* context) {
+ge::graphStatus TilingFunc(gert::TilingContext* context);
+
+ge::graphStatus TilingFunc(gert::TilingContext* context) {
     add_custom_tuned::Shape shape{};
     {
         const gert::StorageShape* input = context->GetInputShape(0);

@@ -2,10 +2,13 @@
 // Operator MatmulCustom (spec sha256 5bbd1e44ddaf91f3), profile ascend910b3 (sha256 8fd25b614c41081b).
 // Inputs digest: sha256:33a6e17fdd3f55954a36896f82b6e73d4d58c4bcdbb8e1ca33acf0b5d30f49f5
 // A complete TilingFunc for MatmulCustom: reads the shape from the inputs and applies the tuning.
+// Register it from your OpDef with this->AICore().SetTiling(optiling::TilingFunc).
 #include "matmul_custom_tiling_select.h"
 
 namespace optiling {
-static ge::graphStatus TilingFunc(gert::TilingContext* context) {
+ge::graphStatus TilingFunc(gert::TilingContext* context);
+
+ge::graphStatus TilingFunc(gert::TilingContext* context) {
     matmul_custom_tuned::Shape shape{};
     {
         const gert::StorageShape* input = context->GetInputShape(0);
