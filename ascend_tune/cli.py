@@ -93,7 +93,7 @@ def search(
     hw = load_profile(hw_ref)
     shapes = collect(spec, shapes_files, shape)
     head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
-                          hw.data, strategy, seed, budget)
+                          hw.data, strategy, seed, budget, spec.variant)
     doc: dict[str, Any] = {**head, "shapes": []}
     if output is not None:
         results.check_writable(output)
@@ -170,7 +170,7 @@ def _summary(spec: OperatorSpec, rows: list[dict[str, Any]], times: dict[str, fl
             f"{r['speedup']:.2f}x" if r["speedup"] is not None else "n/a",
             pred["bound"].replace("_time_us", ""), f"{pred['efficiency']:.0%}",
             f"{times[key]:.2f}" if key in times else "cached"])
-    console.table(f"{spec.name}: best configuration per shape",
+    console.table(f"{spec.display_name}: best configuration per shape",
                   ["shape", "best configuration", "predicted us", "baseline us", "speedup",
                    "bound", "efficiency", "search s"], table_rows, right=(2, 3, 4, 6, 7))
 
@@ -212,7 +212,7 @@ def explain(
         raise AscendTuneError(f"configuration breaks constraint '{name}'{rule} with {shown}")
     info = describe(model, config)
     bound = BOUND_NAMES[int(ev.bound[0])]
-    diagnosis = diagnose(spec, ev, bound)
+    diagnosis = diagnose(model, config, ev)
     if as_json:
         payload = {"spec": spec.name, "hw": hw.name, "shape": shp, **info,
                    "diagnosis": diagnosis,
@@ -226,7 +226,7 @@ def explain(
         return
     pred = info["predicted"]
     latency = pred["latency_us"]
-    console.line(f"{spec.name} on {hw.name}, {shape_key(shp)}")
+    console.line(f"{spec.display_name} on {hw.name}, {shape_key(shp)}")
     console.line("configuration: " + " ".join(f"{k}={v}" for k, v in config.items()))
     rows = [[c, f"{pred['pipes_us'][c]:.3f}", f"{pred['pipes_us'][c] / latency:.0%}"]
             for c in PIPE_COLUMNS if pred["pipes_us"][c] > 0]

@@ -21,8 +21,10 @@ class TransferCost:
     cycles: np.ndarray  # per trip, all `count` transfers
     gm_cycles: np.ndarray  # per trip: this core's share of the chip's GM bandwidth
     bytes_per_transfer: np.ndarray  # after rounding rows up to whole blocks
-    bandwidth: np.ndarray  # bytes/cycle achieved (after alignment and contention)
-    peak_bandwidth: np.ndarray  # bytes/cycle at the largest measured size, alone on the chip
+    bandwidth: np.ndarray  # bytes/cycle while streaming (after alignment and contention)
+    effective_bandwidth: np.ndarray  # bytes/cycle including the fixed latency
+    share_capped: np.ndarray  # True where the core's share of chip bandwidth is the limit
+    peak_bandwidth: np.ndarray  # bytes/cycle at the best measured size, alone on the chip
 
 
 def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarray,
@@ -45,6 +47,7 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     bandwidth = spec.bandwidth(moved)
     peak = np.full_like(moved, float(spec.curve_bytes_per_cycle.max()))
     gm_cycles = np.zeros_like(moved)
+    capped = np.zeros(moved.shape, dtype=bool)
     if path in GM_PATHS:
         if aligned is None:
             aligned = np.mod(row_bytes, float(hw["gm_align_bytes"])) == 0
@@ -53,10 +56,12 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
         chip_bytes_per_cycle = 1.0 / ((1.0 - hit) / hw.hbm_bytes_per_cycle
                                       + hit / hw.l2_bytes_per_cycle)
         share = chip_bytes_per_cycle / np.maximum(active_cores, 1.0)
+        capped = share < bandwidth
         bandwidth = np.minimum(bandwidth, share)
         gm_cycles = count * moved / share
-    cycles = count * (spec.latency_cycles + moved / bandwidth)
-    return TransferCost(cycles, gm_cycles, moved, bandwidth, peak)
+    per_transfer = spec.latency_cycles + moved / bandwidth
+    cycles = count * per_transfer
+    return TransferCost(cycles, gm_cycles, moved, bandwidth, moved / per_transfer, capped, peak)
 
 
 def mmad_cycles(hw: HardwareProfile, dtype: str, m: np.ndarray, n: np.ndarray,

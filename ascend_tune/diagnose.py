@@ -1,11 +1,18 @@
-"""One line that names what bounds a configuration and the parameter that moves it."""
+"""One line that names what bounds a configuration and the parameter that moves it.
+
+The lever is found by asking the model, not by reading expressions: each parameter is moved
+one domain step up and down, and a move is a lever when the configuration stays valid and the
+bounding quantity (bytes per transfer of the busiest stage, or the bounding pipe's busy time)
+improves.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Mapping
 
-from ascend_tune.engine import Evaluation, StageDetail
-from ascend_tune.spec import OperatorSpec
+import numpy as np
+
+from ascend_tune.engine import BOUND_NAMES, Evaluation, ShapeModel, StageDetail
 
 _PIPE_OF_COLUMN = {"aic_mac_time_us": "cube", "aic_mte1_time_us": "mte1",
                    "aic_mte2_time_us": "mte2", "aic_fixpipe_time_us": "fixpipe",
@@ -14,62 +21,100 @@ _PIPE_OF_COLUMN = {"aic_mac_time_us": "cube", "aic_mte1_time_us": "mte1",
                    "aiv_scalar_time_us": "scalar"}
 
 
-def param_levers(spec: OperatorSpec, names: Iterable[str]) -> list[str]:
-    """Tunable parameters an expression depends on, through derived values."""
-    derived = dict(spec.derive)
-    seen: set[str] = set()
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in derived:
-            todo += list(derived[name].names)
-    return [p for p in spec.params if p in seen]
-
-
 def _kib(nbytes: float) -> str:
     return f"{nbytes / 1024:.3g} KiB" if nbytes >= 1024 else f"{nbytes:.0f} B"
 
 
-def _levers(spec: OperatorSpec, stage: StageDetail) -> str:
-    params = param_levers(spec, stage.expr_names)
-    return " or ".join(params) if params else "the tiling"
+def _levers(model: ShapeModel, config: Mapping[str, int],
+            metric: Callable[[Evaluation], float], higher_is_better: bool) -> list[str]:
+    """Parameter moves (one domain step) that keep the configuration valid and improve
+    ``metric``, best first, as 'a larger X' / 'a smaller X'."""
+    base = metric(model.evaluate(np.array([[config[p] for p in model.spec.params]]), True))
+    found: list[tuple[float, str]] = []
+    for j, p in enumerate(model.spec.params):
+        grid = model.grids[j]
+        i = int(np.searchsorted(grid, config[p]))
+        for step, word in ((1, "larger"), (-1, "smaller")):
+            k = i + step
+            if not 0 <= k < grid.size:
+                continue
+            moved = dict(config)
+            moved[p] = int(grid[k])
+            ev = model.evaluate(np.array([[moved[q] for q in model.spec.params]]), True)
+            if not ev.valid[0]:
+                continue
+            value = metric(ev)
+            gain = (value - base) if higher_is_better else (base - value)
+            if gain > 1e-9 * max(abs(base), 1.0):
+                found.append((gain, f"a {word} {p}"))
+    found.sort(key=lambda t: -t[0])
+    best_per_param: dict[str, str] = {}
+    for _, text in found:  # one direction per parameter: the better one
+        best_per_param.setdefault(text.split()[-1], text)
+    return list(best_per_param.values())[:2]
 
 
-def diagnose(spec: OperatorSpec, ev: Evaluation, bound: str) -> str:
+def _stage_named(ev: Evaluation, side: str, name: str) -> StageDetail | None:
+    for s in ev.stages:
+        if s.side == side and s.name == name:
+            return s
+    return None
+
+
+def diagnose(model: ShapeModel, config: Mapping[str, int], ev: Evaluation) -> str:
+    bound = BOUND_NAMES[int(ev.bound[0])]
     latency = float(ev.latency_us[0])
+
+    def latency_of(e: Evaluation) -> float:
+        return float(e.latency_us[0])
+
     if bound == "head_overhead":
         share = float(ev.head_us[0]) / latency
-        cores = " or ".join(param_levers(spec, spec.block_dim.names)) or "the core count"
+        moves = _levers(model, config, latency_of, higher_is_better=False)
+        lever = f"; {' or '.join(moves)} lowers the latency" if moves else ""
         return (f"launch overhead ({float(ev.head_us[0]):.2f} us) is {share:.0%} of the "
-                f"latency; fewer cores ({cores}) amortise it on a shape this small")
+                f"latency: the shape is too small to hide it{lever}")
     if bound == "gm_bandwidth":
-        transfers = [s for s in ev.stages if s.bytes_per_transfer > 0]
-        heavy = max(transfers, key=lambda s: s.cycles) if transfers else None
-        lever = f"; fewer GM re-reads ({_levers(spec, heavy)}) is the lever" if heavy else ""
-        return (f"GM bandwidth bound: the cores together saturate HBM "
-                f"({float(ev.gm_us[0]):.2f} us of traffic at the chip rate){lever}")
+        gm = float(ev.gm_us[0])
+        compulsory = model.roofline_us
+        if compulsory >= 0.9 * gm:
+            return (f"GM bandwidth bound at the compulsory traffic ({gm:.2f} us at the chip "
+                    "rate): this configuration is at the memory roofline")
+        moves = _levers(model, config, lambda e: float(e.gm_us[0]), higher_is_better=False)
+        lever = f"; {' or '.join(moves)} cuts re-reads" if moves else ""
+        return (f"GM bandwidth bound: {gm:.2f} us of traffic at the chip rate, "
+                f"{gm / max(compulsory, 1e-12):.1f}x the compulsory bytes{lever}")
     pipe = _PIPE_OF_COLUMN[bound]
     side = "cube" if bound.startswith("aic") else "vector"
     stages = [s for s in ev.stages if s.pipe == pipe and s.side == side]
     if not stages:
-        return f"{pipe} is the busiest pipe (loop and synchronisation overhead)"
+        return f"{pipe} is the busiest pipe (loop and flag overhead)"
     worst = max(stages, key=lambda s: s.cycles)
+    if worst.bytes_per_transfer > 0 and worst.share_capped:
+        side_spec = model.spec.sides[0 if side == "cube" else -1]
+        cores = round(float(np.asarray(side_spec.cores.evaluate(ev.env)).reshape(-1)[0]))
+        return (f"{pipe.upper()} ({worst.name}, {_kib(worst.bytes_per_transfer)} per transfer) "
+                f"is limited by its share of the chip's GM bandwidth with {cores} cores active; "
+                "moving fewer bytes per core (more reuse) is the lever")
     if worst.bytes_per_transfer > 0:
         frac = worst.bandwidth_bytes_per_cycle / worst.peak_bytes_per_cycle
         if frac < 0.8:
+
+            def size_of(e: Evaluation) -> float:
+                s = _stage_named(e, side, worst.name)
+                return s.bytes_per_transfer if s is not None else 0.0
+
+            moves = _levers(model, config, size_of, higher_is_better=True)
+            lever = f"; {' or '.join(moves)} raises it" if moves else ""
             return (f"{pipe.upper()} moves {_kib(worst.bytes_per_transfer)} per transfer "
-                    f"({worst.name}) at {frac:.0%} of peak bandwidth; a larger "
-                    f"{_levers(spec, worst)} raises it")
-        return (f"{pipe.upper()} runs at {frac:.0%} of peak bandwidth ({worst.name}); "
-                f"moving fewer bytes (more reuse through {_levers(spec, worst)}) is the lever")
-    if pipe == "cube":
-        return (f"Cube bound ({worst.name}); larger base blocks ({_levers(spec, worst)}) "
-                "amortise the per-Mmad overhead and the loads around it")
-    if pipe == "vector":
-        return (f"Vector bound ({worst.name}, {worst.executions:.0f} calls); longer "
-                f"{_levers(spec, worst)} amortise the per-instruction issue cost")
-    return (f"scalar bound: loop and flag overhead; fewer, larger iterations "
-            f"({_levers(spec, worst)}) reduce it")
+                    f"({worst.name}) at {frac:.0%} of peak bandwidth, latency included{lever}")
+    column = bound
+
+    def busy(e: Evaluation) -> float:
+        return float(e.pipes_us[column][0])
+
+    moves = _levers(model, config, busy, higher_is_better=False)
+    lever = f"; {' or '.join(moves)} shortens it" if moves else "; no single step shortens it"
+    what = {"cube": "Cube", "vector": "Vector", "scalar": "Scalar"}.get(pipe, pipe.upper())
+    return (f"{what} bound: {busy(ev):.2f} us busy ({worst.name} is the largest stage, "
+            f"{worst.executions:.0f} executions){lever}")

@@ -28,7 +28,7 @@ from ascend_tune.spec import OperatorSpec, load_spec_text
 STYLES = ("macro", "struct")
 _SIZE = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
          "int64_t": 8, "uint64_t": 8, "float": 4}
-_FROM = re.compile(r"^input(\d+)\.(size|dim(\d+))$")
+_FROM = re.compile(r"^input(\d+)\.(size|rows|last|dim(\d+))$")
 
 
 def cpp_name(name: str) -> str:
@@ -78,7 +78,8 @@ class Bundle:
 
 def load_bundle(doc: Mapping[str, Any], origin: str) -> Bundle:
     try:
-        spec = load_spec_text(doc["spec"]["text"], f"{origin} (embedded spec)")
+        spec = load_spec_text(doc["spec"]["text"], f"{origin} (embedded spec)",
+                              doc["spec"].get("variant"))
         hw = load_profile_data(doc["hw"]["data"], f"{origin} (embedded profile)")
     except (KeyError, TypeError):
         raise AscendTuneError(f"{origin}: results file lacks the embedded spec or profile; "
@@ -147,7 +148,8 @@ def context(bundle: Bundle, style: str) -> dict[str, Any]:
                       for n in hw_used if n not in runtime_cores],
         "hw_runtime": [cpp_name(n) for n in sorted(runtime_cores)],
         "sizeof": [{"cpp": cpp_name(k), "value": v} for k, v in sorted(sizeof.items())],
-        "baseline": [{"cpp": cpp_name(p), "expr": cpp(spec.baseline[p])} for p in spec.params],
+        "baseline": [{"name": p, "cpp": cpp_name(p), "expr": cpp(e)}
+                     for p, e in spec.baseline.items()],
         "block_dim": cpp_member(spec.block_dim, runtime_cores),
         "tiling_key": (cpp_member(spec.tiling_key, runtime_cores)
                        if spec.tiling_key is not None else "INT64_C(0)"),
@@ -182,7 +184,11 @@ def _shape_from(spec: OperatorSpec) -> list[dict[str, str]] | None:
         m = _FROM.match(src or "")
         if not m:
             return None
-        getter = ("GetShapeSize()" if m.group(2) == "size" else f"GetDim({m.group(3)})")
+        getter = {"size": "GetShapeSize()",
+                  "last": "GetDim(input->GetStorageShape().GetDimNum() - 1)",
+                  "rows": "GetShapeSize() / input->GetStorageShape().GetDim("
+                          "input->GetStorageShape().GetDimNum() - 1)"}.get(
+            m.group(2), f"GetDim({m.group(3)})")
         out.append({"cpp": cpp_name(v), "input": m.group(1), "getter": getter})
     return out
 
@@ -212,8 +218,9 @@ def render(bundle: Bundle, style: str, with_tiling_func: bool) -> dict[str, str]
     }
     if with_tiling_func:
         if ctx["shape_from"] is None:
-            raise AscendTuneError(f"--with-tiling-func needs 'from: inputN.size' or "
-                                  f"'from: inputN.dimD' on every shape variable of {ctx['op']}")
+            raise AscendTuneError(f"--with-tiling-func needs 'from: inputN.size', inputN.rows, "
+                                  f"inputN.last or inputN.dimD on every shape variable of "
+                                  f"{ctx['op']}")
         files[f"op_host/{snake}_tiling_func.cpp"] = env.get_template(
             "tiling_func.cpp.j2").render(ctx)
     return files

@@ -22,7 +22,7 @@ import numpy as np
 from ascend_tune import costs
 from ascend_tune.errors import SpecError
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.spec import DTYPE_BYTES, Loop, OperatorSpec, Stage
+from ascend_tune.spec import DTYPE_BYTES, Loop, OperatorSpec, Stage, evaluate_baseline
 
 # msprof column names (performance_model.md §2.4), in a fixed order for tables and JSON.
 PIPE_COLUMNS = ("aic_mac_time_us", "aic_mte1_time_us", "aic_mte2_time_us",
@@ -49,6 +49,7 @@ class StageDetail:
     bytes_per_transfer: float = 0.0
     bandwidth_bytes_per_cycle: float = 0.0
     peak_bytes_per_cycle: float = 0.0
+    share_capped: bool = False
     expr_names: frozenset[str] = frozenset()
 
 
@@ -120,11 +121,7 @@ class ShapeModel:
         return np.asarray(out, dtype=np.int64)
 
     def baseline_values(self) -> dict[str, int]:
-        out = {}
-        for p in self.spec.params:
-            v = np.asarray(self.spec.baseline[p].evaluate(self.base_env))
-            out[p] = int(np.round(v))
-        return out
+        return evaluate_baseline(self.spec, self.base_env)
 
     # ---- evaluation -------------------------------------------------------------------------
 
@@ -253,7 +250,7 @@ class ShapeModel:
         env, n, hw = ctx.env, ctx.n, self.hw
         count = _arr(stage.count.evaluate(env), n) if stage.count is not None else np.ones(n)
         gm = np.zeros(n)
-        extra: dict[str, float] = {}
+        extra: dict[str, Any] = {}
         if stage.path is not None:
             assert stage.bytes is not None
             nbytes = _arr(stage.bytes.evaluate(env), n)
@@ -266,8 +263,9 @@ class ShapeModel:
             cycles, gm = t.cycles, t.gm_cycles
             if ctx.detail:
                 extra = {"bytes_per_transfer": float(t.bytes_per_transfer[0]),
-                         "bandwidth_bytes_per_cycle": float(t.bandwidth[0]),
-                         "peak_bytes_per_cycle": float(t.peak_bandwidth[0])}
+                         "bandwidth_bytes_per_cycle": float(t.effective_bandwidth[0]),
+                         "peak_bytes_per_cycle": float(t.peak_bandwidth[0]),
+                         "share_capped": bool(t.share_capped[0])}
         elif stage.pipe == "cube":
             assert stage.m is not None and stage.n is not None and stage.k is not None
             dtype = self.spec.stage_dtype(stage.dtype or "")

@@ -21,6 +21,7 @@ Integer semantics (identical in numpy and in the emitted C++):
   crashing a whole batch;
 * ``a ** n`` needs a literal exponent ``0 <= n <= 64``;
 * ``log2(x)`` is the float base-2 logarithm, defined as 0 for ``x <= 0``;
+* ``pow2_ceil(x)`` / ``pow2_floor(x)`` round an integer to a power of two (1 for ``x <= 1``);
 * booleans used as numbers are 0 or 1; an int mixed with a float is promoted to float.
 """
 
@@ -64,6 +65,8 @@ FUNCTIONS: dict[str, tuple[int, int]] = {
     "clamp": (3, 3),
     "log2": (1, 1),
     "is_pow2": (1, 1),
+    "pow2_ceil": (1, 1),
+    "pow2_floor": (1, 1),
     "where": (3, 3),
     "abs": (1, 1),
     "floor": (1, 1),
@@ -152,6 +155,17 @@ class Unary(Node):
             return f"(!{_cpp_cast(self.operand, Kind.BOOL, names)})"
         inner = _cpp_cast(self.operand, self.kind, names)
         return f"({self.op}{inner})"
+
+
+def _pow2(x: np.ndarray, up: bool) -> Any:
+    """Exact integer power-of-two rounding (the float log2 guess is corrected both ways)."""
+    xs = np.maximum(x, 1)
+    guess = np.left_shift(np.int64(1), np.floor(np.log2(xs.astype(np.float64))).astype(np.int64))
+    guess = np.where(guess > xs, guess // 2, guess)
+    guess = np.where(guess * 2 <= xs, guess * 2, guess)  # now the largest power <= x
+    if up:
+        guess = np.where(guess < xs, guess * 2, guess)
+    return guess
 
 
 def _safe(b: Any) -> Any:
@@ -289,6 +303,8 @@ class Call(Node):
         if fn == "is_pow2":
             x = np.asarray(vals[0], dtype=np.int64)
             return np.logical_and(x > 0, np.bitwise_and(x, x - 1) == 0)
+        if fn in ("pow2_ceil", "pow2_floor"):
+            return _pow2(np.asarray(vals[0], dtype=np.int64), fn == "pow2_ceil")
         if fn == "where":
             return np.where(vals[0], vals[1], vals[2])
         if fn == "abs":
@@ -300,7 +316,7 @@ class Call(Node):
 
     def cpp(self, names: Callable[[str], str]) -> str:
         fn = self.fn
-        if fn in ("ceil_div", "align_up", "align_down", "is_pow2"):
+        if fn in ("ceil_div", "align_up", "align_down", "is_pow2", "pow2_ceil", "pow2_floor"):
             args = ", ".join(_cpp_cast(a, Kind.INT, names) for a in self.args)
             return f"at_{fn}({args})"
         if fn == "log2":
@@ -333,7 +349,7 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv
            ast.Mod: "%", ast.Pow: "**"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
            ast.NotEq: "!="}
-_INT_ONLY = {"ceil_div", "align_up", "align_down", "is_pow2"}
+_INT_ONLY = {"ceil_div", "align_up", "align_down", "is_pow2", "pow2_ceil", "pow2_floor"}
 
 
 class _Checker:
@@ -598,6 +614,15 @@ inline int64_t at_abs(int64_t a) { return a < 0 ? -a : a; }
 inline double at_abs(double a) { return std::fabs(a); }
 inline double at_log2(double x) { return x > 0.0 ? std::log2(x) : 0.0; }
 inline bool at_is_pow2(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+inline int64_t at_pow2_floor(int64_t x) {
+    int64_t p = 1;
+    while (x > 1 && p <= x / 2) p *= 2;
+    return p;
+}
+inline int64_t at_pow2_ceil(int64_t x) {
+    int64_t p = at_pow2_floor(x);
+    return p < x ? p * 2 : p;
+}
 inline int64_t at_floor(double x) { return static_cast<int64_t>(std::floor(x)); }
 inline int64_t at_ceil(double x) { return static_cast<int64_t>(std::ceil(x)); }
 inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *= a; return r; }

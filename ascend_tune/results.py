@@ -22,11 +22,12 @@ SCHEMA_VERSION = 1
 
 
 def header(spec_name: str, spec_sha: str, spec_text: str, hw_name: str, hw_sha: str,
-           hw_data: Mapping[str, Any], strategy: str, seed: int, budget: int) -> dict[str, Any]:
+           hw_data: Mapping[str, Any], strategy: str, seed: int, budget: int,
+           variant: str | None = None) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ascend-tune", "version": __version__},
-        "spec": {"name": spec_name, "sha256": spec_sha, "text": spec_text},
+        "spec": {"name": spec_name, "variant": variant, "sha256": spec_sha, "text": spec_text},
         "hw": {"name": hw_name, "sha256": hw_sha, "data": hw_data},
         "search": {"strategy": strategy, "seed": seed, "budget": budget},
     }

@@ -126,8 +126,13 @@ def validate(data: Any, schema: Node, origin: str, lines: Mapping[KeyPath, int],
             errors += validate(value, schema.extra, origin, lines, (*path, key))
         else:
             allowed = ", ".join(schema.fields)
+            hint = ""
+            if value is None and not key.isidentifier():
+                # `{count: min(a, b)}` parses as keys 'count: min(a' and ' b)': say why.
+                hint = ("; a comma inside {...} splits the value: quote expressions that "
+                        "contain commas")
             errors.append(f"{_loc(origin, lines, (*path, key))}: unknown key '{key}'"
-                          f"{did_you_mean(key, schema.fields)}; allowed: {allowed}")
+                          f"{did_you_mean(key, schema.fields)}; allowed: {allowed}{hint}")
     return errors
 
 

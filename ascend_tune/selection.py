@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec import OperatorSpec, evaluate_baseline
 
 EXACT, NEAREST, BASELINE, NONE = 0, 1, 2, 3
 
@@ -82,9 +82,7 @@ def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Seque
         if local is not None:
             source = EXACT if list(tuned_shapes[i]) == values else NEAREST
             return Selection(source, i, dict(tuned_configs[i]), local)
-    base_env = {**env, **shape}
-    base = {p: round(float(np.asarray(e.evaluate(base_env))))
-            for p, e in spec.baseline.items()}
+    base = evaluate_baseline(spec, {**env, **shape})
     local = derive(spec, env, shape, base, core_count)
     if local is not None:
         return Selection(BASELINE, -1, base, local)

@@ -127,6 +127,12 @@ SPEC_SCHEMA = schema.Obj(fields={
     }), True),
     "kernel_constants": (schema.Obj(extra=_EXPR), False),
     "tiling_key": (_EXPR, False),
+    "variants": (schema.Obj(extra=schema.Obj(fields={
+        "description": (_STR, False),
+        "dtypes": (schema.Obj(extra=_S(("string",), enum=tuple(DTYPE_BYTES))), False),
+        "params": (schema.Obj(extra=_DOMAIN), False),
+        "baseline": (schema.Obj(extra=_EXPR), False),
+    })), False),
 }, doc="ascend-tune operator spec")
 
 
@@ -262,7 +268,12 @@ class OperatorSpec:
     tiling_key: Expr | None
     source_text: str
     origin: str
+    variant: str | None
     sha256: str
+
+    @property
+    def display_name(self) -> str:
+        return self.name if self.variant is None else f"{self.name}:{self.variant}"
 
     @property
     def snake_name(self) -> str:
@@ -273,6 +284,20 @@ class OperatorSpec:
 
     def stage_dtype(self, name: str) -> str:
         return self.dtypes.get(name, name)
+
+
+def round_half_up(value: Any) -> int:
+    """The one rounding rule for baseline values (the emitted C++ uses floor(x + 0.5))."""
+    return int(np.floor(float(np.asarray(value)) + 0.5))
+
+
+def evaluate_baseline(spec: OperatorSpec, env: Mapping[str, Any]) -> dict[str, int]:
+    """Baseline parameter values in spec order of declaration, each seeing the earlier ones."""
+    local = dict(env)
+    out: dict[str, int] = {}
+    for p, e in spec.baseline.items():
+        out[p] = local[p] = round_half_up(e.evaluate(local))
+    return {p: out[p] for p in spec.params}
 
 
 def snake_case(name: str) -> str:
@@ -316,12 +341,34 @@ def _check_ident(c: _Compiler, name: str, what: str, *path: str) -> None:
         raise c.fail(f"{what} '{name}' is not a valid C++ identifier", *path)
 
 
-def load_spec_text(text: str, origin: str) -> OperatorSpec:
+def _apply_variant(data: dict[str, Any], variant: str, c: _Compiler) -> None:
+    """A variant overrides dtypes, parameter domains and baseline entries of the base spec."""
+    variants = data.get("variants") or {}
+    if variant not in variants:
+        known = ", ".join(variants) or "none"
+        raise SpecError(f"{c.origin}: unknown variant '{variant}'{did_you_mean(variant, variants)}"
+                        f"; variants: {known}")
+    over = variants[variant]
+    for section in ("dtypes", "params", "baseline"):
+        for key, value in (over.get(section) or {}).items():
+            if key not in data[section]:
+                what = {"dtypes": "tensor", "params": "parameter", "baseline": "parameter"}
+                raise c.fail(f"variant overrides unknown {what[section]} "
+                             f"'{key}'{did_you_mean(key, data[section])}",
+                             "variants", variant, section, key)
+            data[section][key] = value
+    if over.get("description"):
+        data["description"] = over["description"]
+
+
+def load_spec_text(text: str, origin: str, variant: str | None = None) -> OperatorSpec:
     data, lines = parse_yaml(text, origin)
     errors = schema.validate(data, SPEC_SCHEMA, origin, lines)
     if errors:
         raise SpecError(errors[0])
     c = _Compiler(origin, lines)
+    if variant is not None:
+        _apply_variant(data, variant, c)
     name = data["operator"]
     _check_ident(c, name, "operator name", "operator")
     if not name[0].isupper():
@@ -410,11 +457,14 @@ def load_spec_text(text: str, origin: str) -> OperatorSpec:
     if "cube_flops" in roof and cube_dtype is None:
         raise c.fail("cube_flops needs cube_dtype", "pipeline", "roofline")
 
+    # Baseline entries are evaluated in order; each may use the ones before it.
     baseline = {}
+    base_symbols_seen = dict(shape_symbols)
     for p, src in data["baseline"].items():
         if p not in domains:
             raise c.fail(f"unknown parameter '{p}'{did_you_mean(p, params)}", "baseline", p)
-        baseline[p] = c.expr(src, shape_symbols, "baseline", p)
+        baseline[p] = c.expr(src, base_symbols_seen, "baseline", p)
+        base_symbols_seen[p] = Kind.INT
     missing = [p for p in params if p not in baseline]
     if missing:
         raise c.fail(f"baseline misses parameter(s): {', '.join(missing)}", "baseline")
@@ -478,7 +528,9 @@ def load_spec_text(text: str, origin: str) -> OperatorSpec:
         tiling_key=tiling_key,
         source_text=text,
         origin=origin,
-        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        variant=variant,
+        sha256=hashlib.sha256((text if variant is None else f"{text}\n# variant: {variant}\n")
+                              .encode()).hexdigest(),
     )
 
 
@@ -557,14 +609,23 @@ def _body(c: _Compiler, items: list[Any], symbols: Mapping[str, Kind],
     return tuple(out)
 
 
+def split_variant(ref: str) -> tuple[str, str | None]:
+    """``add:float32`` -> (``add``, ``float32``); a plain name or path has no variant."""
+    head, sep, tail = ref.rpartition(":")
+    if sep and head and tail and "/" not in tail and "\\" not in tail:
+        return head, tail
+    return ref, None
+
+
 def load_spec(ref: str | Path) -> OperatorSpec:
-    """Load a built-in spec by name (``add``) or a spec file."""
-    path = resources.resolve("operator_specs", str(ref))
+    """Load a built-in spec by name (``add``), a spec file, either with ``:variant``."""
+    name, variant = split_variant(str(ref))
+    path = resources.resolve("operator_specs", name)
     if not path.exists():
         known = resources.builtin_names("operator_specs")
         raise SpecError(f"operator spec '{ref}' not found{did_you_mean(str(ref), known)}; "
                         f"built-in: {', '.join(known)}")
-    return load_spec_text(read_text(path, "operator spec"), str(path))
+    return load_spec_text(read_text(path, "operator spec"), str(path), variant)
 
 
 def parse_assignments(text: str, what: str) -> dict[str, int]:

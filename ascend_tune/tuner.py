@@ -97,6 +97,11 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
     best = {p: int(v) for p, v in zip(spec.params, chosen, strict=True)}
     entry = describe(model, best)
     baseline = describe(model, baseline_values)
+    # The baseline may lie outside the searched domains (e.g. baseM = align16(M)); the tuner
+    # never recommends a configuration slower than the one the developer already has.
+    if baseline["valid"] and (baseline["predicted"]["latency_us"]
+                              < entry["predicted"]["latency_us"]):
+        entry = baseline
     base_summary: dict[str, Any] = {"config": baseline["config"], "valid": baseline["valid"]}
     if baseline["valid"]:
         base_summary["latency_us"] = baseline["predicted"]["latency_us"]

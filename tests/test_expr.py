@@ -38,6 +38,9 @@ def test_functions_and_kinds() -> None:
     assert ev("clamp(a, 2, 4)", a=np.array([1, 3, 9])).tolist() == [2, 3, 4]
     assert ev("is_pow2(a)", a=np.array([0, 1, 6, 64])).tolist() == [False, True, False, True]
     assert ev("log2(a)", a=np.array([0, 8])).tolist() == [0.0, 3.0]
+    a = np.array([-3, 0, 1, 2, 3, 1023, 1024, 1025, (1 << 40) + 1])
+    assert ev("pow2_ceil(a)", a=a).tolist() == [1, 1, 1, 2, 4, 1024, 1024, 2048, 1 << 41]
+    assert ev("pow2_floor(a)", a=a).tolist() == [1, 1, 1, 2, 2, 512, 1024, 1024, 1 << 40]
     assert ev("min(a, b, 3)", a=5, b=4) == 3
     assert ev("1 < a <= 3", a=np.array([1, 2, 3, 4])).tolist() == [False, True, True, False]
     assert ev("2 ** 10") == 1024
@@ -46,8 +49,8 @@ def test_functions_and_kinds() -> None:
 
 @pytest.mark.parametrize(("src", "message"), [
     ("__import__('os')", "f.yaml: d.e: unknown function '__import__'; allowed: abs, align_down, "
-     "align_up, ceil, ceil_div, clamp, floor, is_pow2, log2, max, min, where at "
-     "'__import__('os')' in expression '__import__('os')'"),
+     "align_up, ceil, ceil_div, clamp, floor, is_pow2, log2, max, min, pow2_ceil, pow2_floor, "
+     "where at '__import__('os')' in expression '__import__('os')'"),
     ("a.real", "f.yaml: d.e: attribute access is only allowed as hw.<field> or sizeof.<tensor> "
      "at 'a.real' in expression 'a.real'"),
     ("(lambda: 1)()", "f.yaml: d.e: only plain function calls are allowed at '(lambda: 1)()' in "
@@ -61,7 +64,7 @@ def test_functions_and_kinds() -> None:
      "'ub_byte' in expression 'ub_byte'"),
     ("ceil_dv(a, b)", "f.yaml: d.e: unknown function 'ceil_dv' (did you mean 'ceil_div'?); "
      "allowed: abs, align_down, align_up, ceil, ceil_div, clamp, floor, is_pow2, log2, max, min, "
-     "where at 'ceil_dv(a, b)' in expression 'ceil_dv(a, b)'"),
+     "pow2_ceil, pow2_floor, where at 'ceil_dv(a, b)' in expression 'ceil_dv(a, b)'"),
     ("a if b else c", "f.yaml: d.e: 'x if c else y' is not allowed; use where(c, x, y) at "
      "'a if b else c' in expression 'a if b else c'"),
     ("hw.__class__", "f.yaml: d.e: name 'hw.__class__' is not allowed at 'hw.__class__' in "
@@ -106,6 +109,7 @@ EXPRESSIONS = [
     "is_pow2(c) or a >= b",
     "abs(a - b) % 7",
     "(a - 2 * b) // c",
+    "pow2_ceil(a) + pow2_floor(c * 37)",
 ]
 
 
