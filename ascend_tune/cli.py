@@ -25,7 +25,7 @@ from ascend_tune.spec import OperatorSpec, check_shape, load_spec, parse_assignm
 from ascend_tune.strategies import STRATEGIES
 from ascend_tune.tuner import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings, describe, tune_shape
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Tiling auto-tuner for Huawei Ascend NPUs (no NPU needed).")
 hw_app = typer.Typer(no_args_is_help=True, help="List and show hardware profiles.")
 app.add_typer(hw_app, name="hw")
@@ -279,6 +279,166 @@ def emit(
         console.line(f"{len(files)} file(s) in {out_dir}, {len(written)} changed")
 
 
+# ---- calibrate, validate ---------------------------------------------------------------------
+
+
+def _load_measurements(files: list[Path], spec: OperatorSpec, hw: HardwareProfile,
+                       manifest_path: Path | None, where: str | None, quiet: bool) -> Any:
+    from dataclasses import replace
+
+    from ascend_tune import measurements
+    from ascend_tune.calibrate import split_valid
+
+    manifest = measurements.load_manifest(manifest_path)
+    if where:
+        pairs = {}
+        for part in where.split(","):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise AscendTuneError(f"--where '{where}': expected COLUMN=VALUE pairs")
+            pairs[key.strip()] = value.strip()
+        manifest = replace(manifest, where={**manifest.where, **pairs})
+    report = measurements.load(files, spec, manifest)
+    report.rows, invalid = split_valid(spec, hw, report.rows)
+    report.skipped += invalid
+    if not quiet:
+        for line in report.skipped:
+            console.warn(f"skipped {line}")
+    total = len(report.rows) + len(report.skipped)
+    if not report.rows:
+        raise AscendTuneError(f"no usable measurement row in {', '.join(map(str, files))} "
+                              f"({len(report.skipped)} skipped)")
+    if report.skipped and not quiet:
+        console.warn(f"used {len(report.rows)} of {total} row(s), skipped {len(report.skipped)}")
+    return report
+
+
+@app.command()
+def calibrate(
+    files: list[Path] = typer.Argument(..., metavar="MEASUREMENTS..."),
+    spec_ref: str = typer.Option(..., "--spec"),
+    hw_ref: str = typer.Option(..., "--hw"),
+    output: Path = typer.Option(..., "-o", "--output", help="Calibrated profile YAML."),
+    manifest: Path | None = typer.Option(None, "--manifest",
+                                            help="YAML: config, free, files, shapes, where."),
+    where: str | None = typer.Option(None, "--where", help="Use rows with COLUMN=VALUE,..."),
+    name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile."),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+) -> None:
+    """Fit profile coefficients to measured times; write a profile that records the fit."""
+    import os
+
+    import yaml
+
+    from ascend_tune import calibrate as cal
+
+    spec = load_spec(spec_ref)
+    hw = load_profile(hw_ref)
+    results.check_writable(output)
+    report = _load_measurements(files, spec, hw, manifest, where, quiet)
+    fit = cal.fit(spec, hw, report.rows)
+    hw_path = Path(hw_ref)
+    base_ref = (os.path.relpath(hw_path.resolve(), output.resolve().parent)
+                if hw_path.is_file() else hw_ref)
+    doc = cal.profile_document(fit, base_ref, name or f"{hw.name}_calibrated", report.files,
+                               len(report.rows), len(report.skipped))
+    results.write_atomic(output, yaml.safe_dump(doc, sort_keys=False, width=100))
+    rows = [["before (" + hw.name + ")", *_error_cells(fit.before)],
+            ["after (" + output.name + ")", *_error_cells(fit.after)]]
+    console.table(f"{spec.display_name}: model error on {len(report.rows)} measurement(s)",
+                  ["profile", "MAPE", "max error", "Spearman", "pair order"], rows,
+                  right=(1, 2, 3, 4))
+    console.line("fitted: " + ", ".join(f"{k} x{v:.3g}" for k, v in fit.scales.items()))
+    console.line(f"wrote {output}")
+
+
+def _error_cells(e: Any) -> list[str]:
+    return [f"{e.mape:.1%}", f"{e.max_error:.1%}", f"{e.spearman:.3f}",
+            f"{e.pairwise_agreement:.0%}"]
+
+
+@app.command()
+def validate(
+    files: list[Path] = typer.Argument(..., metavar="MEASUREMENTS..."),
+    spec_ref: str = typer.Option(..., "--spec"),
+    hw_ref: str = typer.Option(..., "--hw"),
+    manifest: Path | None = typer.Option(None, "--manifest"),
+    where: str | None = typer.Option(None, "--where", help="Use rows with COLUMN=VALUE,..."),
+    holdout: float | None = typer.Option(None, "--holdout",
+                                            help="Calibrate on the rest, report on this share."),
+    kfold: int | None = typer.Option(None, "--kfold", help="K-fold cross-validation."),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json"),
+    quiet: bool = typer.Option(False, "--quiet", "-q"),
+) -> None:
+    """Model error against measurements: MAPE, max error, Spearman, pairwise ordering."""
+    from ascend_tune import calibrate as cal
+
+    spec = load_spec(spec_ref)
+    hw = load_profile(hw_ref)
+    report = _load_measurements(files, spec, hw, manifest, where, quiet or as_json)
+    rows = report.rows
+    measured = np.array([m.time_us for m in rows])
+    pred = cal.predict(spec, hw, rows)
+    overall = cal.errors(pred.time_us, measured)
+    out: dict[str, Any] = {"spec": spec.display_name, "hw": hw.name, "rows": len(rows),
+                           "skipped": len(report.skipped), "errors": overall.as_dict(),
+                           "points": [{"row": m.origin, "shape": m.shape,
+                                       "measured_us": m.time_us,
+                                       "predicted_us": round(float(p), 6)}
+                                      for m, p in zip(rows, pred.time_us, strict=True)]}
+    if holdout is not None and kfold is not None:
+        raise AscendTuneError("give --holdout or --kfold, not both")
+    folds: list[np.ndarray] = []
+    order = np.random.default_rng(seed).permutation(len(rows))
+    if holdout is not None:
+        if not 0 < holdout < 1:
+            raise AscendTuneError(f"--holdout must be between 0 and 1, got {holdout}")
+        n_test = max(1, round(holdout * len(rows)))
+        if n_test >= len(rows):
+            raise AscendTuneError("--holdout leaves no row to calibrate on")
+        folds = [order[:n_test]]
+    elif kfold is not None:
+        if not 2 <= kfold <= len(rows):
+            raise AscendTuneError(f"--kfold must be between 2 and the {len(rows)} rows")
+        folds = list(np.array_split(order, kfold))
+    if folds:
+        before, after = [], []
+        for test in folds:
+            train = np.setdiff1d(order, test)
+            fit = cal.fit(spec, hw, [rows[i] for i in train])
+            tuned = cal.load_profile_data(cal.apply(hw.data, fit.scales), "fold")
+            test_rows = [rows[i] for i in test]
+            test_measured = measured[test]
+            before.append(cal.errors(cal.predict(spec, hw, test_rows).time_us, test_measured))
+            after.append(cal.errors(cal.predict(spec, tuned, test_rows).time_us,
+                                    test_measured))
+        out["held_out"] = {"folds": len(folds),
+                           "before": _mean_errors(before), "after": _mean_errors(after)}
+    if as_json:
+        sys.stdout.write(json.dumps(out, indent=1) + "\n")
+        return
+    table_rows = [[p["row"], shape_key(p["shape"]), f"{p['measured_us']:.2f}",
+                   f"{p['predicted_us']:.2f}",
+                   f"{(p['predicted_us'] - p['measured_us']) / p['measured_us']:+.1%}"]
+                  for p in out["points"]]
+    console.table(f"{spec.display_name} on {hw.name}", ["row", "shape", "measured us",
+                                                        "predicted us", "error"], table_rows,
+                  right=(2, 3, 4))
+    console.table("model error", ["set", "MAPE", "max error", "Spearman", "pair order"],
+                  [["all rows", *_error_cells(overall)]], right=(1, 2, 3, 4))
+    if "held_out" in out:
+        h = out["held_out"]
+        console.line(f"held out ({h['folds']} fold(s)): MAPE {h['before']['mape']:.1%} with "
+                     f"{hw.name}, {h['after']['mape']:.1%} after calibrating on the rest; "
+                     f"Spearman {h['before']['spearman']:.3f} -> {h['after']['spearman']:.3f}")
+
+
+def _mean_errors(items: list[Any]) -> dict[str, float]:
+    keys = ("mape", "max_error", "spearman", "pairwise_agreement")
+    return {k: round(float(np.mean([getattr(e, k) for e in items])), 6) for k in keys}
+
+
 # ---- check, hw ------------------------------------------------------------------------------
 
 
@@ -344,24 +504,15 @@ def hw_show(name: str = typer.Argument(...), as_json: bool = typer.Option(False,
 
 
 def main() -> None:
+    # Standalone mode: typer/click own usage errors (one message, exit 2) and --help; our own
+    # errors propagate out of app() and become one line with the contract's exit code.
     try:
-        app(standalone_mode=False)
+        app()
     except ExitWith as exc:
         sys.exit(exc.code)
     except AscendTuneError as exc:
         console.error(str(exc))
         sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.exit(130)
     except KeyboardInterrupt:
         console.error("interrupted; finished shapes are saved")
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click  # type: ignore[import-not-found,unused-ignore]
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise

@@ -46,8 +46,8 @@ def main() -> None:
         rows.append((ref, len(shapes), geo, max(speedups), float(np.median(effs)),
                      float(np.median(times))))
     if args.markdown:
-        print(f"| spec | shapes | geomean speedup | max speedup | median efficiency | "
-              f"median search s |\n|---|---:|---:|---:|---:|---:|")
+        print("| spec | shapes | geomean speedup | max speedup | median efficiency | "
+              "median search s |\n|---|---:|---:|---:|---:|---:|")
         for r in rows:
             print(f"| {r[0]} | {r[1]} | {r[2]:.2f}x | {r[3]:.2f}x | {r[4]:.0%} | {r[5]:.2f} |")
         return

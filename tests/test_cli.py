@@ -136,3 +136,30 @@ def test_emit_check_cycle(tmp_path: Path) -> None:
     assert stale.returncode == 1 and "missing:" in stale.stdout
     assert cli("emit", str(res), "-o", str(out)).returncode == 0
     assert cli("emit", str(res), "-o", str(out), "--check").returncode == 0
+
+
+def test_calibrate_and_validate_commands(tmp_path: Path) -> None:
+    m = DATA / "measurements"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("totalLength,time_us\nx,1\n")
+    one_line_error(cli("validate", str(bad), "--spec", "add", "--hw", "ascend910b3", "-q"),
+                   "no usable measurement row")
+    proc = cli("validate", str(m / "plain.csv"), "--spec", "add", "--hw", "ascend910b3")
+    assert proc.returncode == 0, proc.stderr
+    assert "plain.csv:6: could not convert string to float: 'abc'" in proc.stderr
+    assert "used 3 of 4 row(s), skipped 1" in proc.stderr
+    assert "MAPE" in proc.stdout
+    out = tmp_path / "cal.yaml"
+    proc = cli("calibrate", str(m / "op_summary_block_dim.csv"), str(m / "PipeUtilization.csv"),
+               "--spec", "matmul", "--hw", "ascend910b3", "--manifest", str(m / "manifest.yaml"),
+               "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "after (cal.yaml)" in proc.stdout
+    # The PipeUtilization run's manifest config does not fit L0C: skipped with its reason.
+    assert "breaks constraint 'l0c_fits'" in proc.stderr
+    assert "used 1 of 3 row(s), skipped 2" in proc.stderr
+    assert cli("check", str(out)).returncode == 0
+    proc = cli("validate", str(m / "plain.csv"), "--spec", "add", "--hw", str(out), "--json",
+               "--kfold", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert '"held_out"' in proc.stdout
