@@ -12,13 +12,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ascend_tune.engine import BOUND_NAMES, Evaluation, ShapeModel, StageDetail
-
-_PIPE_OF_COLUMN = {"aic_mac_time_us": "cube", "aic_mte1_time_us": "mte1",
-                   "aic_mte2_time_us": "mte2", "aic_fixpipe_time_us": "fixpipe",
-                   "aic_scalar_time_us": "scalar", "aiv_vec_time_us": "vector",
-                   "aiv_mte2_time_us": "mte2", "aiv_mte3_time_us": "mte3",
-                   "aiv_scalar_time_us": "scalar"}
+from ascend_tune.engine import BOUND_NAMES, COLUMN_PIPE, Evaluation, ShapeModel, StageDetail
 
 
 def _kib(nbytes: float) -> str:
@@ -84,7 +78,7 @@ def diagnose(model: ShapeModel, config: Mapping[str, int], ev: Evaluation) -> st
         lever = f"; {' or '.join(moves)} cuts re-reads" if moves else ""
         return (f"GM bandwidth bound: {gm:.2f} us of traffic at the chip rate, "
                 f"{gm / max(compulsory, 1e-12):.1f}x the compulsory bytes{lever}")
-    pipe = _PIPE_OF_COLUMN[bound]
+    pipe = COLUMN_PIPE[bound]
     side = "cube" if bound.startswith("aic") else "vector"
     stages = [s for s in ev.stages if s.pipe == pipe and s.side == side]
     if not stages:

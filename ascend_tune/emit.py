@@ -21,7 +21,7 @@ import jinja2
 
 from ascend_tune import __version__, resources
 from ascend_tune.errors import AscendTuneError
-from ascend_tune.expr import CPP_RUNTIME, Expr, Kind
+from ascend_tune.expr import CPP_RUNTIME, Expr, Kind, scalar_value
 from ascend_tune.hardware import HardwareProfile, load_profile_data
 from ascend_tune.spec import OperatorSpec, load_spec_text
 
@@ -161,20 +161,11 @@ def context(bundle: Bundle, style: str) -> dict[str, Any]:
                    "comment": ",".join(f"{k}={v}" for k, v in s["shape"].items())}
                   for s in shapes],
         "kernel_constants": [{"name": n, "type": _ctype(e.kind),
-                              "value": _literal(_const(e, {**hw.env(), **sizeof}))}
+                              "value": _literal(scalar_value(e.evaluate({**hw.env(), **sizeof})))}
                              for n, e in spec.kernel_constants],
         "runtime": CPP_RUNTIME,
         "shape_from": _shape_from(spec),
     }
-
-
-def _const(e: Expr, env: Mapping[str, Any]) -> Any:
-    import numpy as np
-
-    v = np.asarray(e.evaluate(env))
-    if v.dtype.kind == "b":
-        return bool(v)
-    return int(v) if v.dtype.kind in "iu" else float(v)
 
 
 def _shape_from(spec: OperatorSpec) -> list[dict[str, str]] | None:

@@ -33,6 +33,8 @@ _COLUMN = {("cube", "cube"): "aic_mac_time_us", ("cube", "mte1"): "aic_mte1_time
            ("cube", "scalar"): "aic_scalar_time_us", ("vector", "vector"): "aiv_vec_time_us",
            ("vector", "mte2"): "aiv_mte2_time_us", ("vector", "mte3"): "aiv_mte3_time_us",
            ("vector", "scalar"): "aiv_scalar_time_us"}
+# msprof column -> pipe name, for messages.
+COLUMN_PIPE = {column: pipe for (_side, pipe), column in _COLUMN.items()}
 # What can bound a configuration: a pipe, the GM bandwidth shared by all cores, or launch.
 BOUND_NAMES = (*PIPE_COLUMNS, "gm_bandwidth", "head_overhead")
 

@@ -536,6 +536,16 @@ class Expr:
         return self.root.cpp(names)
 
 
+def scalar_value(value: Any) -> bool | int | float:
+    """The Python value of a one-element evaluation result (bool, int or float)."""
+    v = np.asarray(value).reshape(-1)[0]
+    if v.dtype.kind == "b":
+        return bool(v)
+    if v.dtype.kind in "iu":
+        return int(v)
+    return float(v)
+
+
 def parse(source: object, symbols: Mapping[str, Kind], where: str = "") -> Expr:
     """Check ``source`` against the whitelist and the known ``symbols``.
 

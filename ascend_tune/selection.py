@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ascend_tune.expr import scalar_value
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import OperatorSpec, evaluate_baseline
 
@@ -34,24 +35,15 @@ def derive(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
     """Derived values for ``config`` on ``shape``, or None if a constraint fails."""
     local: dict[str, Any] = {**env, **shape, **config}
     for name, e in spec.derive:
-        local[name] = _scalar(e.evaluate(local))
+        local[name] = scalar_value(e.evaluate(local))
     for _, e in spec.constraints:
         if not bool(e.evaluate(local)):
             return None
     for side in spec.sides:
-        cores = _scalar(side.cores.evaluate(local))
+        cores = scalar_value(side.cores.evaluate(local))
         if not 1 <= cores <= core_count:
             return None
     return local
-
-
-def _scalar(value: Any) -> Any:
-    v = np.asarray(value)
-    if v.dtype.kind == "b":
-        return bool(v)
-    if v.dtype.kind in "iu":
-        return int(v)
-    return float(v)
 
 
 def log_distance(a: Sequence[int], b: Sequence[int]) -> float:

@@ -11,10 +11,11 @@ import numpy as np
 
 from ascend_tune.engine import BOUND_NAMES, PIPE_COLUMNS, Evaluation, ShapeModel
 from ascend_tune.errors import AscendTuneError, NoValidConfigError
+from ascend_tune.expr import scalar_value
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import OperatorSpec, shape_key
 from ascend_tune.strategies import STRATEGIES, Problem, default_strategy
-from ascend_tune.strategies.base import NoValidFound, run
+from ascend_tune.strategies.base import NoValidFound, decode_flat, run
 
 DEFAULT_BUDGET = 2000
 DEFAULT_SEED = 0
@@ -33,13 +34,9 @@ def shape_rng(seed: int, shape: Mapping[str, int]) -> np.random.Generator:
 
 
 def _num(value: Any) -> int | float:
-    v = np.asarray(value).reshape(-1)[0]
-    if np.issubdtype(v.dtype, np.bool_):
-        return int(v)
-    if np.issubdtype(v.dtype, np.integer):
-        return int(v)
-    f = float(v)
-    return round(f, 9)
+    """JSON-stable number: booleans as 0/1, floats rounded so files stay byte-identical."""
+    v = scalar_value(value)
+    return round(v, 9) if isinstance(v, float) else int(v)
 
 
 def describe(model: ShapeModel, values: Mapping[str, int]) -> dict[str, Any]:
@@ -126,12 +123,7 @@ def no_valid_message(model: ShapeModel, sample: int = 200_000) -> str:
     """Say how many candidates each constraint ruled out (first failing constraint counts)."""
     rng = np.random.default_rng(0)
     if model.space_size <= sample:
-        sizes = model.sizes
-        flat = np.arange(model.space_size, dtype=np.int64)
-        genomes = np.empty((flat.size, sizes.size), dtype=np.int64)
-        for j in range(sizes.size - 1, -1, -1):
-            genomes[:, j] = flat % sizes[j]
-            flat = flat // sizes[j]
+        genomes = decode_flat(np.arange(model.space_size, dtype=np.int64), model.sizes)
         what = f"all {model.space_size:,} candidates"
     else:
         genomes = rng.integers(0, model.sizes, size=(sample, model.sizes.size))

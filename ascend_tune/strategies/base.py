@@ -91,6 +91,16 @@ class Problem:
         return rng.integers(0, self.sizes, size=(n, self.n_genes), dtype=np.int64)
 
 
+def decode_flat(flat: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Mixed-radix decode: flat configuration numbers to index genomes (last gene fastest)."""
+    genomes = np.empty((flat.size, sizes.size), dtype=np.int64)
+    rest = flat.astype(np.int64)
+    for j in range(sizes.size - 1, -1, -1):
+        genomes[:, j] = rest % sizes[j]
+        rest = rest // sizes[j]
+    return genomes
+
+
 @dataclass(frozen=True)
 class SearchResult:
     genome: np.ndarray

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ascend_tune.errors import AscendTuneError
-from ascend_tune.strategies.base import Problem
+from ascend_tune.strategies.base import Problem, decode_flat
 
 
 class Exhaustive:
@@ -22,12 +22,6 @@ class Exhaustive:
             raise AscendTuneError(
                 f"exhaustive search refuses a space of {problem.space_size:,} configurations "
                 f"(limit {self.limit:,}); use --strategy ga")
-        sizes = problem.sizes
         for start in range(0, problem.space_size, self.chunk):
             flat = np.arange(start, min(start + self.chunk, problem.space_size), dtype=np.int64)
-            genomes = np.empty((flat.size, problem.n_genes), dtype=np.int64)
-            rest = flat
-            for j in range(problem.n_genes - 1, -1, -1):
-                genomes[:, j] = rest % sizes[j]
-                rest = rest // sizes[j]
-            problem.evaluate(genomes)
+            problem.evaluate(decode_flat(flat, problem.sizes))
