@@ -15,6 +15,10 @@ import numpy as np
 from ascend_tune.engine import BOUND_NAMES, COLUMN_PIPE, Evaluation, ShapeModel, StageDetail
 
 
+def _pct(fraction: float) -> str:
+    return "<1%" if 0 < fraction < 0.005 else f"{fraction:.0%}"
+
+
 def _kib(nbytes: float) -> str:
     return f"{nbytes / 1024:.3g} KiB" if nbytes >= 1024 else f"{nbytes:.0f} B"
 
@@ -101,7 +105,7 @@ def diagnose(model: ShapeModel, config: Mapping[str, int], ev: Evaluation) -> st
             moves = _levers(model, config, size_of, higher_is_better=True)
             lever = f"; {' or '.join(moves)} raises it" if moves else ""
             return (f"{pipe.upper()} moves {_kib(worst.bytes_per_transfer)} per transfer "
-                    f"({worst.name}) at {frac:.0%} of peak bandwidth, latency included{lever}")
+                    f"({worst.name}) at {_pct(frac)} of peak bandwidth, latency included{lever}")
     column = bound
 
     def busy(e: Evaluation) -> float:
