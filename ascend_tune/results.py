@@ -46,8 +46,12 @@ def render(doc: Mapping[str, Any]) -> str:
 def check_writable(path: Path) -> None:
     """Fail before any work when the results cannot be written."""
     folder = path.parent if str(path.parent) else Path(".")
+    if folder.exists() and not folder.is_dir():
+        raise AscendTuneError(f"{path}: {folder} is a file, not a folder")
     if not folder.is_dir():
         raise AscendTuneError(f"{path}: folder {folder} does not exist")
+    if path.is_dir():
+        raise AscendTuneError(f"{path}: is a folder; give a file name for the results")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
         os.close(fd)
