@@ -18,7 +18,7 @@ class Genetic:
 
     def __init__(self, population: int = 0, elite_fraction: float = 0.1, tournament: int = 4,
                  crossover_rate: float = 0.9, mutation_rate: float = 0.0,
-                 stagnation: int = 12, repair_rounds: int = 8,
+                 stagnation: int = 30, repair_rounds: int = 8,
                  max_proposals_factor: int = 200) -> None:
         self.population = int(population)
         self.elite_fraction = float(elite_fraction)
