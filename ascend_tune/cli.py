@@ -147,8 +147,11 @@ def search(
     by_key = results.index(doc)
     rows = [by_key[shape_key(s)] for s in shapes if shape_key(s) in by_key]
     if as_json:
-        sys.stdout.write(json.dumps({**json.loads(final), "shapes": rows,
-                                     "failures": failures}, indent=1) + "\n")
+        summary = json.loads(final)
+        summary["spec"].pop("text", None)  # both are in the results file; keep stdout readable
+        summary["hw"].pop("data", None)
+        sys.stdout.write(json.dumps({**summary, "shapes": rows, "failures": failures},
+                                    indent=1) + "\n")
     else:
         _summary(spec, rows, times)
     for message in failures:
@@ -162,7 +165,9 @@ def _summary(spec: OperatorSpec, rows: list[dict[str, Any]], times: dict[str, fl
     for r in rows:
         pred = r["predicted"]
         base = r["baseline"]
-        config = " ".join(f"{k}={v}" for k, v in r["best"].items())
+        # Only what differs from the baseline: short, and it is what the tuner changed.
+        changed = [f"{k}={v}" for k, v in r["best"].items() if base["config"].get(k) != v]
+        config = " ".join(changed) if changed else "= baseline"
         key = shape_key(r["shape"])
         table_rows.append([
             key, config, f"{pred['latency_us']:.2f}",
@@ -171,8 +176,8 @@ def _summary(spec: OperatorSpec, rows: list[dict[str, Any]], times: dict[str, fl
             pred["bound"].replace("_time_us", ""), f"{pred['efficiency']:.0%}",
             f"{times[key]:.2f}" if key in times else "cached"])
     console.table(f"{spec.display_name}: best configuration per shape",
-                  ["shape", "best configuration", "predicted us", "baseline us", "speedup",
-                   "bound", "efficiency", "search s"], table_rows, right=(2, 3, 4, 6, 7))
+                  ["shape", "changed from baseline", "us", "baseline us", "speedup",
+                   "bound", "eff.", "search s"], table_rows, right=(2, 3, 4, 6, 7))
 
 
 # ---- explain --------------------------------------------------------------------------------

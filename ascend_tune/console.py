@@ -28,7 +28,11 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
           right: Sequence[int] = ()) -> None:
     t = Table(title=title, title_justify="left")
     for i, c in enumerate(columns):
-        t.add_column(c, justify="right" if i in right else "left")
+        # Numbers keep their width; long text folds instead of being cut with an ellipsis.
+        if i in right:
+            t.add_column(c, justify="right", no_wrap=True)
+        else:
+            t.add_column(c, overflow="fold")
     for r in rows:
         t.add_row(*(str(x) for x in r))
     stdout.print(t)
