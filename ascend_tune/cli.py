@@ -78,6 +78,8 @@ def search(
                                help="Discard a results file made from other inputs."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="Print search spaces and baselines; tune nothing."),
 ) -> None:
     """Tune every shape; write the results file after each one."""
     from ascend_tune.shapes import collect
@@ -92,6 +94,9 @@ def search(
     spec = load_spec(spec_ref)
     hw = load_profile(hw_ref)
     shapes = collect(spec, shapes_files, shape)
+    if dry_run:
+        _dry_run(spec, hw, shapes, strategy)
+        return
     head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
                           hw.data, strategy, seed, budget, spec.variant)
     doc: dict[str, Any] = {**head, "shapes": []}
@@ -158,6 +163,22 @@ def search(
         console.error(message)
     if failures:
         raise ExitWith(1)
+
+
+def _dry_run(spec: OperatorSpec, hw: HardwareProfile, shapes: list[dict[str, int]],
+             strategy: str) -> None:
+    from ascend_tune.strategies import default_strategy
+
+    rows = []
+    for s in shapes:
+        model = ShapeModel(spec, hw, s)
+        base = describe(model, model.baseline_values())
+        chosen = strategy if strategy != "auto" else default_strategy(model.space_size)
+        rows.append([shape_key(s), f"{model.space_size:,}", chosen,
+                     f"{base['predicted']['latency_us']:.2f}" if base["valid"]
+                     else f"invalid ({base['violates']})"])
+    console.table(f"{spec.display_name} on {hw.name}: search spaces (nothing tuned)",
+                  ["shape", "configurations", "strategy", "baseline us"], rows, right=(1,))
 
 
 def _summary(spec: OperatorSpec, rows: list[dict[str, Any]], times: dict[str, float]) -> None:

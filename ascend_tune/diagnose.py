@@ -88,7 +88,7 @@ def diagnose(model: ShapeModel, config: Mapping[str, int], ev: Evaluation) -> st
     if not stages:
         return f"{pipe} is the busiest pipe (loop and flag overhead)"
     worst = max(stages, key=lambda s: s.cycles)
-    if worst.bytes_per_transfer > 0 and worst.share_capped:
+    if worst.bytes_per_transfer > 0 and worst.share_capped and worst.latency_fraction < 0.5:
         side_spec = model.spec.sides[0 if side == "cube" else -1]
         cores = round(float(np.asarray(side_spec.cores.evaluate(ev.env)).reshape(-1)[0]))
         return (f"{pipe.upper()} ({worst.name}, {_kib(worst.bytes_per_transfer)} per transfer) "

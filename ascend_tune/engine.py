@@ -52,6 +52,7 @@ class StageDetail:
     bandwidth_bytes_per_cycle: float = 0.0
     peak_bytes_per_cycle: float = 0.0
     share_capped: bool = False
+    latency_fraction: float = 0.0  # share of each transfer's time spent on fixed latency
     expr_names: frozenset[str] = frozenset()
 
 
@@ -267,7 +268,9 @@ class ShapeModel:
                 extra = {"bytes_per_transfer": float(t.bytes_per_transfer[0]),
                          "bandwidth_bytes_per_cycle": float(t.effective_bandwidth[0]),
                          "peak_bytes_per_cycle": float(t.peak_bandwidth[0]),
-                         "share_capped": bool(t.share_capped[0])}
+                         "share_capped": bool(t.share_capped[0]),
+                         "latency_fraction": float(1.0 - t.effective_bandwidth[0]
+                                                   / t.bandwidth[0])}
         elif stage.pipe == "cube":
             assert stage.m is not None and stage.n is not None and stage.k is not None
             dtype = self.spec.stage_dtype(stage.dtype or "")

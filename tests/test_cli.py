@@ -170,3 +170,12 @@ def test_calibrate_and_validate_commands(tmp_path: Path) -> None:
                "--kfold", "3")
     assert proc.returncode == 0, proc.stderr
     assert '"held_out"' in proc.stdout
+
+
+def test_dry_run_tunes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = cli("search", "add", "--hw", "ascend910b3", "--shape", "totalLength=4096",
+               "--dry-run", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "640" in proc.stdout and "exhaustive" in proc.stdout
+    assert not out.exists()

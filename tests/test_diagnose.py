@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import numpy as np
+
+from ascend_tune.diagnose import diagnose
+from ascend_tune.engine import ShapeModel
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.spec import OperatorSpec
+
+
+def _explain(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
+             **overrides: int) -> str:
+    model = ShapeModel(spec, hw, shape)
+    config = {**model.baseline_values(), **overrides}
+    ev = model.evaluate(np.array([[config[p] for p in spec.params]]), detail=True)
+    assert ev.valid[0]
+    return diagnose(model, config, ev)
+
+
+def test_small_tiles_point_at_the_tile_parameter(hw: HardwareProfile,
+                                                 add_spec: OperatorSpec) -> None:
+    text = _explain(add_spec, hw, {"totalLength": 1 << 24}, tileLength=512)
+    assert text.startswith("MTE2 moves 1 KiB per transfer (copy_in_x)")
+    assert text.endswith("a larger tileLength raises it")
+
+
+def test_tiny_shape_is_launch_bound(hw: HardwareProfile, add_spec: OperatorSpec) -> None:
+    text = _explain(add_spec, hw, {"totalLength": 1000})
+    assert text.startswith("launch overhead")
+
+
+def test_memory_roofline_is_recognised(hw: HardwareProfile, add_spec: OperatorSpec) -> None:
+    text = _explain(add_spec, hw, {"totalLength": 1 << 24}, blockDim=40, tileLength=8192)
+    assert "at the memory roofline" in text or "share of the chip's GM bandwidth" in text
+
+
+def test_cube_bound_lever_is_a_real_improvement(hw: HardwareProfile,
+                                                matmul_spec: OperatorSpec) -> None:
+    shape = {"M": 4096, "N": 4096, "K": 4096}
+    text = _explain(matmul_spec, hw, shape)
+    assert text.startswith("Cube bound")
+    # The named move must shorten the Cube pipe when applied.
+    model = ShapeModel(matmul_spec, hw, shape)
+    base = model.baseline_values()
+    word, param = text.rsplit("; ", 1)[1].split(" shortens")[0].split(" or ")[0].split()[1:]
+    grid = model.grids[matmul_spec.params.index(param)]
+    i = int(np.searchsorted(grid, base[param]))
+    moved = {**base, param: int(grid[i + 1 if word == "larger" else i - 1])}
+    rows = np.array([[c[p] for p in matmul_spec.params] for c in (base, moved)])
+    ev = model.evaluate(rows)
+    assert ev.pipes_us["aic_mac_time_us"][1] < ev.pipes_us["aic_mac_time_us"][0]
