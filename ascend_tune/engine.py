@@ -160,8 +160,10 @@ class ShapeModel:
         stages: list[StageDetail] = []
         rows = np.flatnonzero(valid)
         if rows.size:
-            sub = {k: (v[rows] if isinstance(v, np.ndarray) and v.shape == (n,) else v)
-                   for k, v in env.items()}
+            # Cost only the valid rows; skip the copy when every row is valid (the GA's usual case).
+            sub = env if rows.size == n else {
+                k: (v[rows] if isinstance(v, np.ndarray) and v.shape == (n,) else v)
+                for k, v in env.items()}
             lat, pip, gm, head, st = self._cost(sub, rows.size, detail)
             latency[rows] = lat
             for c in PIPE_COLUMNS:
