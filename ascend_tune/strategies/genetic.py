@@ -30,7 +30,15 @@ class Genetic:
         self.max_proposals_factor = int(max_proposals_factor)
 
     def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
-        pop_size = self.population or int(np.clip(budget // 10, 16, 128))
+        # Evolve until the budget or stagnation, then polish the best with local moves.
+        self._evolve(problem, budget, rng)
+        self._polish(problem, budget)
+
+    def _pop_size(self, budget: int) -> int:
+        return self.population or int(np.clip(budget // 10, 16, 256))
+
+    def _evolve(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
+        pop_size = self._pop_size(budget)
         mut_rate = self.mutation_rate or max(1.0 / problem.n_genes, 0.05)
         cap = budget * self.max_proposals_factor
         self._proposals = 0
@@ -65,6 +73,28 @@ class Genetic:
                 stale += 1
                 if stale >= self.stagnation:
                     return
+
+    @staticmethod
+    def _polish(problem: Problem, budget: int) -> None:
+        """Spend what the evolution left on steepest descent over one-gene moves (+-1, +-2
+        domain steps) from the best genome: cheap, and it closes the last few percent."""
+        while problem.evaluations < budget and problem.best_genome is not None:
+            best = problem.best_genome
+            moves = []
+            for j in range(problem.n_genes):
+                for step in (-2, -1, 1, 2):
+                    k = best[j] + step
+                    if 0 <= k < problem.sizes[j]:
+                        moved = best.copy()
+                        moved[j] = k
+                        moves.append(moved)
+            if not moves:
+                return
+            candidates = np.array(moves)
+            before = problem.best_latency
+            problem.evaluate(candidates[~problem.seen(candidates)])
+            if not problem.best_latency < before:
+                return
 
     def _initial(self, problem: Problem, pop_size: int, budget: int,
                  rng: np.random.Generator, cap: int) -> tuple[np.ndarray, np.ndarray]:
