@@ -89,9 +89,9 @@ def validate(data: Any, schema: Node, origin: str, lines: Mapping[KeyPath, int],
         for option in schema.options:
             if not validate(data, option, origin, lines, path):
                 return errors
-        # Report against the first option that matches the value's shape, for a useful message.
-        shaped = [o for o in schema.options if _shape_matches(data, o)] or list(schema.options)
-        return validate(data, shaped[0], origin, lines, path)
+        # Report against the option closest to what was written, for a useful message.
+        best = max(schema.options, key=lambda o: _closeness(data, o))
+        return validate(data, best, origin, lines, path)
     if isinstance(schema, Scalar):
         if not _type_ok(data, schema.types):
             want = " or ".join(schema.types)
@@ -136,14 +136,15 @@ def validate(data: Any, schema: Node, origin: str, lines: Mapping[KeyPath, int],
     return errors
 
 
-def _shape_matches(data: Any, schema: Node) -> bool:
+def _closeness(data: Any, schema: Node) -> int:
+    """How well a value fits an option's shape: mappings score by the keys they share."""
     if isinstance(schema, Obj):
-        return isinstance(data, dict)
+        return 1 + sum(k in schema.fields for k in data) if isinstance(data, dict) else 0
     if isinstance(schema, Arr):
-        return isinstance(data, list)
+        return 1 if isinstance(data, list) else 0
     if isinstance(schema, Scalar):
-        return not isinstance(data, (dict, list))
-    return True
+        return 0 if isinstance(data, (dict, list)) else 1
+    return 1
 
 
 def _describe(value: Any) -> str:

@@ -82,6 +82,8 @@ _BODY_ITEM_DEEP = schema.AnyOf((_STAGE, schema.Obj(fields={
 _LOOP = schema.Obj(fields={**_LOOP_FIELDS, "body": (schema.Arr(_BODY_ITEM_DEEP, min_items=1),
                                                     True)})
 _BODY_ITEM = schema.AnyOf((_STAGE, _LOOP))
+_LOOP_SHALLOW = schema.Obj(fields={**_LOOP_FIELDS,
+                                   "body": (schema.Arr(schema.Anything(), min_items=1), True)})
 
 _SIDE = schema.Obj(fields={
     "cores": (_EXPR, True),
@@ -562,14 +564,10 @@ def _body(c: _Compiler, items: list[Any], symbols: Mapping[str, Kind],
         if not isinstance(item, dict):
             raise c.fail("expected a stage or loop mapping", *here)
         if "loop" in item:
-            errors = schema.validate(item, _LOOP, c.origin,
-                                     c.lines, here)
-            if errors and not all("body." in e for e in errors):
+            # The loop's own keys here; its body items are checked by the recursive call.
+            errors = schema.validate(item, _LOOP_SHALLOW, c.origin, c.lines, here)
+            if errors:
                 raise SpecError(errors[0])
-            extra = set(item) - {"loop", "trips", "buffers", "body"}
-            if extra:
-                key = sorted(extra)[0]
-                raise c.fail(f"unknown key '{key}'{did_you_mean(key, _LOOP_FIELDS)}", *here)
             out.append(Loop(
                 name=str(item["loop"]),
                 trips=c.expr(item["trips"], symbols, *here, "trips"),

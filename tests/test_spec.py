@@ -35,6 +35,8 @@ BROKEN = {
     "'3 * bufferNum * tileLenght * sizeof.x <= hw.ub_bytes'",
     "wrong_pipe.yaml": "broken/wrong_pipe.yaml:39: pipeline.vector.body.0.body.2.pipe: pipe "
     "'cube' does not exist on the vector core; allowed: mte2, vector, mte3, scalar",
+    "loop_unknown_key.yaml": "broken/loop_unknown_key.yaml:36: pipeline.vector.body.0.bufers: "
+    "unknown key 'bufers' (did you mean 'buffers'?); allowed: loop, trips, buffers, body",
     "bad_profile_confidence.yaml": "broken/bad_profile_confidence.yaml:4: chip.clock_mhz."
     "confidence: 'sure' is not one of: high, med, low",
     "profile_unknown_key.yaml": "broken/profile_unknown_key.yaml:4: memory.ub_byte: unknown key "
