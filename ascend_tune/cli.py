@@ -400,6 +400,10 @@ def validate(
     """Model error against measurements: MAPE, max error, Spearman, pairwise ordering."""
     from ascend_tune import calibrate as cal
 
+    if holdout is not None and kfold is not None:
+        raise AscendTuneError("give --holdout or --kfold, not both")
+    if holdout is not None and not 0 < holdout < 1:
+        raise AscendTuneError(f"--holdout must be between 0 and 1, got {holdout}")
     spec = load_spec(spec_ref)
     hw = load_profile(hw_ref)
     report = _load_measurements(files, spec, hw, manifest, where, quiet or as_json)
@@ -413,13 +417,9 @@ def validate(
                                        "measured_us": m.time_us,
                                        "predicted_us": round(float(p), 6)}
                                       for m, p in zip(rows, pred.time_us, strict=True)]}
-    if holdout is not None and kfold is not None:
-        raise AscendTuneError("give --holdout or --kfold, not both")
     folds: list[np.ndarray] = []
     order = np.random.default_rng(seed).permutation(len(rows))
     if holdout is not None:
-        if not 0 < holdout < 1:
-            raise AscendTuneError(f"--holdout must be between 0 and 1, got {holdout}")
         n_test = max(1, round(holdout * len(rows)))
         if n_test >= len(rows):
             raise AscendTuneError("--holdout leaves no row to calibrate on")

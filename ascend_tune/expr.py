@@ -401,7 +401,6 @@ class _Checker:
             if isinstance(node.op, ast.Not):
                 return Unary(Kind.BOOL, "not", operand)
             if isinstance(node.op, (ast.USub, ast.UAdd)):
-                self._numeric(operand, node)
                 op = "-" if isinstance(node.op, ast.USub) else "+"
                 kind = Kind.INT if operand.kind is Kind.BOOL else operand.kind
                 if isinstance(operand, Const) and op == "-" and operand.kind is not Kind.BOOL:
@@ -421,12 +420,9 @@ class _Checker:
                 ):
                     raise self.fail("'**' needs a literal integer exponent between 0 and "
                                     f"{MAX_POW_EXPONENT}", node)
-                self._numeric(left, node)
                 pow_kind = Kind.INT if left.kind is Kind.BOOL else left.kind
                 return Binary(pow_kind, "**", left, Const(Kind.INT, exp))
             right = self.check(node.right, d)
-            self._numeric(left, node)
-            self._numeric(right, node)
             bin_kind = Kind.FLOAT if opname == "/" else _promote(left.kind, right.kind)
             return Binary(bin_kind, opname, left, right)
         if isinstance(node, ast.BoolOp):
@@ -478,11 +474,6 @@ class _Checker:
             raise self.fail(f"unknown name '{name}'{did_you_mean(name, self.symbols)}", node)
         self.names.add(name)
         return Var(kind, name)
-
-    def _numeric(self, node: Node, where: ast.AST) -> None:
-        # Booleans are accepted as 0/1 (as in C++), so every kind is numeric; the hook stays so
-        # a stricter rule has one place to live.
-        del node, where
 
     def _call(self, fn: str, args: tuple[Node, ...], node: ast.AST) -> Node:
         if fn in _INT_ONLY and any(a.kind is Kind.FLOAT for a in args):

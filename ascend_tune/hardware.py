@@ -177,9 +177,7 @@ class HardwareProfile:
         scalars = dict(self.scalars)
         for key in ("clock_mhz", "hbm_bandwidth_gbps", "l2_bandwidth_gbps"):
             scalars[key] = float(scalars[key]) * factor
-        transfers = {k: TransferPath(t.latency_cycles, t.curve_bytes, t.curve_bytes_per_cycle)
-                     for k, t in self.transfers.items()}
-        return HardwareProfile(f"{self.name}x{factor}", self.description, scalars, transfers,
+        return HardwareProfile(f"{self.name}x{factor}", self.description, scalars, self.transfers,
                                self.k0, self.cycles_per_fractal, self.vector_cycles_per_repeat,
                                self.data, self.sha256)
 

@@ -19,7 +19,7 @@ import numpy as np
 from ascend_tune import resources, schema
 from ascend_tune.errors import AscendTuneError, SpecError, did_you_mean
 from ascend_tune.expr import Expr, Kind, parse
-from ascend_tune.hardware import DTYPES, SCALARS, TRANSFER_PATHS, VECTOR_CLASSES
+from ascend_tune.hardware import SCALARS, TRANSFER_PATHS, VECTOR_CLASSES
 from ascend_tune.yamlio import KeyPath, parse_yaml, read_text
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "hf32": 4, "int8": 1, "int32": 4}
@@ -679,5 +679,3 @@ def shape_key(shape: Mapping[str, int]) -> str:
 def spec_paths() -> list[Path]:
     return sorted(resources.data_dir("operator_specs").glob("*.yaml"))
 
-
-DTYPE_NAMES = DTYPES
