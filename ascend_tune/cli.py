@@ -273,12 +273,17 @@ def explain(
 @app.command()
 def emit(
     results_path: Path = typer.Argument(..., metavar="RESULTS", help="Results file of search."),
-    out_dir: Path = typer.Option(..., "-o", "--output", help="Operator project folder."),
+    out_dir: Path = typer.Option(..., "-o", "--output",
+                                 help="Operator project folder (op_host/, op_kernel/)."),
     style: str = typer.Option("macro", "--style", help="macro (CANN 8.x) | struct."),
     check_only: bool = typer.Option(False, "--check",
                                     help="Write nothing; exit 1 if files are stale or missing."),
-    with_tiling_func: bool = typer.Option(False, "--with-tiling-func",
-                                          help="Also write a complete TilingFunc."),
+    op_host: bool = typer.Option(False, "--op-host",
+                                 help="Also write op_host/<op>.cpp: the complete msOpGen host "
+                                      "file (OpDef, InferShape, InferDataType, TilingFunc)."),
+    socs: list[str] = typer.Option([], "--soc",
+                                   help="AddConfig SoC for --op-host (repeatable; default: "
+                                        "the profile's, e.g. ascend910b)."),
     quiet: bool = typer.Option(False, "--quiet", "-q"),
 ) -> None:
     """Render AscendC tiling headers, host selection code and kernel constants."""
@@ -286,7 +291,13 @@ def emit(
 
     doc = results.load(results_path)
     bundle = emitter.load_bundle(doc, str(results_path))
-    files = emitter.render(bundle, style, with_tiling_func)
+    files = emitter.render(bundle, style, op_host=op_host, socs=tuple(socs))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AscendTuneError(f"{out_dir}: exists and is not a folder")
+    conflicts = emitter.project_conflicts(out_dir, files)
+    if conflicts:
+        raise AscendTuneError(f"{conflicts[0]}; two operators in one project need distinct "
+                              "tiling classes (rename tiling.struct in the spec)")
     if check_only:
         reports = emitter.check(out_dir, files)
         for r in reports:
@@ -296,8 +307,6 @@ def emit(
         if not quiet:
             console.line(f"{len(files)} file(s) up to date in {out_dir}")
         return
-    if out_dir.exists() and not out_dir.is_dir():
-        raise AscendTuneError(f"{out_dir}: exists and is not a folder")
     written = emitter.write(out_dir, files)
     if not quiet:
         for path in written:

@@ -1,5 +1,5 @@
 """Render a results file into AscendC C++: TilingData header, host selection code, kernel
-constants, and optionally a complete TilingFunc.
+constants, and optionally the complete msOpGen host file (OpDef and TilingFunc).
 
 Python prepares every value (names checked as C++ identifiers by the spec loader, numbers
 formatted, expressions rendered to C++); the Jinja templates only loop and branch, with
@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,16 +20,19 @@ from typing import Any
 
 import jinja2
 
-from ascend_tune import __version__, resources
-from ascend_tune.errors import AscendTuneError
+from ascend_tune import __version__, cann, launch, resources
+from ascend_tune.errors import AscendTuneError, did_you_mean
 from ascend_tune.expr import CPP_RUNTIME, Expr, Kind, scalar_value
 from ascend_tune.hardware import HardwareProfile, load_profile_data
-from ascend_tune.spec import OperatorSpec, load_spec_text
+from ascend_tune.selection import first_failure, runtime_env
+from ascend_tune.spec import Nested, OperatorSpec, check_shape, load_spec_text, shape_key
 
 STYLES = ("macro", "struct")
-_SIZE = {"int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4, "uint32_t": 4,
-         "int64_t": 8, "uint64_t": 8, "float": 4}
 _FROM = re.compile(r"^input(\d+)\.(size|rows|last|dim(\d+))$")
+# Platform core counts replace the profile's at run time (GetCoreNumAic / GetCoreNumAiv).
+RUNTIME_CORES = {"hw.cube_cores": "aicNum", "hw.vector_cores": "aivNum"}
+_CORE_VAR = {"cube": "aicNum", "vector": "aivNum"}
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def cpp_name(name: str) -> str:
@@ -44,11 +48,11 @@ def cpp(e: Expr) -> str:
     return e.to_cpp(cpp_name)
 
 
-def cpp_member(e: Expr, runtime: frozenset[str]) -> str:
+def cpp_member(e: Expr) -> str:
     """Render reading spec names from a ``Values v`` (functions after Derive)."""
     def name(n: str) -> str:
-        if n in runtime:
-            return "v.coreNum"
+        if n in RUNTIME_CORES:
+            return "v." + RUNTIME_CORES[n]
         if n.startswith(("hw.", "sizeof.")):
             return cpp_name(n)
         return "v." + cpp_name(n)
@@ -63,9 +67,25 @@ def _literal(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        return f"INT64_C({value})"
-    text = repr(float(value))
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise AscendTuneError(f"value {value} does not fit a 64-bit integer")
+        # INT64_MIN has no literal form: write it as an expression.
+        return "(INT64_C(-9223372036854775807) - 1)" if value == _INT64_MIN else f"INT64_C({value})"
+    number = float(value)
+    if not math.isfinite(number):
+        raise AscendTuneError(f"value {value} is not a finite number")
+    text = repr(number)
     return text if ("." in text or "e" in text) else text + ".0"
+
+
+def _comment(text: str) -> str:
+    """Text from an input placed in a C++ comment: printable ASCII only, no line breaks."""
+    return "".join(ch if " " <= ch <= "~" else "?" for ch in text)[:80]
+
+
+def _bound(value: float) -> str:
+    """A range bound as a C++ double literal (exact for every bound in cann.FIELD_CTYPES)."""
+    return repr(float(value)) if abs(value) < 1e16 else f"{float(value):.17e}"
 
 
 @dataclass(frozen=True)
@@ -74,20 +94,62 @@ class Bundle:
     hw: HardwareProfile
     doc: Mapping[str, Any]
     digest: str
+    shapes: tuple[tuple[dict[str, int], dict[str, int]], ...]  # (shape, best), checked
 
 
 def load_bundle(doc: Mapping[str, Any], origin: str) -> Bundle:
+    """Rebuild spec and profile from a results file and re-check every tuned entry: a results
+    file is an input like any other, so nothing in it reaches C++ unless it is an integer
+    configuration that passes the spec's constraints and launch checks on its shape."""
     try:
         spec = load_spec_text(doc["spec"]["text"], f"{origin} (embedded spec)",
                               doc["spec"].get("variant"))
         hw = load_profile_data(doc["hw"]["data"], f"{origin} (embedded profile)")
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError):
         raise AscendTuneError(f"{origin}: results file lacks the embedded spec or profile; "
                               "rerun `ascend-tune search`") from None
-    if not doc.get("shapes"):
+    entries = doc.get("shapes")
+    if not isinstance(entries, list) or not entries:
         raise AscendTuneError(f"{origin}: results file holds no tuned shape")
+    env = runtime_env(spec, hw, int(hw["cube_cores"]), int(hw["vector_cores"]))
+    checked = []
+    seen: set[tuple[int, ...]] = set()
+    for i, entry in enumerate(entries):
+        where = f"{origin}: shapes[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("shape"), Mapping):
+            raise AscendTuneError(f"{where}: expected a mapping with 'shape' and 'best'")
+        shape = check_shape(spec, entry["shape"], where)
+        key = tuple(shape.values())
+        if key in seen:
+            raise AscendTuneError(f"{where}: shape {shape_key(shape)} is listed twice")
+        seen.add(key)
+        best = _checked_config(spec, entry.get("best"), f"{where} ({shape_key(shape)})")
+        _local, failed = first_failure(spec, env, shape, best)
+        if failed is not None:
+            raise AscendTuneError(f"{where} ({shape_key(shape)}): the tuned configuration fails "
+                                  f"'{failed}' on {hw.name}; the results file is stale or was "
+                                  "edited: rerun `ascend-tune search`")
+        checked.append((shape, best))
     canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-    return Bundle(spec, hw, doc, hashlib.sha256(canonical.encode()).hexdigest())
+    return Bundle(spec, hw, doc, hashlib.sha256(canonical.encode()).hexdigest(), tuple(checked))
+
+
+def _checked_config(spec: OperatorSpec, best: Any, where: str) -> dict[str, int]:
+    if not isinstance(best, Mapping):
+        raise AscendTuneError(f"{where}: 'best' must map each parameter to an integer")
+    unknown = [k for k in best if k not in spec.params]
+    if unknown:
+        raise AscendTuneError(f"{where}: 'best' has unknown parameter '{unknown[0]}'"
+                              f"{did_you_mean(str(unknown[0]), spec.params)}")
+    out = {}
+    for p in spec.params:
+        value = best.get(p)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise AscendTuneError(f"{where}: best.{p} must be an integer, got {value!r:.40}")
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise AscendTuneError(f"{where}: best.{p} = {value} does not fit a 64-bit integer")
+        out[p] = value
+    return out
 
 
 def _environment() -> jinja2.Environment:
@@ -97,90 +159,145 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True, autoescape=False)
 
 
-def _ordered_fields(fields: Any) -> list[Any]:
-    # Widest first: every field lands naturally aligned and the struct packs without holes,
-    # so old and new metadef layouts and the kernel-side struct agree (ascendc_tiling.md §1.3).
-    return sorted(fields, key=lambda f: -_SIZE[f.ctype])
+@dataclass(frozen=True)
+class Slot:
+    """One member of the emitted TilingData, in emitted order."""
+
+    name: str
+    ctype: str
+    expr: str | None  # None for padding
+    nested: Nested | None = None
 
 
-def context(bundle: Bundle, style: str) -> dict[str, Any]:
+def layout(spec: OperatorSpec) -> tuple[list[Slot], int]:
+    """Members in emitted order and the total size in bytes.
+
+    Nested API structs first, then scalars widest first, so every member lands naturally
+    aligned without holes and the macro class, the build's generated kernel struct and the
+    struct-style header agree byte for byte; then padding to a multiple of 8 bytes, which
+    the replay generator needs (cann_integration.md §3)."""
+    slots: list[Slot] = []
+    offset = 0
+    for n in spec.tiling_nested:
+        names, ctype = cann.NESTED_TYPES[n.ctype]
+        offset = _align(offset, cann.field_bytes(ctype)) + len(names) * cann.field_bytes(ctype)
+        slots.append(Slot(n.name, n.ctype, None, n))
+    for f in sorted(spec.tiling_fields, key=lambda f: -cann.field_bytes(f.ctype)):
+        offset = _align(offset, cann.field_bytes(f.ctype)) + cann.field_bytes(f.ctype)
+        slots.append(Slot(f.name, f.ctype, cpp_member(f.value)))
+    pad = 0
+    while offset % cann.TILING_ALIGN_BYTES:
+        size = next(s for s in (4, 2, 1) if offset % s == 0
+                    and offset + s <= _align(offset, cann.TILING_ALIGN_BYTES))
+        slots.append(Slot(f"{cann.PAD_FIELD_PREFIX}{pad}", f"uint{8 * size}_t", None))
+        offset += size
+        pad += 1
+    return slots, offset
+
+
+def _align(offset: int, size: int) -> int:
+    return -(-offset // size) * size
+
+
+def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str, Any]:
     spec, hw = bundle.spec, bundle.hw
-    shapes = sorted(bundle.doc["shapes"], key=lambda s: tuple(s["shape"].values()))
+    shapes = sorted(bundle.shapes, key=lambda s: tuple(s[0].values()))
     snake = spec.snake_name
-    side = spec.sides[0].core if len(spec.sides) == 1 else "cube"
+    runtime = set(RUNTIME_CORES)
     hw_used = sorted({n for e in _all_exprs(spec) for n in e.names if n.startswith("hw.")})
-    runtime_cores = frozenset(f"hw.{s.core}_cores" for s in spec.sides)
     sizeof = spec.sizeof_env()
-    nested_types = sorted({n.ctype for n in spec.tiling_nested})
-    for shape_entry in shapes:
-        if list(shape_entry["shape"]) != list(spec.shape_vars):
-            raise AscendTuneError("results file shapes do not match the spec's variables")
+    slots, size = layout(spec)
+    mode = spec.mode
     return {
         "version": __version__,
         "digest": bundle.digest,
-        "spec_name": spec.name,
+        "spec_name": _comment(spec.display_name),
         "spec_sha": spec.sha256[:16],
-        "hw_name": hw.name,
+        "hw_name": _comment(hw.name),
         "hw_sha": hw.sha256[:16],
         "op": spec.name,
         "snake": snake,
+        "ns": f"{snake}_tiling",
         "guard": snake.upper(),
         "struct": spec.tiling_struct,
+        "struct_bytes": size,
         "style": style,
-        "header_path": (f"{snake}_tiling.h" if style == "macro"
-                        else f"../op_kernel/{snake}_tiling.h"),
-        "fields": [{"name": f.name, "type": f.ctype,
-                    "expr": cpp_member(f.value, runtime_cores)}
-                   for f in _ordered_fields(spec.tiling_fields)],
-        "nested": [{"name": n.name, "type": n.ctype,
-                    "fields": [{"name": f.name, "type": f.ctype,
-                                "expr": cpp_member(f.value, runtime_cores)}
-                               for f in n.fields]} for n in spec.tiling_nested],
-        "nested_types": nested_types,
-        "shape_vars": [{"name": v, "cpp": cpp_name(v)} for v in spec.shape_vars],
+        "kernel_mode": mode.name,
+        "kernel_mode_summary": mode.summary,
+        "kernel_type": mode.kernel_type,
+        "lib_api_workspace": spec.system_workspace == "lib_api",
+        "tiling_header": (f"{snake}_tiling.h" if style == "macro"
+                          else f"../op_kernel/{snake}_tiling.h"),
+        "slots": [{"name": s.name, "type": s.ctype, "expr": s.expr, "pad": s.expr is None
+                   and s.nested is None, "nested": None if s.nested is None else
+                   [{"name": f.name, "type": f.ctype, "expr": cpp_member(f.value)}
+                    for f in s.nested.fields]} for s in slots],
+        "has_nested": bool(spec.tiling_nested),
+        "shape_vars": [{"name": v, "cpp": cpp_name(v), "min": spec.shape_min[v],
+                        "max": spec.shape_max.get(v)} for v in spec.shape_vars],
         "params": [{"name": p, "cpp": cpp_name(p)} for p in spec.params],
         "derived": [{"name": n, "cpp": cpp_name(n), "type": _ctype(e.kind), "expr": cpp(e)}
                     for n, e in spec.derive],
         "constraints": [{"name": n, "expr": cpp(e)} for n, e in spec.constraints],
-        "side_cores": [{"expr": cpp(s.cores)} for s in spec.sides],
+        "core_checks": [{"name": n, "expr": cpp(e), "limit": _CORE_VAR[core]}
+                        for n, e, core in launch.core_limit_names(spec)],
+        "range_checks": [{"name": r.name, "expr": cpp(r.expr), "lo": _bound(r.lo),
+                          "hi": _bound(r.hi)} for r in launch.range_checks(spec)],
         "hw_consts": [{"cpp": cpp_name(n), "type": "int64_t" if isinstance(hw[n[3:]], int)
                        else "double", "value": _literal(hw[n[3:]])}
-                      for n in hw_used if n not in runtime_cores],
-        "hw_runtime": [cpp_name(n) for n in sorted(runtime_cores)],
+                      for n in hw_used if n not in runtime],
+        "hw_runtime": [{"cpp": cpp_name(n), "var": var} for n, var in RUNTIME_CORES.items()],
         "sizeof": [{"cpp": cpp_name(k), "value": v} for k, v in sorted(sizeof.items())],
         "baseline": [{"name": p, "cpp": cpp_name(p), "expr": cpp(e)}
                      for p, e in spec.baseline.items()],
-        "block_dim": cpp_member(spec.block_dim, runtime_cores),
-        "tiling_key": (cpp_member(spec.tiling_key, runtime_cores)
+        "block_dim": cpp_member(spec.block_dim),
+        "tiling_key": (cpp_member(spec.tiling_key)
                        if spec.tiling_key is not None else "INT64_C(0)"),
-        "workspace": (cpp_member(spec.workspace_bytes, runtime_cores)
+        "workspace": (cpp_member(spec.workspace_bytes)
                       if spec.workspace_bytes is not None else "INT64_C(0)"),
-        "core_query": "GetCoreNumAic" if side == "cube" else "GetCoreNumAiv",
-        "tuned": [{"shape": ", ".join(f"INT64_C({v})" for v in s["shape"].values()),
-                   "config": ", ".join(f"INT64_C({s['best'][p]})" for p in spec.params),
-                   "comment": ",".join(f"{k}={v}" for k, v in s["shape"].items())}
-                  for s in shapes],
+        "tuned": [{"shape": ", ".join(_literal(v) for v in shape.values()),
+                   "config": ", ".join(_literal(best[p]) for p in spec.params),
+                   "comment": shape_key(shape)}
+                  for shape, best in shapes],
         "kernel_constants": [{"name": n, "type": _ctype(e.kind),
                               "value": _literal(scalar_value(e.evaluate({**hw.env(), **sizeof})))}
                              for n, e in spec.kernel_constants],
         "runtime": CPP_RUNTIME,
         "shape_from": _shape_from(spec),
+        "inputs": [{"name": n, "dtype": cann.GE_DTYPES[spec.dtypes[n]]} for n in spec.io_inputs],
+        "outputs": [{"name": o.name, "dtype": cann.GE_DTYPES[spec.dtypes[o.name]],
+                     "like": None if o.like is None else spec.io_inputs.index(o.like),
+                     "dims": [{"input": spec.io_inputs.index(t), "dim": d} for t, d in o.dims]}
+                    for o in spec.io_outputs],
+        "socs": list(socs),
     }
 
 
 def _shape_from(spec: OperatorSpec) -> list[dict[str, str]] | None:
+    """Per shape variable, the input to read and the C++ statements that read it (a missing
+    dimension fails the TilingFunc rather than reading as 0)."""
     out = []
+    pad = " " * 8
     for v in spec.shape_vars:
-        src = spec.shape_from.get(v)
-        m = _FROM.match(src or "")
+        m = _FROM.match(spec.shape_from.get(v) or "")
         if not m:
             return None
-        getter = {"size": "GetShapeSize()",
-                  "last": "GetDim(input->GetStorageShape().GetDimNum() - 1)",
-                  "rows": "GetShapeSize() / input->GetStorageShape().GetDim("
-                          "input->GetStorageShape().GetDimNum() - 1)"}.get(
-            m.group(2), f"GetDim({m.group(3)})")
-        out.append({"cpp": cpp_name(v), "input": m.group(1), "getter": getter})
+        target = f"{pad}shape.{v} = "
+        if m.group(2) == "size":
+            read = f"{target}static_cast<int64_t>(dims.GetShapeSize());"
+        else:
+            rank = int(m.group(3)) + 1 if m.group(3) is not None else 1
+            read = f"{pad}if (dims.GetDimNum() < {rank}) return ge::GRAPH_FAILED;\n"
+            if m.group(2) == "last":
+                read += f"{target}static_cast<int64_t>(dims.GetDim(dims.GetDimNum() - 1));"
+            elif m.group(2) == "rows":
+                read += (f"{pad}const int64_t last = static_cast<int64_t>("
+                         f"dims.GetDim(dims.GetDimNum() - 1));\n"
+                         f"{target}last == 0 ? 0 : "
+                         "static_cast<int64_t>(dims.GetShapeSize()) / last;")
+            else:
+                read += f"{target}static_cast<int64_t>(dims.GetDim({m.group(3)}));"
+        out.append({"input": m.group(1), "read": read})
     return out
 
 
@@ -194,11 +311,25 @@ def _all_exprs(spec: OperatorSpec) -> list[Expr]:
     return exprs
 
 
-def render(bundle: Bundle, style: str, with_tiling_func: bool) -> dict[str, str]:
-    """Relative path -> file text for everything emit writes."""
+def default_socs(hw: HardwareProfile) -> tuple[str, ...]:
+    soc = cann.PROFILE_SOCS.get(hw.name)
+    return (soc,) if soc else ()
+
+
+def render(bundle: Bundle, style: str, op_host: bool = False,
+           socs: tuple[str, ...] = ()) -> dict[str, str]:
+    """Relative path -> file text for everything emit writes.
+
+    ``op_host`` adds the complete msOpGen host file ``op_host/<op>.cpp`` (OpDef, InferShape,
+    InferDataType, a static TilingFunc), registered for ``socs`` (default: the profile's SoC).
+    """
     if style not in STYLES:
         raise AscendTuneError(f"--style '{style}' is not one of: {', '.join(STYLES)}")
-    ctx = context(bundle, style)
+    socs = socs or default_socs(bundle.hw)
+    for soc in socs:
+        if not SOC_NAME.fullmatch(soc):
+            raise AscendTuneError(f"--soc '{soc:.40}' is not a SoC name such as ascend910b")
+    ctx = context(bundle, style, socs)
     env = _environment()
     snake = ctx["snake"]
     files = {
@@ -207,14 +338,57 @@ def render(bundle: Bundle, style: str, with_tiling_func: bool) -> dict[str, str]
         f"op_host/{snake}_tiling_select.h": env.get_template("select.h.j2").render(ctx),
         f"op_kernel/{snake}_tuned_constants.h": env.get_template("constants.h.j2").render(ctx),
     }
-    if with_tiling_func:
+    if op_host:
+        spec = bundle.spec
         if ctx["shape_from"] is None:
-            raise AscendTuneError(f"--with-tiling-func needs 'from: inputN.size', inputN.rows, "
+            raise AscendTuneError(f"--op-host needs 'from: inputN.size', inputN.rows, "
                                   f"inputN.last or inputN.dimD on every shape variable of "
-                                  f"{ctx['op']}")
-        files[f"op_host/{snake}_tiling_func.cpp"] = env.get_template(
-            "tiling_func.cpp.j2").render(ctx)
+                                  f"{spec.name}")
+        if not spec.io_inputs:
+            raise AscendTuneError(f"--op-host needs an 'io' section (inputs and outputs of the "
+                                  f"OpDef) in the {spec.name} spec")
+        if not socs:
+            raise AscendTuneError(f"--op-host: no SoC known for profile {bundle.hw.name}; "
+                                  "pass --soc (e.g. --soc ascend910b)")
+        files[f"op_host/{snake}.cpp"] = env.get_template("op_host.cpp.j2").render(ctx)
     return files
+
+
+SOC_NAME = re.compile(r"ascend[0-9a-z_]{1,24}")
+_DEFINES = re.compile(r"BEGIN_TILING_DATA_DEF\((\w+)\)|^struct (\w+) \{", re.MULTILINE)
+_REGISTERS = re.compile(r"REGISTER_TILING_DATA_CLASS\((\w+), *(\w+)\)")
+
+
+def project_conflicts(out_dir: Path, files: Mapping[str, str]) -> list[str]:
+    """Tiling headers already in the project that would clash with ``files`` in one library:
+    the same TilingData class name defined by another header (an ODR violation; metadef
+    reports "tiling struct conflict"), or the same operator registered twice."""
+    ours: dict[str, str] = {}
+    our_ops: set[str] = set()
+    for rel, text in files.items():
+        if rel.endswith("_tiling.h"):
+            ours.update({m.group(1) or m.group(2): rel for m in _DEFINES.finditer(text)})
+            our_ops.update(m.group(1) for m in _REGISTERS.finditer(text))
+    problems = []
+    for folder in ("op_host", "op_kernel"):
+        for path in sorted((out_dir / folder).glob("*_tiling.h")):
+            rel = f"{folder}/{path.name}"
+            if rel in files:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for m in _DEFINES.finditer(text):
+                name = m.group(1) or m.group(2)
+                if name in ours:
+                    problems.append(f"{path} already defines tiling class {name}, which "
+                                    f"{ours[name]} would define again in the same project")
+            for m in _REGISTERS.finditer(text):
+                if m.group(1) in our_ops:
+                    problems.append(f"{path} already registers tiling data for operator "
+                                    f"{m.group(1)}")
+    return problems
 
 
 def check(out_dir: Path, files: Mapping[str, str]) -> list[str]:

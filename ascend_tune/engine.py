@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune import costs
+from ascend_tune import costs, launch
 from ascend_tune.errors import SpecError
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import DTYPE_BYTES, Loop, OperatorSpec, Stage, evaluate_baseline
@@ -105,7 +105,7 @@ class ShapeModel:
         self.sizes = np.array([g.size for g in self.grids], dtype=np.int64)
         self.space_size = int(np.prod(self.sizes.astype(np.float64)))
         self.constraint_names: list[str] = [n for n, _ in spec.constraints]
-        self.constraint_names += [f"{s.core}_cores_within_chip" for s in spec.sides]
+        self.constraint_names += launch.check_names(spec)
         self._check_profile_covers_spec()
         self.roofline_us = self._roofline_us()
 
@@ -143,10 +143,8 @@ class ShapeModel:
         valid = np.ones(n, dtype=bool)
         failed = np.full(n, -1, dtype=np.int64)
         checks = [e.evaluate(env) for _, e in self.spec.constraints]
-        for side in self.spec.sides:
-            cores = side.cores.evaluate(env)
-            limit = self.hw[f"{side.core}_cores"]
-            checks.append(np.logical_and(cores >= 1, cores <= limit))
+        checks += launch.evaluate(self.spec, env, {"cube": self.hw["cube_cores"],
+                                                   "vector": self.hw["vector_cores"]})
         for i, ok in enumerate(checks):
             ok = np.broadcast_to(np.asarray(ok, dtype=bool), (n,))
             failed[valid & ~ok] = i

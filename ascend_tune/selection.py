@@ -1,9 +1,9 @@
 """Run-time tiling selection, in Python: the reference the emitted C++ must agree with.
 
-Given a shape and the platform's core count: the exact tuned shape if its configuration is
-still valid there, else tuned shapes in order of log distance (first one whose configuration,
-with derived values recomputed from the real shape, passes every constraint), else the
-spec's baseline. Emitted host code implements the same rule with the same expressions.
+Given a shape and the platform's AIC and AIV counts: the exact tuned shape if its configuration
+is still valid there, else tuned shapes in order of log distance (first one whose configuration,
+with derived values recomputed from the real shape, passes every constraint and launch check),
+else the spec's baseline. Emitted host code implements the same rule with the same expressions.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ascend_tune import launch
 from ascend_tune.expr import scalar_value
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import OperatorSpec, evaluate_baseline
@@ -22,28 +23,36 @@ from ascend_tune.spec import OperatorSpec, evaluate_baseline
 EXACT, NEAREST, BASELINE, NONE = 0, 1, 2, 3
 
 
-def runtime_env(spec: OperatorSpec, hw: HardwareProfile, core_count: int) -> dict[str, Any]:
-    """Profile constants, with the side's core count replaced by the platform's."""
+def runtime_env(spec: OperatorSpec, hw: HardwareProfile, aic: int, aiv: int) -> dict[str, Any]:
+    """Profile constants, with the core counts replaced by the platform's."""
     env: dict[str, Any] = {**hw.env(), **spec.sizeof_env()}
-    for side in spec.sides:
-        env[f"hw.{side.core}_cores"] = core_count
+    env["hw.cube_cores"] = aic
+    env["hw.vector_cores"] = aiv
     return env
 
 
-def derive(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
-           config: Mapping[str, int], core_count: int) -> dict[str, Any] | None:
-    """Derived values for ``config`` on ``shape``, or None if a constraint fails."""
+def first_failure(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
+                  config: Mapping[str, int]) -> tuple[dict[str, Any], str | None]:
+    """Derived values for ``config`` on ``shape`` and the first check it fails (or None)."""
     local: dict[str, Any] = {**env, **shape, **config}
     for name, e in spec.derive:
         local[name] = scalar_value(e.evaluate(local))
-    for _, e in spec.constraints:
+    for name, e in spec.constraints:
         if not bool(e.evaluate(local)):
-            return None
-    for side in spec.sides:
-        cores = scalar_value(side.cores.evaluate(local))
-        if not 1 <= cores <= core_count:
-            return None
-    return local
+            return local, name
+    cores = {"cube": env["hw.cube_cores"], "vector": env["hw.vector_cores"]}
+    for name, ok in zip(launch.check_names(spec), launch.evaluate(spec, local, cores),
+                        strict=True):
+        if not bool(ok):
+            return local, name
+    return local, None
+
+
+def derive(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
+           config: Mapping[str, int]) -> dict[str, Any] | None:
+    """Derived values for ``config`` on ``shape``, or None if a check fails."""
+    local, failed = first_failure(spec, env, shape, config)
+    return None if failed is not None else local
 
 
 def log_distance(a: Sequence[int], b: Sequence[int]) -> float:
@@ -64,18 +73,18 @@ class Selection:
 
 def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Sequence[int]],
            tuned_configs: Sequence[Mapping[str, int]], shape: Mapping[str, int],
-           core_count: int) -> Selection:
-    env = runtime_env(spec, hw, core_count)
+           aic: int, aiv: int) -> Selection:
+    env = runtime_env(spec, hw, aic, aiv)
     values = [shape[v] for v in spec.shape_vars]
     dist = [log_distance(values, t) for t in tuned_shapes]
     order = sorted(range(len(tuned_shapes)), key=lambda i: (dist[i], i))
     for i in order:
-        local = derive(spec, env, shape, tuned_configs[i], core_count)
+        local = derive(spec, env, shape, tuned_configs[i])
         if local is not None:
             source = EXACT if list(tuned_shapes[i]) == values else NEAREST
             return Selection(source, i, dict(tuned_configs[i]), local)
     base = evaluate_baseline(spec, {**env, **shape})
-    local = derive(spec, env, shape, base, core_count)
+    local = derive(spec, env, shape, base)
     if local is not None:
         return Selection(BASELINE, -1, base, local)
     return Selection(NONE, -1, base, {})

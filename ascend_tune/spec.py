@@ -16,28 +16,30 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune import resources, schema
+from ascend_tune import cann, resources, schema
 from ascend_tune.errors import AscendTuneError, SpecError, did_you_mean
 from ascend_tune.expr import Expr, Kind, parse
 from ascend_tune.hardware import SCALARS, TRANSFER_PATHS, VECTOR_CLASSES
 from ascend_tune.yamlio import KeyPath, parse_yaml, read_text
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "hf32": 4, "int8": 1, "int32": 4}
-# Types the macro-style TilingData accepts (ascendc_tiling.md §1.4): nothing else is emitted.
-FIELD_TYPES = ("int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t",
-               "uint64_t", "float")
+# Types the kernel-side TilingData accepts (cann.FIELD_CTYPES): nothing else is emitted.
+FIELD_TYPES = tuple(cann.FIELD_CTYPES)
 PIPES = ("mte2", "mte1", "cube", "fixpipe", "vector", "mte3", "scalar")
 SIDE_PIPES = {"cube": ("mte2", "mte1", "cube", "fixpipe", "scalar"),
               "vector": ("mte2", "vector", "mte3", "scalar")}
 PATH_PIPE = {"gm_to_l1": "mte2", "gm_to_ub": "mte2", "l1_to_l0a": "mte1", "l1_to_l0b": "mte1",
              "l0c_to_gm": "fixpipe", "ub_to_gm": "mte3"}
 MAX_DOMAIN_VALUES = 100_000
-CPP_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-CPP_KEYWORDS = frozenset("""alignas alignof and asm auto bool break case catch char class const
-constexpr continue decltype default delete do double else enum explicit export extern false float
-for friend goto if inline int long namespace new noexcept not nullptr operator or private
-protected public register return short signed sizeof static struct switch template this throw
-true try typedef typeid typename union unsigned using virtual void volatile while""".split())
+CPP_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch: no trailing newline
+# C++17 keywords and alternative tokens, plus names the emitted code itself defines.
+CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch
+char char16_t char32_t class compl const const_cast constexpr continue decltype default delete do
+double dynamic_cast else enum explicit export extern false float for friend goto if inline int long
+mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public
+register reinterpret_cast return short signed sizeof static static_assert static_cast struct
+switch template this thread_local throw true try typedef typeid typename union unsigned using
+virtual void volatile wchar_t while xor xor_eq""".split())
 
 _S = schema.Scalar
 _EXPR = _S(("expression",))
@@ -94,6 +96,18 @@ _SIDE = schema.Obj(fields={
 _FIELD = schema.Obj(fields={"type": (_S(("string",), enum=FIELD_TYPES), True),
                             "value": (_EXPR, True), "doc": (_STR, False)})
 
+_KERNEL = schema.Obj(fields={
+    "mode": (_S(("string",), enum=tuple(cann.KERNEL_MODES)), False),
+    "system_workspace": (_S(("string",), enum=cann.SYSTEM_WORKSPACES), False),
+}, doc="how the kernel launches (default from core) and the system workspace it needs")
+
+_IO = schema.Obj(fields={
+    "inputs": (schema.Arr(_STR, min_items=1), True),
+    "outputs": (schema.Obj(extra=schema.Obj(fields={
+        "like": (_STR, False),
+        "dims": (schema.Arr(_STR, min_items=1), False)})), True),
+}, doc="the OpDef: inputs in order (tensor names from dtypes), outputs with their shape")
+
 SPEC_SCHEMA = schema.Obj(fields={
     "operator": (_STR, True),
     "description": (_STR, False),
@@ -129,11 +143,15 @@ SPEC_SCHEMA = schema.Obj(fields={
     }), True),
     "kernel_constants": (schema.Obj(extra=_EXPR), False),
     "tiling_key": (_EXPR, False),
+    "kernel": (_KERNEL, False),
+    "io": (_IO, False),
     "variants": (schema.Obj(extra=schema.Obj(fields={
         "description": (_STR, False),
         "dtypes": (schema.Obj(extra=_S(("string",), enum=tuple(DTYPE_BYTES))), False),
         "params": (schema.Obj(extra=_DOMAIN), False),
+        "derive": (schema.Obj(extra=_EXPR), False),
         "baseline": (schema.Obj(extra=_EXPR), False),
+        "kernel": (_KERNEL, False),
     })), False),
 }, doc="ascend-tune operator spec")
 
@@ -241,6 +259,15 @@ class Nested:
 
 
 @dataclass(frozen=True)
+class OutputDef:
+    """One OpDef output: its shape is an input's (``like``) or built from input dims."""
+
+    name: str
+    like: str | None
+    dims: tuple[tuple[str, int], ...]  # (input tensor, dim index)
+
+
+@dataclass(frozen=True)
 class OperatorSpec:
     name: str
     description: str
@@ -268,6 +295,10 @@ class OperatorSpec:
     workspace_bytes: Expr | None
     kernel_constants: tuple[tuple[str, Expr], ...]
     tiling_key: Expr | None
+    kernel_mode: str
+    system_workspace: str
+    io_inputs: tuple[str, ...]
+    io_outputs: tuple[OutputDef, ...]
     source_text: str
     origin: str
     variant: str | None
@@ -286,6 +317,10 @@ class OperatorSpec:
 
     def stage_dtype(self, name: str) -> str:
         return self.dtypes.get(name, name)
+
+    @property
+    def mode(self) -> cann.KernelMode:
+        return cann.KERNEL_MODES[self.kernel_mode]
 
 
 def round_half_up(value: Any) -> int:
@@ -339,7 +374,7 @@ class _Compiler:
 
 
 def _check_ident(c: _Compiler, name: str, what: str, *path: str) -> None:
-    if not CPP_IDENT.match(name) or name in CPP_KEYWORDS:
+    if not isinstance(name, str) or not CPP_IDENT.fullmatch(name) or name in CPP_KEYWORDS:
         raise c.fail(f"{what} '{name}' is not a valid C++ identifier", *path)
 
 
@@ -351,14 +386,17 @@ def _apply_variant(data: dict[str, Any], variant: str, c: _Compiler) -> None:
         raise SpecError(f"{c.origin}: unknown variant '{variant}'{did_you_mean(variant, variants)}"
                         f"; variants: {known}")
     over = variants[variant]
-    for section in ("dtypes", "params", "baseline"):
+    for section in ("dtypes", "params", "derive", "baseline"):
         for key, value in (over.get(section) or {}).items():
-            if key not in data[section]:
-                what = {"dtypes": "tensor", "params": "parameter", "baseline": "parameter"}
+            if key not in (data.get(section) or {}):
+                what = {"dtypes": "tensor", "params": "parameter", "derive": "derived value",
+                        "baseline": "parameter"}
                 raise c.fail(f"variant overrides unknown {what[section]} "
                              f"'{key}'{did_you_mean(key, data[section])}",
                              "variants", variant, section, key)
             data[section][key] = value
+    if over.get("kernel"):
+        data["kernel"] = {**(data.get("kernel") or {}), **over["kernel"]}
     if over.get("description"):
         data["description"] = over["description"]
 
@@ -477,10 +515,20 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
     nested = []
     for n, nd in (til.get("nested") or {}).items():
         _check_ident(c, n, "field name", "tiling", "nested", n)
-        _check_ident(c, nd["type"], "struct type", "tiling", "nested", n, "type")
-        nested.append(Nested(n, nd["type"], _fields(c, nd["fields"], symbols,
-                                                    ("tiling", "nested", n, "fields"))))
+        nested.append(_nested(c, n, nd, symbols))
     all_names = [f.name for f in fields] + [n.name for n in nested]
+    for where_path, f in ([(("tiling", "fields", f.name), f) for f in fields]
+                          + [(("tiling", "nested", n.name, "fields", f.name), f)
+                             for n in nested for f in n.fields]):
+        if not f.value.names:
+            v = float(np.asarray(f.value.evaluate({}), dtype=np.float64))
+            lo, hi = cann.field_range(f.ctype)
+            if not (np.isfinite(v) and lo <= v <= hi):
+                raise c.fail(f"value {f.value.source} does not fit {f.ctype}", *where_path)
+    for fname in all_names:
+        if fname.startswith(cann.PAD_FIELD_PREFIX):
+            raise c.fail(f"field names starting with '{cann.PAD_FIELD_PREFIX}' are reserved "
+                         "for the padding emit adds", "tiling", "fields", fname)
     dup = {x for x in all_names if all_names.count(x) > 1}
     if dup:
         raise c.fail(f"duplicate field name(s): {', '.join(sorted(dup))}", "tiling")
@@ -493,6 +541,21 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
                   if "tiling_key" in data else None)
     if tiling_key is not None and tiling_key.kind is Kind.FLOAT:
         raise c.fail("tiling_key must be an integer expression", "tiling_key")
+
+    kernel = data.get("kernel") or {}
+    kernel_mode = kernel.get("mode", cann.DEFAULT_KERNEL_MODE[core_kind])
+    if (kernel_mode, core_kind) in (("aiv_only", "cube"), ("aiv_only", "mix"),
+                                    ("aic_only", "vector"), ("aic_only", "mix")):
+        raise c.fail(f"kernel mode {kernel_mode} cannot run a '{core_kind}' pipeline",
+                     "kernel", "mode")
+    system_workspace = kernel.get("system_workspace",
+                                  "lib_api" if kernel_mode == "mix" else "none")
+    if kernel_mode == "mix" and system_workspace != "lib_api":
+        # On 910B user workspace starts past the system part (cann_integration.md §2): a mix
+        # kernel that reserves none is written out of bounds.
+        raise c.fail("a mix kernel needs system_workspace: lib_api", "kernel",
+                     "system_workspace")
+    io_inputs, io_outputs = _io(c, data.get("io"), dtypes)
 
     shape_min = {v: int(o.get("min", 1)) for v, o in data["shape"].items()}
     shape_max = {v: int(o["max"]) for v, o in data["shape"].items() if "max" in o}
@@ -528,6 +591,10 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
                          if "workspace_bytes" in til else None),
         kernel_constants=tuple(kconsts),
         tiling_key=tiling_key,
+        kernel_mode=kernel_mode,
+        system_workspace=system_workspace,
+        io_inputs=io_inputs,
+        io_outputs=io_outputs,
         source_text=text,
         origin=origin,
         variant=variant,
@@ -543,6 +610,73 @@ def _fields(c: _Compiler, raw: Mapping[str, Any], symbols: Mapping[str, Kind],
         _check_ident(c, n, "field name", *path, n)
         out.append(Field(n, fd["type"], c.expr(fd["value"], symbols, *path, n, "value")))
     return tuple(out)
+
+
+def _nested(c: _Compiler, name: str, nd: Mapping[str, Any], symbols: Mapping[str, Kind]
+            ) -> Nested:
+    """A nested API tiling struct: every field of the real struct, in its order."""
+    path = ("tiling", "nested", name)
+    ctype = nd["type"]
+    if ctype not in cann.NESTED_TYPES:
+        raise c.fail(f"nested type '{ctype}' is not an API tiling struct ascend-tune knows"
+                     f"{did_you_mean(ctype, cann.NESTED_TYPES)}; known: "
+                     f"{', '.join(cann.NESTED_TYPES)}", *path, "type")
+    fields = _fields(c, nd["fields"], symbols, (*path, "fields"))
+    want, want_type = cann.NESTED_TYPES[ctype]
+    got = tuple(f.name for f in fields)
+    if got != want:
+        missing = [f for f in want if f not in got]
+        extra = [f for f in got if f not in want]
+        if missing:
+            problem = f"misses field(s) {', '.join(missing[:6])}" + (
+                f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        elif extra:
+            problem = f"has unknown field(s) {', '.join(extra)}"
+        else:
+            first = next(i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b)
+            problem = f"lists field {got[first]} where {want[first]} belongs"
+        raise c.fail(f"{ctype} {problem}: list all {len(want)} fields in the real order "
+                     "(a field left out is 0 in the kernel, which the Matmul API misreads)",
+                     *path, "fields")
+    for f in fields:
+        if f.ctype != want_type:
+            raise c.fail(f"{ctype}.{f.name} is {want_type}, not {f.ctype}",
+                         *path, "fields", f.name, "type")
+    return Nested(name, ctype, fields)
+
+
+def _io(c: _Compiler, raw: Mapping[str, Any] | None, dtypes: Mapping[str, str]
+        ) -> tuple[tuple[str, ...], tuple[OutputDef, ...]]:
+    if raw is None:
+        return (), ()
+    inputs = tuple(raw["inputs"])
+    for i, name in enumerate(inputs):
+        if name not in dtypes:
+            raise c.fail(f"input '{name}' has no dtype{did_you_mean(name, dtypes)}",
+                         "io", "inputs", str(i))
+    if len(set(inputs)) != len(inputs):
+        raise c.fail("an input is listed twice", "io", "inputs")
+    outputs = []
+    for name, od in raw["outputs"].items():
+        here = ("io", "outputs", name)
+        if name not in dtypes:
+            raise c.fail(f"output '{name}' has no dtype{did_you_mean(name, dtypes)}", *here)
+        if name in inputs:
+            raise c.fail(f"'{name}' is both an input and an output", *here)
+        if ("like" in od) == ("dims" in od):
+            raise c.fail("give exactly one of like (an input's shape) or dims", *here)
+        like = od.get("like")
+        if like is not None and like not in inputs:
+            raise c.fail(f"like: '{like}' is not an input{did_you_mean(like, inputs)}",
+                         *here, "like")
+        dims = []
+        for j, ref in enumerate(od.get("dims") or []):
+            tensor, _, dim = ref.partition(".dim")
+            if tensor not in inputs or not dim.isdigit() or len(dim) > 2:
+                raise c.fail(f"dims entry '{ref}' is not <input>.dim<N>", *here, "dims", str(j))
+            dims.append((tensor, int(dim)))
+        outputs.append(OutputDef(name, like, tuple(dims)))
+    return inputs, tuple(outputs)
 
 
 _STAGE_KEYS = {

@@ -9,5 +9,5 @@ for dir in */; do
   rm -f "$op/results.json"
   ascend-tune search "$op" --hw ascend910b3 --shapes "$shapes" -o "$op/results.json" --quiet >/dev/null
   tree=$(python3 -c "import json,sys; print(json.load(open('$op/results.json'))['spec']['name'])")
-  ascend-tune emit "$op/results.json" -o "$op/$tree" --with-tiling-func --quiet
+  ascend-tune emit "$op/results.json" -o "$op/$tree" --op-host --quiet
 done

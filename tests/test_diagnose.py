@@ -36,7 +36,7 @@ def test_memory_roofline_is_recognised(hw: HardwareProfile, add_spec: OperatorSp
 
 def test_cube_bound_lever_is_a_real_improvement(hw: HardwareProfile,
                                                 matmul_spec: OperatorSpec) -> None:
-    shape = {"M": 4096, "N": 4096, "K": 4096}
+    shape = {"M": 8192, "N": 1024, "K": 1024}
     text = _explain(matmul_spec, hw, shape)
     assert text.startswith("Cube bound")
     # The named move must shorten the Cube pipe when applied.

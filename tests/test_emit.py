@@ -40,7 +40,7 @@ def docs(hw: HardwareProfile, add_spec: OperatorSpec, matmul_spec: OperatorSpec
 def test_golden_files(which: str, style: str, docs: dict[str, dict[str, Any]],
                       update_golden: bool) -> None:
     bundle = emit.load_bundle(docs[which], "results.json")
-    files = emit.render(bundle, style, with_tiling_func=True)
+    files = emit.render(bundle, style, op_host=True)
     folder = GOLDEN / f"{which}_{style}"
     if update_golden:
         emit.write(folder, files)
@@ -48,7 +48,7 @@ def test_golden_files(which: str, style: str, docs: dict[str, dict[str, Any]],
         expected = folder / rel
         assert expected.exists(), f"missing golden {expected}; run pytest --update-golden"
         assert expected.read_text() == text, f"{expected} differs; run pytest --update-golden"
-    assert emit.render(bundle, style, True) == files, "deterministic"
+    assert emit.render(bundle, style, op_host=True) == files, "deterministic"
 
 
 def test_check_reports_stale_and_missing(tmp_path: Path, docs: dict[str, dict[str, Any]]) -> None:
@@ -70,13 +70,13 @@ DRIVER = r"""
 #include "{select}"
 using namespace optiling::{ns};
 int main() {{
-    long long raw[{nshape} + 1];
+    long long raw[{nshape} + 2];
     while (true) {{
-        for (int i = 0; i < {nshape} + 1; ++i) if (std::scanf("%lld", &raw[i]) != 1) return 0;
+        for (int i = 0; i < {nshape} + 2; ++i) if (std::scanf("%lld", &raw[i]) != 1) return 0;
         Shape shape{{}};
 {assign}
         Values values{{}};
-        const Selection sel = Select(shape, raw[{nshape}], values);
+        const Selection sel = Select(shape, raw[{nshape}], raw[{nshape} + 1], values);
         std::printf("%d %d", static_cast<int>(sel.source), sel.index);
         if (sel.source != kNone) {{
             {struct} tiling;
@@ -103,16 +103,17 @@ def _driver(spec: OperatorSpec, style: str) -> str:
             prints.append(f"            std::printf(\" %.17g\", "
                           f"static_cast<double>(tiling.{n.name}.{get(f.name)}));")
     struct = spec.tiling_struct if style == "struct" else f"optiling::{spec.tiling_struct}"
-    return DRIVER.format(select=f"{spec.snake_name}_tiling_select.h", ns=f"{spec.snake_name}_tuned",
+    return DRIVER.format(select=f"{spec.snake_name}_tiling_select.h",
+                         ns=f"{spec.snake_name}_tiling",
                          nshape=len(spec.shape_vars), assign=assign, prints="\n".join(prints),
                          struct=struct)
 
 
 def _python_line(spec: OperatorSpec, hw: HardwareProfile, doc: dict[str, Any],
-                 shape: dict[str, int], cores: int) -> str:
+                 shape: dict[str, int], cores: tuple[int, int]) -> str:
     tuned_shapes = [list(s["shape"].values()) for s in doc["shapes"]]
     tuned_configs = [s["best"] for s in doc["shapes"]]
-    sel = select(spec, hw, tuned_shapes, tuned_configs, shape, cores)
+    sel = select(spec, hw, tuned_shapes, tuned_configs, shape, *cores)
     parts = [str(sel.source), str(sel.index)]
     if sel.source != NONE:
         for f in spec.tiling_fields:
@@ -135,14 +136,16 @@ def test_emitted_code_compiles_and_selects_like_python(
     doc = docs[which]
     bundle = emit.load_bundle(doc, "results.json")
     spec = bundle.spec
-    files = emit.render(bundle, style, with_tiling_func=True)
+    files = emit.render(bundle, style, op_host=True)
     emit.write(tmp_path, files)
     for rel in files:
         path = tmp_path / rel
-        flags = ["g++", "-std=c++17", "-Wall", "-Werror", f"-I{STUB}", f"-I{path.parent}"]
-        proc = subprocess.run([*flags, "-c", "-x", "c++", str(path), "-o", str(tmp_path / "x.o")],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, (rel, proc.stderr[:3000])
+        for std in ("c++11", "c++17"):
+            flags = ["g++", f"-std={std}", "-Wall", "-Wextra", "-Werror", f"-I{STUB}",
+                     f"-I{path.parent}"]
+            proc = subprocess.run([*flags, "-fsyntax-only", "-x", "c++", str(path)],
+                                  capture_output=True, text=True)
+            assert proc.returncode == 0, (rel, std, proc.stderr[:3000])
     driver = tmp_path / "op_host" / "driver.cpp"
     driver.write_text(_driver(spec, style))
     exe = tmp_path / "driver"
@@ -151,14 +154,15 @@ def test_emitted_code_compiles_and_selects_like_python(
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[:3000]
     rng = np.random.default_rng(11)
-    cases: list[tuple[dict[str, int], int]] = [(s["shape"], 40 if which == "add" else 20)
-                                               for s in doc["shapes"]]
+    # (AIC, AIV) pairs: the profile's, other 910B parts, 310P (coupled), a small partition.
+    platforms = [(20, 40), (24, 48), (8, 7), (4, 8), (1, 2)]
+    cases: list[tuple[dict[str, int], tuple[int, int]]] = [(s["shape"], (20, 40))
+                                                           for s in doc["shapes"]]
     for _ in range(120):
         shape = {v: int(np.exp(rng.uniform(0, np.log(1 << (22 if which == "add" else 13)))))
                  for v in spec.shape_vars}
-        cores = int(rng.choice([8, 20, 24, 40, 48]) if which == "add" else rng.choice([8, 20, 24]))
-        cases.append((shape, cores))
-    stdin = "\n".join(" ".join(str(x) for x in (*s.values(), c)) for s, c in cases) + "\n"
+        cases.append((shape, platforms[int(rng.integers(len(platforms)))]))
+    stdin = "\n".join(" ".join(str(x) for x in (*s.values(), *c)) for s, c in cases) + "\n"
     out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
     cpp_lines = out.stdout.strip().splitlines()
     assert len(cpp_lines) == len(cases)
@@ -175,19 +179,19 @@ def test_emitted_code_compiles_and_selects_like_python(
 
 TILING_FUNC_DRIVER = r"""
 #include <cstdio>
-#include "register/op_def_registry.h"
-namespace optiling {{ ge::graphStatus TilingFunc(gert::TilingContext* context); }}
+#include "matmul_custom_tiling_select.h"
 int main() {{
-    long long m, n, k, cores;
-    while (std::scanf("%lld %lld %lld %lld", &m, &n, &k, &cores) == 4) {{
+    long long m, n, k, aic, aiv;
+    while (std::scanf("%lld %lld %lld %lld %lld", &m, &n, &k, &aic, &aiv) == 5) {{
         gert::TilingContext ctx;
-        ctx.inputs.resize(2);
-        ctx.inputs[0].shape.dims = {{m, k}};
-        ctx.inputs[1].shape.dims = {{k, n}};
-        ctx.platform.aicCoreNum = static_cast<uint32_t>(cores);
-        const ge::graphStatus status = optiling::TilingFunc(&ctx);
-        std::printf("%u %u %llu %zu\n", status, ctx.blockDim,
-                    static_cast<unsigned long long>(ctx.tilingKey), ctx.raw.size);
+        ctx.inputs.push_back(gert::StorageShape({{m, k}}, {{m, k}}));
+        ctx.inputs.push_back(gert::StorageShape({{k, n}}, {{k, n}}));
+        ctx.platform.aicCoreNum = static_cast<uint32_t>(aic);
+        ctx.platform.aivCoreNum = static_cast<uint32_t>(aiv);
+        const ge::graphStatus status = optiling::matmul_custom_tiling::TilingFunc(&ctx);
+        std::printf("%u %u %llu %zu %zu\n", status, ctx.GetBlockDim(),
+                    static_cast<unsigned long long>(ctx.GetTilingKey()), ctx.raw.size,
+                    ctx.GetWorkspaceSizes(1)[0]);
     }}
 }}
 """
@@ -198,30 +202,34 @@ int main() {{
 def test_generated_tiling_func_fills_the_context(style: str, tmp_path: Path,
                                                  docs: dict[str, dict[str, Any]],
                                                  hw: HardwareProfile) -> None:
-    """The complete TilingFunc reads shapes from the context's inputs, queries the platform
-    core count, and sets block dim, tiling key and tiling data as the Python side predicts."""
+    """The TilingFunc reads shapes from the context's inputs, queries both core counts, and
+    sets block dim (AIC units: the Matmul spec runs MIX), tiling key, tiling data and the
+    library workspace as the Python side predicts."""
     doc = docs["matmul"]
     bundle = emit.load_bundle(doc, "results.json")
     spec = bundle.spec
-    emit.write(tmp_path, emit.render(bundle, style, with_tiling_func=True))
+    assert spec.kernel_mode == "mix" and spec.system_workspace == "lib_api"
+    emit.write(tmp_path, emit.render(bundle, style, op_host=True))
     host = tmp_path / "op_host"
     (host / "main.cpp").write_text(TILING_FUNC_DRIVER.format())
     exe = tmp_path / "tiling"
-    proc = subprocess.run(["g++", "-std=c++17", "-Wall", "-Werror", f"-I{STUB}", f"-I{host}",
-                           str(host / "matmul_custom_tiling_func.cpp"), str(host / "main.cpp"),
-                           "-o", str(exe)], capture_output=True, text=True)
+    proc = subprocess.run(["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", f"-I{STUB}",
+                           f"-I{host}", str(host / "main.cpp"), "-o", str(exe)],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[:3000]
-    cases = [(s["shape"]["M"], s["shape"]["N"], s["shape"]["K"], 20) for s in doc["shapes"]]
-    cases += [(300, 5000, 700, 20), (4096, 4096, 4096, 24), (16, 16, 16, 8)]
+    cases = [(s["shape"]["M"], s["shape"]["N"], s["shape"]["K"], 20, 40) for s in doc["shapes"]]
+    cases += [(300, 5000, 700, 20, 40), (4096, 4096, 4096, 24, 48), (16, 16, 16, 8, 16)]
     stdin = "\n".join(" ".join(map(str, c)) for c in cases) + "\n"
     out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
     tuned_shapes = [list(s["shape"].values()) for s in doc["shapes"]]
     tuned_configs = [s["best"] for s in doc["shapes"]]
-    for (m, n, k, cores), line in zip(cases, out.stdout.strip().splitlines(), strict=True):
-        status, block_dim, key, size = line.split()
-        sel = select(spec, hw, tuned_shapes, tuned_configs, {"M": m, "N": n, "K": k}, cores)
+    for (m, n, k, aic, aiv), line in zip(cases, out.stdout.strip().splitlines(), strict=True):
+        status, block_dim, key, size, workspace = line.split()
+        sel = select(spec, hw, tuned_shapes, tuned_configs, {"M": m, "N": n, "K": k}, aic, aiv)
         assert sel.source != NONE
         assert int(status) == 0
-        assert int(block_dim) == int(spec.block_dim.evaluate(sel.env))
+        used = int(sel.env["usedCoreNum"])
+        assert used <= aiv and int(block_dim) == -(-used // 2) <= aic
         assert int(key) == 0  # the matmul spec declares no tiling key
-        assert int(size) > 0
+        assert int(size) == 216, "TCubeTiling (200 B) + M, N, K + 4 B padding"
+        assert int(workspace) == 16 * 1024 * 1024, "user 0 + the stub's GetLibApiWorkSpaceSize"

@@ -1,0 +1,83 @@
+"""Checks every configuration must pass besides the spec's own constraints.
+
+They come from how the kernel is launched and what the TilingData can hold: each side's
+cores and the block dim within the chip (counted as the kernel mode counts them), every
+non-constant tiling field, the tiling key and the user workspace within their C types. The
+search (arrays), the Python run-time selection (scalars) and the emitted C++ ``Derive`` apply
+the same list, so the tuner never picks a configuration the host code would reject or
+silently wrap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ascend_tune import cann
+from ascend_tune.expr import Expr
+from ascend_tune.spec import OperatorSpec
+
+
+@dataclass(frozen=True)
+class RangeCheck:
+    """``lo <= expr <= hi`` (and finite), named for error reports."""
+
+    name: str
+    expr: Expr
+    lo: float
+    hi: float
+
+
+def tiling_fields(spec: OperatorSpec) -> Iterator[tuple[str, str, Expr]]:
+    """(path, C type, value) of every field, nested ones as ``outer.inner``."""
+    for nested in spec.tiling_nested:
+        for f in nested.fields:
+            yield f"{nested.name}.{f.name}", f.ctype, f.value
+    for f in spec.tiling_fields:
+        yield f.name, f.ctype, f.value
+
+
+def core_limit_names(spec: OperatorSpec) -> list[tuple[str, Expr, str]]:
+    """(check name, core count expression, core type whose platform count bounds it)."""
+    out = [(f"{s.core}_cores_within_chip", s.cores, s.core) for s in spec.sides]
+    out.append(("block_dim_within_chip", spec.block_dim, spec.mode.block_core))
+    return out
+
+
+def range_checks(spec: OperatorSpec) -> list[RangeCheck]:
+    """Value ranges of tiling fields, tiling key and workspace (constants are checked at
+    load time, so only expressions that vary with the configuration appear here)."""
+    out = []
+    for path, ctype, value in tiling_fields(spec):
+        if value.names:
+            lo, hi = cann.field_range(ctype)
+            out.append(RangeCheck(f"{path}_fits_{ctype}", value, lo, hi))
+    if spec.tiling_key is not None and spec.tiling_key.names:
+        out.append(RangeCheck("tiling_key_fits_uint64_t", spec.tiling_key,
+                              *cann.field_range("uint64_t")))
+    if spec.workspace_bytes is not None and spec.workspace_bytes.names:
+        out.append(RangeCheck("workspace_bytes_fits_int64_t", spec.workspace_bytes,
+                              0, cann.field_range("int64_t")[1]))
+    return out
+
+
+def check_names(spec: OperatorSpec) -> list[str]:
+    return [n for n, _, _ in core_limit_names(spec)] + [r.name for r in range_checks(spec)]
+
+
+def evaluate(spec: OperatorSpec, env: Mapping[str, Any], cores: Mapping[str, Any]
+             ) -> list[Any]:
+    """One boolean (array or scalar) per :func:`check_names` entry; ``cores`` maps
+    "cube"/"vector" to the platform's core counts."""
+    out: list[Any] = []
+    for _name, expr, core in core_limit_names(spec):
+        n = np.asarray(expr.evaluate(env))
+        out.append((n >= 1) & (n <= cores[core]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for check in range_checks(spec):
+            v = np.asarray(check.expr.evaluate(env), dtype=np.float64)
+            out.append(np.isfinite(v) & (v >= check.lo) & (v <= check.hi))
+    return out
