@@ -481,11 +481,9 @@ def _mean_errors(items: list[Any]) -> dict[str, float]:
 def check(files: list[Path] = typer.Argument(..., metavar="FILE...",
                                              help="Spec and profile YAML files.")) -> None:
     """Validate specs and hardware profiles: one line per problem, exit 2 if any."""
-    from ascend_tune.checking import check_file
+    from ascend_tune.checking import check_files
 
-    problems = []
-    for f in files:
-        problems += check_file(f)
+    problems = check_files(files)
     for p in problems:
         console.error(p)
     if problems:
