@@ -6,8 +6,12 @@ a shape with no valid configuration); 2 bad input or usage.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -22,6 +26,7 @@ from ascend_tune.engine import BOUND_NAMES, PIPE_COLUMNS, ShapeModel
 from ascend_tune.errors import AscendTuneError, NoValidConfigError
 from ascend_tune.hardware import HardwareProfile, load_profile, sourced_leaves
 from ascend_tune.spec import OperatorSpec, check_shape, load_spec, parse_assignments, shape_key
+from ascend_tune.store import ResultsStore
 from ascend_tune.strategies import STRATEGIES
 from ascend_tune.tuner import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings, describe, tune_shape
 
@@ -61,6 +66,14 @@ def _tune_worker(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
     return shape_key(shape), entry, time.perf_counter() - start
 
 
+class _Stop(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: save what is done, then exit."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Stop()
+
+
 @app.command()
 def search(
     spec_ref: str = typer.Argument(..., metavar="SPEC", help="Spec file or built-in name."),
@@ -70,7 +83,7 @@ def search(
     strategy: str = typer.Option("auto", "--strategy",
                                  help="ga | exhaustive | random | auto (by space size)."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", help="Model evaluations per shape."),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed (0 .. 2**63-1)."),
     jobs: int = typer.Option(1, "--jobs", help="Processes (results do not depend on it)."),
     output: Path | None = typer.Option(None, "-o", "--output",
                                           help="Results file (also the cache)."),
@@ -81,7 +94,7 @@ def search(
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Print search spaces and baselines; tune nothing."),
 ) -> None:
-    """Tune every shape; write the results file after each one."""
+    """Tune every shape; save each one as it finishes."""
     from ascend_tune.shapes import collect
 
     if strategy != "auto" and strategy not in STRATEGIES:
@@ -91,6 +104,8 @@ def search(
         raise AscendTuneError(f"--budget must be at least 1, got {budget}")
     if jobs < 1:
         raise AscendTuneError(f"--jobs must be at least 1, got {jobs}")
+    if not 0 <= seed < 1 << 63:
+        raise AscendTuneError(f"--seed must be between 0 and 2**63-1, got {seed}")
     spec = load_spec(spec_ref)
     hw = load_profile(hw_ref)
     shapes = collect(spec, shapes_files, shape)
@@ -99,70 +114,117 @@ def search(
         return
     head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
                           hw.data, strategy, seed, budget, spec.variant)
-    doc: dict[str, Any] = {**head, "shapes": []}
-    if output is not None:
-        results.check_writable(output)
-        if output.exists() and not fresh:
-            old = results.load(output)
-            for part, what in (("spec", "spec"), ("hw", "hardware profile")):
-                if old[part].get("sha256") != head[part]["sha256"]:
-                    raise AscendTuneError(
-                        f"{output}: was written for another {what} ({old[part].get('name')}, "
-                        f"sha256 {str(old[part].get('sha256'))[:12]}); the {what} changed. "
-                        "Rerun with --fresh to retune, or pass another -o")
-            if old["search"] != head["search"]:
-                raise AscendTuneError(
-                    f"{output}: was written with other search settings {old['search']}; "
-                    "rerun with --fresh to retune, or pass another -o")
-            doc["shapes"] = list(old.get("shapes", []))
-    cached = results.index(doc)
-    todo = [s for s in shapes if shape_key(s) not in cached]
     settings = TuneSettings(strategy, budget, seed)
+    wanted = {shape_key(s) for s in shapes}
     failures: list[str] = []
     times: dict[str, float] = {}
-    reporter = console.Reporter(len(todo), quiet or as_json)
-    if output is not None and cached and not (quiet or as_json):
-        console.warn(f"{len(shapes) - len(todo)} of {len(shapes)} shape(s) reused from {output}")
+    memory: list[dict[str, Any]] = []  # entries of a run without -o
+    old_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+    interrupted = False
+    store: ResultsStore | None = None
+    try:
+        with contextlib.ExitStack() as stack:
+            if output is not None:
+                store = stack.enter_context(ResultsStore(output, head, fresh))
+            cached = store.keys if store is not None else set()
+            todo = [s for s in shapes if shape_key(s) not in cached]
+            if store is not None and not (quiet or as_json):
+                if store.removed_temps:
+                    console.warn(f"removed {len(store.removed_temps)} temp file(s) a killed "
+                                 f"run left beside {output}")
+                if len(todo) < len(shapes):
+                    console.warn(f"{len(shapes) - len(todo)} of {len(shapes)} shape(s) reused "
+                                 f"from {output}")
+            reporter = console.Reporter(len(todo), quiet or as_json)
 
-    def finish(key: str, entry: dict[str, Any] | str, seconds: float) -> None:
-        times[key] = seconds
-        if isinstance(entry, str):
-            failures.append(entry)
-            reporter.shape_done(f"{key}: no valid configuration")
-            return
-        doc["shapes"].append(entry)
-        if output is not None:
-            results.write_atomic(output, results.render(doc))
-        pred = entry["predicted"]
-        speed = f"{entry['speedup']:.2f}x" if entry["speedup"] is not None else "n/a"
-        reporter.shape_done(f"{key}: {pred['latency_us']:.2f} us ({speed} vs baseline, "
-                            f"{seconds:.2f} s)")
+            def finish(key: str, entry: dict[str, Any] | str, seconds: float) -> None:
+                times[key] = seconds
+                if isinstance(entry, str):
+                    failures.append(entry)
+                    reporter.shape_done(f"{key}: no valid configuration")
+                    return
+                if store is not None:
+                    store.add(entry)
+                else:
+                    memory.append(entry)
+                pred = entry["predicted"]
+                speed = f"{entry['speedup']:.2f}x" if entry["speedup"] is not None else "n/a"
+                reporter.shape_done(f"{key}: {pred['latency_us']:.2f} us ({speed} vs baseline, "
+                                    f"{seconds:.2f} s)")
 
-    with reporter.running():
-        if jobs == 1 or len(todo) <= 1:
-            for s in todo:
-                finish(*_tune_worker(spec, hw, s, settings))
-        else:
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-                futures = [pool.submit(_tune_worker, spec, hw, s, settings) for s in todo]
-                for fut in as_completed(futures):
-                    finish(*fut.result())
+            try:
+                with reporter.running():
+                    _run_shapes(todo, spec, hw, settings, jobs, finish)
+            except KeyboardInterrupt:
+                interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, old_sigterm)
+    if interrupted:
+        where = f"saved to {output}" if output is not None else "not saved (no -o)"
+        done = store.saved if store is not None else len(memory)
+        console.error(f"interrupted: {done} shape(s) tuned by this run {where}")
+        raise ExitWith(130)
 
-    final = results.render(doc)
-    by_key = results.index(doc)
-    rows = [by_key[shape_key(s)] for s in shapes if shape_key(s) in by_key]
+    entries = (store.entries(wanted) if store is not None
+               else iter(sorted(memory, key=results.sort_key)))
     if as_json:
-        summary = json.loads(final)
-        summary["spec"].pop("text", None)  # both are in the results file; keep stdout readable
-        summary["hw"].pop("data", None)
+        by_key = {shape_key(e["shape"]): e for e in entries}
+        rows = [by_key[shape_key(s)] for s in shapes if shape_key(s) in by_key]
+        summary = dict(head)
+        summary["spec"] = {k: v for k, v in head["spec"].items() if k != "text"}
+        summary["hw"] = {k: v for k, v in head["hw"].items() if k != "data"}
         sys.stdout.write(json.dumps({**summary, "shapes": rows, "failures": failures},
                                     indent=1) + "\n")
-    else:
-        _summary(spec, rows, times)
+    elif not quiet:
+        _summary(spec, shapes, entries, times)
     for message in failures:
         console.error(message)
     if failures:
         raise ExitWith(1)
+
+
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent and die with it (Linux: parent-death signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _run_shapes(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProfile,
+                settings: TuneSettings, jobs: int, finish: Any) -> None:
+    if jobs == 1 or len(todo) <= 1:
+        for s in todo:
+            finish(*_tune_worker(spec, hw, s, settings))
+        return
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
+                               initializer=_worker_init)
+    try:
+        futures = [pool.submit(_tune_worker, spec, hw, s, settings) for s in todo]
+        for fut in as_completed(futures):
+            finish(*fut.result())
+    except BaseException:
+        # Python 3.11 has no public way to stop running workers (3.14 adds
+        # terminate_workers); they would finish their shape for nothing.
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in workers:
+            proc.terminate()
+        raise
+    pool.shutdown()
 
 
 def _dry_run(spec: OperatorSpec, hw: HardwareProfile, shapes: list[dict[str, int]],
@@ -181,21 +243,23 @@ def _dry_run(spec: OperatorSpec, hw: HardwareProfile, shapes: list[dict[str, int
                   ["shape", "configurations", "strategy", "baseline us"], rows, right=(1,))
 
 
-def _summary(spec: OperatorSpec, rows: list[dict[str, Any]], times: dict[str, float]) -> None:
-    table_rows = []
-    for r in rows:
+def _summary(spec: OperatorSpec, shapes: list[dict[str, int]], entries: Any,
+             times: dict[str, float]) -> None:
+    by_key: dict[str, list[str]] = {}
+    for r in entries:
         pred = r["predicted"]
         base = r["baseline"]
         # Only what differs from the baseline: short, and it is what the tuner changed.
         changed = [f"{k}={v}" for k, v in r["best"].items() if base["config"].get(k) != v]
         config = " ".join(changed) if changed else "= baseline"
         key = shape_key(r["shape"])
-        table_rows.append([
+        by_key[key] = [
             key, config, f"{pred['latency_us']:.2f}",
             f"{base['latency_us']:.2f}" if base.get("valid") else "invalid",
             f"{r['speedup']:.2f}x" if r["speedup"] is not None else "n/a",
             pred["bound"].replace("_time_us", ""), f"{pred['efficiency']:.0%}",
-            f"{times[key]:.2f}" if key in times else "cached"])
+            f"{times[key]:.2f}" if key in times else "cached"]
+    table_rows = [by_key[shape_key(s)] for s in shapes if shape_key(s) in by_key]
     console.table(f"{spec.display_name}: best configuration per shape",
                   ["shape", "changed from baseline", "us", "baseline us", "speedup",
                    "bound", "eff.", "search s"], table_rows, right=(2, 3, 4, 6, 7))

@@ -414,9 +414,16 @@ def check(out_dir: Path, files: Mapping[str, str]) -> list[str]:
 
 
 def write(out_dir: Path, files: Mapping[str, str]) -> list[str]:
-    """Write files whose content changed (unchanged files keep their timestamps)."""
+    """Write files whose content changed (unchanged files keep their timestamps). Nothing is
+    written through a symlink that leads outside ``out_dir``."""
     from ascend_tune.results import write_atomic
 
+    root = out_dir.resolve()
+    for rel in sorted(files):
+        target = (out_dir / rel).resolve()
+        if not target.is_relative_to(root):
+            raise AscendTuneError(f"{out_dir / rel}: resolves to {target}, outside {out_dir} "
+                                  "(a symlink); refusing to write there")
     written = []
     for rel, text in sorted(files.items()):
         path = out_dir / rel
@@ -424,7 +431,7 @@ def write(out_dir: Path, files: Mapping[str, str]) -> list[str]:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise AscendTuneError(f"{path.parent}: cannot create folder: {exc.strerror}") from None
-        if path.exists() and path.read_text(encoding="utf-8") == text:
+        if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
             continue
         write_atomic(path, text)
         written.append(str(path))

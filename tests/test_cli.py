@@ -105,7 +105,7 @@ def test_shape_without_valid_configuration_exits_1_and_keeps_others(tmp_path: Pa
     assert proc.returncode == 1, proc.stderr
     assert "totalLength=4096: no valid configuration" in proc.stderr
     assert "whole_input_resident ruled out" in proc.stderr
-    assert '"totalLength": 64' in out.read_text()
+    assert '"totalLength":64' in out.read_text()
 
 
 def test_explain_and_hw_commands() -> None:

@@ -1,0 +1,239 @@
+"""The writing side of a results file during a search: one writer at a time, constant cost
+per shape, nothing lost to a kill.
+
+* A lock file (``.<name>.lock``, ``flock``) held for the whole search: a second search on the
+  same ``-o`` refuses with a message instead of silently replacing the first one's shapes; the
+  settings check runs under the lock.
+* Temp files a killed writer left are removed (under the lock, so none is in use).
+* Each new entry is appended to the journal (``results.journal_path``) and flushed: a killed
+  search loses at most the shape in flight, and the next run or any reader merges the rest.
+* The journal is merged into the file (streamed, sorted merge) when it holds as many entries as
+  the file, and at the end: the total merge work stays linear in the number of shapes.
+* Only shape keys and journal offsets are held in memory, never the cached entries.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from ascend_tune import results
+from ascend_tune.errors import AscendTuneError
+from ascend_tune.spec import shape_key
+
+try:  # POSIX; elsewhere a second writer is not detected.
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+MERGE_AT_LEAST = 256  # entries; below this the journal is merged only at the end
+
+
+def lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
+class ResultsStore:
+    """Use as a context manager around a search writing to ``path``."""
+
+    def __init__(self, path: Path, head: Mapping[str, Any], fresh: bool) -> None:
+        self.path = path
+        self.head = dict(head)
+        self.fresh = fresh
+        self.keys: set[str] = set()
+        self.saved = 0  # entries added by this run
+        self.removed_temps: list[Path] = []
+        self._file_entries = 0
+        self._file_valid = False  # the file on disk holds entries for this head
+        self._pending: list[tuple[tuple[int, ...], int, int]] = []  # (sort key, offset, length)
+        self._lock: IO[str] | None = None
+        self._journal: IO[bytes] | None = None
+        self._journal_end = 0
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def __enter__(self) -> ResultsStore:
+        results.check_writable(self.path)
+        self._acquire()
+        try:
+            self.removed_temps = results.remove_stale_temps(self.path)
+            self._load_existing()
+            self._open_journal()
+            if not self._file_valid:
+                # A header-only file at once: readers of a run killed before its first merge
+                # find the file and merge the journal.
+                results.write_atomic(self.path, results.render_lines(self.head, []))
+                self._file_valid = True
+        except BaseException:
+            self._release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.close()
+        finally:
+            self._release()
+
+    def close(self) -> None:
+        """Merge what the journal holds into the file, then drop the journal."""
+        if self._journal is None:
+            return
+        if self._pending or not self._file_valid:
+            self._merge()
+        else:
+            # Nothing new: still mark the file newer than the inputs it answers, so a build
+            # rule (results: shapes.yaml) does not rerun the search on every build.
+            os.utime(self.path)
+        self._journal.close()
+        self._journal = None
+        try:
+            results.journal_path(self.path).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise AscendTuneError(f"{results.journal_path(self.path)}: cannot remove: "
+                                  f"{exc.strerror}") from None
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        key = shape_key(entry["shape"])
+        if key in self.keys:
+            return
+        assert self._journal is not None
+        data = (results.entry_line(entry) + "\n").encode("utf-8")
+        try:
+            self._journal.write(data)
+            self._journal.flush()
+        except OSError as exc:
+            raise AscendTuneError(f"{results.journal_path(self.path)}: cannot write: "
+                                  f"{exc.strerror}") from None
+        self._pending.append((results.sort_key(entry), self._journal_end, len(data)))
+        self._journal_end += len(data)
+        self.keys.add(key)
+        self.saved += 1
+        if len(self._pending) >= max(MERGE_AT_LEAST, self._file_entries):
+            self._merge()
+
+    def entries(self, keys: set[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Entries on disk (file and journal) in shape order, optionally only ``keys``."""
+        for entry in self._merged():
+            if keys is None or shape_key(entry["shape"]) in keys:
+                yield entry
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _acquire(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        lpath = lock_path(self.path)
+        try:
+            fh = lpath.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise AscendTuneError(f"{lpath}: cannot create the lock file: {exc.strerror}") from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            holder = fh.read(32).strip()
+            fh.close()
+            who = f" (pid {holder})" if holder.isdigit() else ""
+            raise AscendTuneError(f"{self.path}: another ascend-tune search is writing it{who}; "
+                                  "wait for it to finish or pass another -o") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        self._lock = fh
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()  # closing drops the flock
+            self._lock = None
+
+    def _load_existing(self) -> None:
+        if self.fresh or not self.path.exists():
+            return
+        old_head, entries = results.stream(self.path)
+        for part, what in (("spec", "spec"), ("hw", "hardware profile")):
+            if old_head[part].get("sha256") != self.head[part]["sha256"]:
+                raise AscendTuneError(
+                    f"{self.path}: was written for another {what} ({old_head[part].get('name')}"
+                    f", sha256 {str(old_head[part].get('sha256'))[:12]}); the {what} changed. "
+                    "Rerun with --fresh to retune, or pass another -o")
+        if old_head["search"] != self.head["search"]:
+            raise AscendTuneError(
+                f"{self.path}: was written with other search settings {old_head['search']}; "
+                "rerun with --fresh to retune, or pass another -o")
+        for entry in entries:
+            self.keys.add(shape_key(entry["shape"]))
+            self._file_entries += 1
+        self._file_valid = True
+
+    def _open_journal(self) -> None:
+        jpath = results.journal_path(self.path)
+        replay = [] if self.fresh else results.read_journal(self.path, self.head)
+        identity = (results.entry_line(results.journal_identity(self.head)) + "\n").encode()
+        try:
+            if replay:
+                # Keep the intact part a killed run left; cut a torn last line.
+                end = replay[-1][0] + replay[-1][1]
+                with jpath.open("r+b") as fh:
+                    fh.truncate(end)
+                self._journal = jpath.open("ab")
+                self._journal_end = end
+            else:
+                self._journal = jpath.open("wb")
+                self._journal.write(identity)
+                self._journal.flush()
+                self._journal_end = len(identity)
+        except OSError as exc:
+            raise AscendTuneError(f"{jpath}: cannot write the search journal: "
+                                  f"{exc.strerror}") from None
+        for offset, length, entry in replay:
+            key = shape_key(entry["shape"])
+            if key not in self.keys:
+                self.keys.add(key)
+                self._pending.append((results.sort_key(entry), offset, length))
+
+    def _journal_lines(self) -> Iterator[tuple[tuple[int, ...], str]]:
+        if not self._pending:
+            return
+        jpath = results.journal_path(self.path)
+        with jpath.open("rb") as fh:
+            for key, offset, length in sorted(self._pending):
+                fh.seek(offset)
+                yield key, fh.read(length).decode("utf-8").rstrip("\n")
+
+    def _file_lines(self) -> Iterator[tuple[tuple[int, ...], str]]:
+        if not self._file_valid:
+            return
+        for line in results.raw_entry_lines(self.path):
+            yield results.line_sort_key(line), line
+
+    def _merged(self) -> Iterator[dict[str, Any]]:
+        for _key, line in heapq.merge(self._file_lines(), self._journal_lines()):
+            yield json.loads(line)  # type: ignore[misc]
+
+    def _merge(self) -> None:
+        lines = (line for _key, line in heapq.merge(self._file_lines(), self._journal_lines()))
+        results.write_atomic(self.path, results.render_lines(self.head, lines))
+        self._file_entries += len(self._pending)
+        self._file_valid = True
+        self._pending = []
+        assert self._journal is not None
+        try:
+            self._journal.truncate(0)
+            self._journal.seek(0)
+            identity = results.entry_line(results.journal_identity(self.head)) + "\n"
+            self._journal.write(identity.encode())
+            self._journal.flush()
+            self._journal_end = len(identity.encode())
+        except OSError as exc:
+            raise AscendTuneError(f"{results.journal_path(self.path)}: cannot write: "
+                                  f"{exc.strerror}") from None

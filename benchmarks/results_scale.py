@@ -1,0 +1,118 @@
+"""How the results file scales with the number of shapes.
+
+    python benchmarks/results_scale.py            # about 3 minutes
+    python benchmarks/results_scale.py --quick    # smaller sizes
+
+1. End to end: `ascend-tune search add` over N shapes with and without `-o`; the difference per
+   shape is what the results file costs (journal append, merges, final write).
+2. The store alone with real-sized entries (a tuned Add entry) at 10 000 and 100 000 shapes:
+   microseconds per added shape, including every merge.
+3. Reusing a large cache: a ~200 MB results file, 1 000 new shapes on top; peak memory of the
+   process (the cache is streamed, never held whole).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ascend_tune import results  # noqa: E402
+from ascend_tune.hardware import load_profile  # noqa: E402
+from ascend_tune.spec import load_spec  # noqa: E402
+from ascend_tune.store import ResultsStore  # noqa: E402
+from ascend_tune.tuner import TuneSettings, tune_shape  # noqa: E402
+
+
+def _search(n: int, out: Path | None, folder: Path) -> float:
+    shapes = folder / f"shapes_{n}.csv"
+    shapes.write_text("totalLength\n" + "".join(f"{4096 + 32 * i}\n" for i in range(n)))
+    cmd = [sys.executable, "-m", "ascend_tune", "search", "add", "--hw", "ascend910b3",
+           "--shapes", str(shapes), "--budget", "40", "--strategy", "random", "-q"]
+    if out is not None:
+        cmd += ["-o", str(out)]
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    return time.perf_counter() - start
+
+
+def _head_and_entry() -> tuple[dict, dict]:
+    spec, hw = load_spec("add"), load_profile("ascend910b3")
+    head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
+                          hw.data, "auto", 0, 50)
+    entry = tune_shape(spec, hw, {"totalLength": 4096}, TuneSettings("auto", 50, 0))
+    return head, entry
+
+
+def _store_rate(n: int, folder: Path) -> tuple[float, int]:
+    head, entry = _head_and_entry()
+    path = folder / f"store_{n}.json"
+    start = time.perf_counter()
+    with ResultsStore(path, head, fresh=True) as st:
+        for i in range(n):
+            e = copy.copy(entry)
+            e["shape"] = {"totalLength": 1 + ((i * 7919) % (n * 10))}  # unsorted arrival
+            st.add(e)
+    seconds = time.perf_counter() - start
+    return seconds / n * 1e6, path.stat().st_size
+
+
+def _reuse_child(path: str, new: int) -> None:
+    head, entry = _head_and_entry()
+    with ResultsStore(Path(path), head, fresh=False) as st:
+        for i in range(new):
+            e = copy.copy(entry)
+            e["shape"] = {"totalLength": 10**9 + i}
+            st.add(e)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--reuse-child":
+        _reuse_child(sys.argv[2], int(sys.argv[3]))
+        return
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    sizes = (500, 2000) if args.quick else (1000, 4000)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        print("1. search add, N shapes: file cost per shape = (with -o - without) / N")
+        print(f"{'N':>8} {'without -o s':>13} {'with -o s':>10} {'file ms/shape':>14}")
+        for n in sizes:
+            without = _search(n, None, folder)
+            with_o = _search(n, folder / f"r_{n}.json", folder)
+            print(f"{n:>8} {without:>13.1f} {with_o:>10.1f} {(with_o - without) / n * 1e3:>14.3f}")
+        print("\n2. store alone, real-sized entries, arrival order shuffled")
+        print(f"{'N':>8} {'us/shape':>9} {'file MB':>8}")
+        for n in ((10_000,) if args.quick else (10_000, 100_000)):
+            rate, size = _store_rate(n, folder)
+            print(f"{n:>8} {rate:>9.1f} {size / 1e6:>8.1f}")
+        print("\n3. reuse a large cache, 1 000 new shapes: peak RSS of the process")
+        n_big = 20_000 if args.quick else 100_000
+        _rate, size = _store_rate(n_big, folder)
+        big = folder / f"store_{n_big}.json"
+        # Pad the entries to ~2 kB each, as a matmul entry is: a ~200 MB file at 100 000.
+        head, entries = results.stream(big)
+        padded = folder / "big.json"
+        lines = (results.entry_line({**e, "pad": "x" * 1500}) for e in entries)
+        results.write_atomic(padded, results.render_lines(head, lines))
+        start = time.perf_counter()
+        peak = subprocess.run([sys.executable, __file__, "--reuse-child", str(padded), "1000"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        print(f"cache {padded.stat().st_size / 1e6:.0f} MB ({n_big} shapes): peak RSS {peak} MB, "
+              f"{time.perf_counter() - start:.1f} s")
+        os.sync()
+
+
+if __name__ == "__main__":
+    main()
