@@ -444,6 +444,9 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
         if len(kinds) != 1:
             raise c.fail("give exactly one of values, range or pow2", "params", p)
         kind = kinds[0]
+        if kind == "values" and len(d[kind]) > MAX_DOMAIN_VALUES:
+            raise c.fail(f"values lists more than {MAX_DOMAIN_VALUES} entries; use range with "
+                         "step or pow2", "params", p, kind)
         if kind != "values" and len(d[kind]) != 2:
             raise c.fail(f"{kind} needs [lo, hi]", "params", p, kind)
         if kind != "range" and ("step" in d or "multiple_of" in d):
