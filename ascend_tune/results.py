@@ -353,7 +353,12 @@ def journal_identity(head: Mapping[str, Any]) -> dict[str, Any]:
 def load(path: Path) -> dict[str, Any]:
     """The whole document (header and every entry, a leftover journal merged) in memory."""
     head, entries = stream(path)
-    by_key = {shape_key(e["shape"]): e for e in entries}
+    by_key: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        key = shape_key(entry["shape"])
+        if key in by_key:
+            raise _corrupt(path, f"shape {key} is listed twice")
+        by_key[key] = entry
     for _offset, _length, entry in read_journal(path, head):
         by_key.setdefault(shape_key(entry["shape"]), entry)
     return {**head, "shapes": sorted(by_key.values(), key=sort_key)}
