@@ -355,26 +355,42 @@ def emit(
 
     doc = results.load(results_path)
     bundle = emitter.load_bundle(doc, str(results_path))
-    files = emitter.render(bundle, style, op_host=op_host, socs=tuple(socs))
+    snake = bundle.spec.snake_name
     if out_dir.exists() and not out_dir.is_dir():
         raise AscendTuneError(f"{out_dir}: exists and is not a folder")
+    # A host file emitted earlier is kept up to date (and checked) even without --op-host.
+    op_host = op_host or f"op_host/{snake}.cpp" in emitter.generated_here(out_dir, snake)
+    files = emitter.render(bundle, style, op_host=op_host, socs=tuple(socs))
     conflicts = emitter.project_conflicts(out_dir, files)
     if conflicts:
-        raise AscendTuneError(f"{conflicts[0]}; two operators in one project need distinct "
-                              "tiling classes (rename tiling.struct in the spec)")
+        raise AscendTuneError(conflicts[0])
+    extra = emitter.leftovers(out_dir, files, snake)
     if check_only:
         reports = emitter.check(out_dir, files)
         for r in reports:
             console.line(r)
+        for rel in extra:
+            console.line(f"leftover: {out_dir / rel} (generated earlier, not by these options; "
+                         "delete it if the project no longer uses it)")
         if reports:
+            fix = ["ascend-tune", "emit", str(results_path), "-o", str(out_dir)]
+            fix += ["--style", style] if style != "macro" else []
+            fix += ["--op-host"] if op_host else []
+            fix += [a for s in socs for a in ("--soc", s)]
+            console.line(f"{len(reports)} of {len(files)} file(s) stale or missing in {out_dir}; "
+                         f"fix: {' '.join(fix)}")
             raise ExitWith(1)
         if not quiet:
-            console.line(f"{len(files)} file(s) up to date in {out_dir}")
+            console.line(f"{len(files)} file(s) up to date in {out_dir}"
+                         + (f", {len(extra)} leftover" if extra else ""))
         return
     written = emitter.write(out_dir, files)
     if not quiet:
         for path in written:
             console.line(f"wrote {path}")
+        for rel in extra:
+            console.warn(f"leftover: {out_dir / rel} was generated earlier and is not written "
+                         "by these options; delete it if the project no longer uses it")
         console.line(f"{len(files)} file(s) in {out_dir}, {len(written)} changed")
 
 
