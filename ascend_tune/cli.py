@@ -88,7 +88,10 @@ def search(
     output: Path | None = typer.Option(None, "-o", "--output",
                                           help="Results file (also the cache)."),
     fresh: bool = typer.Option(False, "--fresh",
-                               help="Discard a results file made from other inputs."),
+                               help="Retune every shape, reusing nothing from -o."),
+    locked: bool = typer.Option(False, "--locked",
+                                help="CI: exit 1 if any shape would be tuned or pruned; "
+                                     "write nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
     dry_run: bool = typer.Option(False, "--dry-run",
@@ -116,6 +119,9 @@ def search(
                           hw.data, strategy, seed, budget, spec.variant)
     settings = TuneSettings(strategy, budget, seed)
     wanted = {shape_key(s) for s in shapes}
+    if locked:
+        _check_locked(output, head, wanted, fresh)
+        return
     failures: list[str] = []
     times: dict[str, float] = {}
     memory: list[dict[str, Any]] = []  # entries of a run without -o
@@ -125,10 +131,15 @@ def search(
     try:
         with contextlib.ExitStack() as stack:
             if output is not None:
-                store = stack.enter_context(ResultsStore(output, head, fresh))
+                store = stack.enter_context(ResultsStore(output, head, fresh, keep=wanted))
             cached = store.keys if store is not None else set()
             todo = [s for s in shapes if shape_key(s) not in cached]
             if store is not None and not (quiet or as_json):
+                if store.invalidated:
+                    console.warn(f"{output}: {store.invalidated}; retuning every shape")
+                if store.pruned:
+                    console.warn(f"{output}: dropped {store.pruned} shape(s) no longer in the "
+                                 "shape list")
                 if store.removed_temps:
                     console.warn(f"removed {len(store.removed_temps)} temp file(s) a killed "
                                  f"run left beside {output}")
@@ -181,6 +192,26 @@ def search(
         console.error(message)
     if failures:
         raise ExitWith(1)
+
+
+def _check_locked(output: Path | None, head: dict[str, Any], wanted: set[str],
+                  fresh: bool) -> None:
+    from ascend_tune.store import survey
+
+    if output is None:
+        raise AscendTuneError("--locked needs -o: it checks a results file")
+    if fresh:
+        raise AscendTuneError("--locked and --fresh contradict each other")
+    plan = survey(output, head, wanted)
+    if plan.invalidated is not None:
+        console.error(f"{output}: {plan.invalidated}; {len(wanted)} shape(s) would be retuned")
+        raise ExitWith(1)
+    missing = len(wanted - plan.cached)
+    if missing or plan.pruned:
+        console.error(f"{output}: {missing} shape(s) would be tuned and {plan.pruned} pruned; "
+                      "rerun without --locked to update it")
+        raise ExitWith(1)
+    console.line(f"{output}: up to date for {len(wanted)} shape(s)")
 
 
 def _worker_init() -> None:

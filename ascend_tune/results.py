@@ -54,11 +54,14 @@ def entry_line(entry: Mapping[str, Any]) -> str:
 _SHAPE_PREFIX = re.compile(r'\{"shape":(\{[^{}]*\})')
 
 
-def line_sort_key(line: str) -> tuple[int, ...]:
-    """The sort key of an entry line without parsing the whole entry (merges copy lines)."""
+def line_shape(line: str) -> dict[str, int]:
+    """The shape of an entry line without parsing the whole entry (merges copy lines)."""
     m = _SHAPE_PREFIX.match(line)
-    shape = json.loads(m.group(1)) if m else json.loads(line)["shape"]
-    return tuple(int(v) for v in shape.values())
+    return json.loads(m.group(1)) if m else json.loads(line)["shape"]  # type: ignore[no-any-return]
+
+
+def line_sort_key(line: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in line_shape(line).values())
 
 
 def raw_entry_lines(path: Path) -> Iterator[str]:

@@ -18,6 +18,7 @@ import heapq
 import json
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,11 +41,15 @@ def lock_path(path: Path) -> Path:
 class ResultsStore:
     """Use as a context manager around a search writing to ``path``."""
 
-    def __init__(self, path: Path, head: Mapping[str, Any], fresh: bool) -> None:
+    def __init__(self, path: Path, head: Mapping[str, Any], fresh: bool,
+                 keep: set[str] | None = None) -> None:
         self.path = path
         self.head = dict(head)
         self.fresh = fresh
+        self.keep = keep  # shape keys the file should hold; None keeps every entry
         self.keys: set[str] = set()
+        self.invalidated: str | None = None  # why the file's entries were dropped
+        self.pruned = 0  # entries dropped because their shape is no longer asked for
         self.saved = 0  # entries added by this run
         self.removed_temps: list[Path] = []
         self._file_entries = 0
@@ -63,7 +68,7 @@ class ResultsStore:
             self.removed_temps = results.remove_stale_temps(self.path)
             self._load_existing()
             self._open_journal()
-            if not self._file_valid:
+            if not self._file_valid and not self.pruned:
                 # A header-only file at once: readers of a run killed before its first merge
                 # find the file and merge the journal.
                 results.write_atomic(self.path, results.render_lines(self.head, []))
@@ -159,21 +164,12 @@ class ResultsStore:
     def _load_existing(self) -> None:
         if self.fresh or not self.path.exists():
             return
-        old_head, entries = results.stream(self.path)
-        for part, what in (("spec", "spec"), ("hw", "hardware profile")):
-            if old_head[part].get("sha256") != self.head[part]["sha256"]:
-                raise AscendTuneError(
-                    f"{self.path}: was written for another {what} ({old_head[part].get('name')}"
-                    f", sha256 {str(old_head[part].get('sha256'))[:12]}); the {what} changed. "
-                    "Rerun with --fresh to retune, or pass another -o")
-        if old_head["search"] != self.head["search"]:
-            raise AscendTuneError(
-                f"{self.path}: was written with other search settings {old_head['search']}; "
-                "rerun with --fresh to retune, or pass another -o")
-        for entry in entries:
-            self.keys.add(shape_key(entry["shape"]))
-            self._file_entries += 1
-        self._file_valid = True
+        plan = survey(self.path, self.head, self.keep)
+        self.invalidated, self.pruned = plan.invalidated, plan.pruned
+        if plan.invalidated is None:
+            self.keys = plan.cached
+            self._file_entries = plan.entries
+            self._file_valid = self.pruned == 0  # pruning rewrites the file
 
     def _open_journal(self) -> None:
         jpath = results.journal_path(self.path)
@@ -211,9 +207,13 @@ class ResultsStore:
                 yield key, fh.read(length).decode("utf-8").rstrip("\n")
 
     def _file_lines(self) -> Iterator[tuple[tuple[int, ...], str]]:
-        if not self._file_valid:
+        if not self._file_valid and not (self.pruned and self.invalidated is None):
             return
         for line in results.raw_entry_lines(self.path):
+            if self.keep is not None and self.pruned:
+                shape = results.line_shape(line)
+                if shape_key(shape) not in self.keep:
+                    continue
             yield results.line_sort_key(line), line
 
     def _merged(self) -> Iterator[dict[str, Any]]:
@@ -237,3 +237,37 @@ class ResultsStore:
         except OSError as exc:
             raise AscendTuneError(f"{results.journal_path(self.path)}: cannot write: "
                                   f"{exc.strerror}") from None
+
+
+@dataclass(frozen=True)
+class Survey:
+    """What a search would do with an existing results file (read only, no lock)."""
+
+    invalidated: str | None  # the file answers other inputs: every entry is retuned
+    cached: set[str]  # shape keys reusable as they are
+    entries: int  # entries in the file
+    pruned: int  # entries whose shape is no longer asked for
+
+
+def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey:
+    if not path.exists():
+        return Survey(None, set(), 0, 0)
+    old_head, entries = results.stream(path)
+    reason = None
+    for part, what in (("spec", "spec"), ("hw", "hardware profile")):
+        if old_head[part].get("sha256") != head[part]["sha256"]:
+            reason = f"the {what} changed ({old_head[part].get('name')} -> {head[part]['name']})"
+    if old_head["search"] != head["search"]:
+        reason = f"the search settings changed ({old_head['search']} -> {head['search']})"
+    cached: set[str] = set()
+    count = pruned = 0
+    for entry in entries:
+        count += 1
+        key = shape_key(entry["shape"])
+        if keep is not None and key not in keep:
+            pruned += 1
+        else:
+            cached.add(key)
+    if reason is not None:
+        return Survey(reason, set(), count, 0)
+    return Survey(None, cached, count, pruned)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -84,11 +85,33 @@ def test_search_is_deterministic_cached_and_job_independent(tmp_path: Path) -> N
                 "-o", str(a))
     assert rerun.returncode == 0 and "3 of 3 shape(s) reused" in rerun.stderr
     assert a.read_bytes() == before
-    # A different seed is other search settings: refused without --fresh, nothing lost.
+    # CI: --locked passes when nothing would change, and writes nothing.
+    locked = [*base, "-o", str(a), "--locked"]
+    assert cli(*locked).returncode == 0 and a.read_bytes() == before
+    # A comment-only spec edit keeps the cache (keyed by meaning, not bytes).
+    spec = tmp_path / "add.yaml"
+    spec.write_text("# my copy\n" + (ROOT / "operator_specs/add.yaml").read_text())
+    copy = ["search", str(spec), "--hw", "ascend910b3", "--shapes", str(shapes), "--seed", "3",
+            "-o", str(a)]
+    assert "3 of 3 shape(s) reused" in cli(*copy).stderr
+    # Another seed would retune everything: --locked says so and exits 1, writing nothing.
+    proc = cli("search", "add", "--hw", "ascend910b3", "--shapes", str(shapes), "--seed", "4",
+               "-o", str(a), "--locked")
+    assert proc.returncode == 1 and "search settings changed" in proc.stderr
+    assert a.read_bytes() == before
+    # Shapes dropped from the list are pruned from the results, with a note.
+    shapes.write_text("totalLength\n1000\n65536\n")
+    proc = cli(*locked)
+    assert proc.returncode == 1 and "0 shape(s) would be tuned and 1 pruned" in proc.stderr
+    proc = cli(*base[:-1], "-o", str(a))
+    assert proc.returncode == 0 and "dropped 1 shape(s) no longer in the shape list" in proc.stderr
+    assert [e["shape"]["totalLength"] for e in json.loads(a.read_text())["shapes"]] == [1000,
+                                                                                       65536]
+    # Without --locked, other settings retune every shape, with a note.
     other = cli("search", "add", "--hw", "ascend910b3", "--shapes", str(shapes), "--seed", "4",
                 "-o", str(a))
-    one_line_error(other, "rerun with --fresh")
-    assert a.read_bytes() == before
+    assert other.returncode == 0 and "retuning every shape" in other.stderr
+    assert json.loads(a.read_text())["search"]["seed"] == 4
     # A corrupt file is an error and is not overwritten.
     a.write_text("{not json")
     one_line_error(cli(*base, "-o", str(a)), "corrupt results file")
