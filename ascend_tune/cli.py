@@ -452,8 +452,9 @@ def _load_measurements(files: list[Path], spec: OperatorSpec, hw: HardwareProfil
             console.warn(f"skipped {line}")
     total = len(report.rows) + len(report.skipped)
     if not report.rows:
+        first = f"; first: {report.skipped[0]}" if report.skipped else ""
         raise AscendTuneError(f"no usable measurement row in {', '.join(map(str, files))} "
-                              f"({len(report.skipped)} skipped)")
+                              f"({len(report.skipped)} skipped{first})")
     if report.skipped and not quiet:
         console.warn(f"used {len(report.rows)} of {total} row(s), skipped {len(report.skipped)}")
     return report

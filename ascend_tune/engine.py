@@ -13,14 +13,17 @@ cost and one flag handoff per change of pipe between consecutive stages.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ascend_tune import costs, launch
+from ascend_tune import expr as expr_mod
 from ascend_tune.errors import SpecError
+from ascend_tune.expr import Expr
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import DTYPE_BYTES, Loop, OperatorSpec, Stage, evaluate_baseline
 
@@ -108,6 +111,11 @@ class ShapeModel:
         self.constraint_names += launch.check_names(spec)
         self._check_profile_covers_spec()
         self.roofline_us = self._roofline_us()
+        # Overflow: proving once per batch (from the parameters' min/max) that no integer step
+        # can leave int64 lets every expression take the unchecked fast path.
+        self._steps = list(_expression_steps(spec))
+        self._base_spans = {k: expr_mod.value_span(v) for k, v in self.base_env.items()}
+        self._proven: dict[tuple[Any, ...], bool] = {}
 
     # ---- space ------------------------------------------------------------------------------
 
@@ -120,7 +128,7 @@ class ShapeModel:
         """Index genome of the domain values closest to ``values`` (for seeding the baseline)."""
         out = []
         for p, g in zip(self.spec.params, self.grids, strict=False):
-            out.append(int(np.argmin(np.abs(g - values[p]))))
+            out.append(int(np.argmin(np.abs(g.astype(np.float64) - float(values[p])))))
         return np.asarray(out, dtype=np.int64)
 
     def baseline_values(self) -> dict[str, int]:
@@ -132,8 +140,24 @@ class ShapeModel:
         """The search seam: index genomes in, predicted latency (us) out, inf where invalid."""
         return self.evaluate(self.values(indices)).latency_us
 
+    def _batch_proven(self, values: np.ndarray) -> bool:
+        if values.shape[0] == 0 or values.shape[1] != len(self.spec.params):
+            return False
+        lo, hi = values.min(axis=0), values.max(axis=0)
+        spans = tuple(expr_mod.outer_span(int(a), int(b)) for a, b in zip(lo, hi, strict=True))
+        hit = self._proven.get(spans)
+        if hit is None:
+            hit = self._proven[spans] = expr_mod.prove(
+                self._steps, {**self._base_spans, **dict(zip(self.spec.params, spans,
+                                                              strict=True))})
+        return hit
+
     def evaluate(self, values: np.ndarray, detail: bool = False) -> Evaluation:
         values = np.asarray(values, dtype=np.int64)
+        with expr_mod.unchecked() if self._batch_proven(values) else contextlib.nullcontext():
+            return self._evaluate(values, detail)
+
+    def _evaluate(self, values: np.ndarray, detail: bool) -> Evaluation:
         n = values.shape[0]
         env: dict[str, Any] = dict(self.base_env)
         for j, p in enumerate(self.spec.params):
@@ -330,3 +354,33 @@ class ShapeModel:
             peak = float(hw["repeat_bytes"]) * float(hw["vector_cores"]) * hw.clock_hz
             terms.append(float(spec.roofline_vector_bytes.evaluate(env)) / peak * 1e6)
         return max(terms)
+
+
+def _expression_steps(spec: OperatorSpec) -> Iterator[tuple[str | None, Expr]]:
+    """Every expression one evaluation runs, in order; derived values carry their name (later
+    steps read their spans)."""
+    yield from spec.derive
+    yield from ((None, e) for _, e in spec.constraints)
+    yield from ((None, e) for _, e, _ in launch.core_limit_names(spec))
+    yield from ((None, r.expr) for r in launch.range_checks(spec))
+    if spec.handoffs is not None:
+        yield None, spec.handoffs
+
+    def walk(body: Sequence[Stage | Loop]) -> Iterator[tuple[str | None, Expr]]:
+        for item in body:
+            if isinstance(item, Loop):
+                yield None, item.trips
+                if item.buffers is not None:
+                    yield None, item.buffers
+                yield from walk(item.body)
+            else:
+                for e in (item.bytes, item.rows, item.count, item.l2_hit, item.gm_aligned,
+                          item.m, item.n, item.k, item.elements, item.cycles):
+                    if e is not None:
+                        yield None, e
+
+    for side in spec.sides:
+        yield None, side.cores
+        if side.items is not None:
+            yield None, side.items
+        yield from walk(side.body)

@@ -10,8 +10,11 @@ to ``eval``. A checked expression compiles twice:
 
 Integer semantics (identical in numpy and in the emitted C++):
 
-* integers are signed 64-bit; tiling quantities (bytes, elements, counts) stay far below 2**63,
-  and results beyond that range are undefined in both back ends;
+* integers are signed 64-bit; a step whose result leaves that range (including the traps
+  ``INT64_MIN // -1`` and ``INT64_MIN % -1``) is an error: :meth:`Expr.evaluate` raises
+  :class:`ExprError` naming the expression instead of wrapping (only the taken branch of
+  ``where`` and the evaluated operands of ``and`` / ``or`` count, as in C++); integer literals
+  are below 2**62 in magnitude;
 * ``a // b`` and ``a % b`` follow Python (floor division, result of ``%`` has the sign of ``b``);
 * ``a / b`` is true division and always gives a float (C++ ``double``);
 * ``ceil_div(a, b)`` rounds towards +infinity; ``align_up(x, a) = ceil_div(x, a) * a``,
@@ -22,14 +25,20 @@ Integer semantics (identical in numpy and in the emitted C++):
 * ``a ** n`` needs a literal exponent ``0 <= n <= 64``;
 * ``log2(x)`` is the float base-2 logarithm, defined as 0 for ``x <= 0``;
 * ``pow2_ceil(x)`` / ``pow2_floor(x)`` round an integer to a power of two (1 for ``x <= 1``);
-* booleans used as numbers are 0 or 1; an int mixed with a float is promoted to float.
+* booleans used as numbers are 0 or 1 (an ``int64_t`` in C++): arithmetic, unary ``-`` and
+  ``+``, ``abs``, ``min`` / ``max`` / ``clamp`` and the integer helpers on booleans give
+  integers; ``where(c, x, y)`` is boolean only when both ``x`` and ``y`` are; an int mixed
+  with a float is promoted to float.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Union
@@ -42,6 +51,7 @@ MAX_SOURCE_CHARS = 2000
 MAX_NESTING = 40
 MAX_NODES = 400
 MAX_POW_EXPONENT = 64
+MAX_INT_LITERAL = 2**62
 
 Value = Union[np.ndarray, int, float, bool, np.generic]
 Env = Mapping[str, Value]
@@ -78,6 +88,101 @@ NAMESPACES = ("hw", "sizeof")
 
 # --------------------------------------------------------------------------------------------
 # The checked tree. Each node knows its static kind; evaluation and C++ rendering are methods.
+#
+# Integer overflow. numpy wraps int64 silently and C++ makes it undefined, so a result beyond
+# 64 bits must never reach the model or the emitted code. Three evaluations share one tree:
+#
+# * ``span`` bounds every node by interval arithmetic on its inputs' [min, max], with no array
+#   work. It raises :class:`_MayOverflow` when an integer node could leave int64.
+# * ``evaluate`` is the fast path, used when ``span`` proves the expression safe for the
+#   input ranges at hand (the usual case: tiling quantities are far below 2**63).
+# * ``checked`` returns the value and a mask of rows whose value is undefined: an integer step
+#   left int64 on that row. The mask follows C++ evaluation order: only the taken branch of
+#   ``where`` and the evaluated operands of ``and`` / ``or`` count.
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+_TWO63 = 2.0**63
+_INF = math.inf
+Span = tuple[Any, Any]  # [lo, hi] of a node over all rows: ints, floats or +-inf
+_ANY: Span = (-_INF, _INF)
+
+
+class _MayOverflow(Exception):
+    """Raised by ``span`` when an integer node may leave int64."""
+
+
+def _clean(lo: Any, hi: Any) -> Span:
+    """A float span with nan (inf - inf, 0 * inf) widened to everything."""
+    if lo != lo or hi != hi:  # nan
+        return _ANY
+    return lo, hi
+
+
+def _corners(fn: Callable[[Any, Any], Any], a: Span, b: Span) -> Span:
+    vals = [fn(x, y) for x in a for y in b]
+    if any(v != v for v in vals):
+        return _ANY
+    return min(vals), max(vals)
+
+
+def _divisor_parts(b: Span, integral: bool) -> tuple[list[Span], bool]:
+    """The divisor's range without 0, split by sign; and whether 0 (giving 0) is in it."""
+    lo, hi = b
+    zero = lo <= 0 <= hi
+    if not integral:
+        return ([] if zero else [b]), zero
+    parts = []
+    if lo <= -1:
+        parts.append((lo, min(hi, -1)))
+    if hi >= 1:
+        parts.append((max(lo, 1), hi))
+    return parts, zero
+
+
+def _quotient(fn: Callable[[Any, Any], Any], a: Span, b: Span, integral: bool) -> Span:
+    parts, zero = _divisor_parts(b, integral)
+    if zero and not integral and (b[0] < 0 or b[1] > 0):
+        return _ANY  # a float divisor near 0 makes the quotient unbounded
+    spans = [_corners(fn, a, part) for part in parts] + ([(0, 0)] if zero else [])
+    return min(s[0] for s in spans), max(s[1] for s in spans)
+
+
+def _floordiv(x: Any, y: Any) -> Any:
+    return x // y if isinstance(x, int) and isinstance(y, int) else math.floor(x / y) if (
+        math.isfinite(x / y)) else x / y
+
+
+def _ceildiv(x: Any, y: Any) -> Any:
+    return -((-x) // y) if isinstance(x, int) and isinstance(y, int) else math.ceil(x / y) if (
+        math.isfinite(x / y)) else x / y
+
+
+def _round_span(span: Span, down: Callable[[float], int], up: Callable[[float], int]) -> Span:
+    lo, hi = span
+    return (down(lo) if isinstance(lo, float) and math.isfinite(lo) else lo,
+            up(hi) if isinstance(hi, float) and math.isfinite(hi) else hi)
+
+
+def _pow_span(a: Span, n: int) -> Span:
+    if n == 0:
+        return 1, 1
+    lo, hi = a
+    if n % 2 or lo >= 0:
+        return lo**n, hi**n
+    if hi <= 0:
+        return hi**n, lo**n
+    return 0, max(-lo, hi) ** n
+
+
+def _outer_pow2(x: int, up: bool) -> int:
+    """Round an integer bound outwards to +-(a power of two) or 0, so that spans of batches of
+    random candidates fall into few classes and their proofs are cached."""
+    if x == 0:
+        return 0
+    if (x > 0) == up:
+        return (1 << (abs(x) - 1).bit_length()) * (1 if x > 0 else -1)
+    return (1 << (abs(x).bit_length() - 1)) * (1 if x > 0 else -1)
 
 
 @dataclass(frozen=True)
@@ -87,12 +192,57 @@ class Node:
     def evaluate(self, env: Env) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def checked(self, env: Env) -> tuple[Any, Any]:  # pragma: no cover - abstract
+        """(value, mask of rows where an integer step overflowed)."""
+        raise NotImplementedError
+
+    def span(self, leaves: Mapping[str, Span]) -> Span:  # pragma: no cover - abstract
+        """[lo, hi] of the value on every row, given the leaves' spans."""
+        raise NotImplementedError
+
     def cpp(self, names: Callable[[str], str]) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _result(self, lo: Any, hi: Any) -> Span:
+        if self.kind is Kind.INT:
+            if not (isinstance(lo, int) and isinstance(hi, int)
+                    and lo >= INT64_MIN and hi <= INT64_MAX):
+                raise _MayOverflow
+            return lo, hi
+        return _clean(lo, hi)
 
 
 def _as_int(x: Any) -> Any:
     return np.asarray(x).astype(np.int64) if isinstance(x, np.ndarray) else int(x)
+
+
+def _i64(x: Any) -> np.ndarray:
+    return np.asarray(x, dtype=np.int64)
+
+
+def _mul_overflow(a: Any, b: Any) -> Any:
+    """Exact mask of rows where the int64 product a * b leaves int64."""
+    a64, b64 = _i64(a), _i64(b)
+    approx = np.abs(a64.astype(np.float64) * b64.astype(np.float64))
+    # The float product is within 2**-50 relative of the exact one: decide the rows clearly
+    # inside or outside with it and the few near 2**63 with Python integers.
+    out = np.asarray(approx >= _TWO63 * (1 - 2.0**-50))
+    near = out & (approx <= _TWO63 * (1 + 2.0**-50))
+    if near.any():
+        out = out.copy()
+        aa, bb = np.broadcast_arrays(a64, b64)
+        flat = out.reshape(-1)
+        for i in np.flatnonzero(near):
+            flat[i] = not INT64_MIN <= int(aa.reshape(-1)[i]) * int(bb.reshape(-1)[i]) <= INT64_MAX
+    return out
+
+
+def _any(*masks: Any) -> Any:
+    out: Any = False
+    for m in masks:
+        if m is not False:
+            out = m if out is False else np.logical_or(out, m)
+    return out
 
 
 def _cpp_cast(node: Node, to: Kind, names: Callable[[str], str]) -> str:
@@ -110,12 +260,88 @@ def _promote(*kinds: Kind) -> Kind:
     return Kind.FLOAT if Kind.FLOAT in kinds else Kind.INT
 
 
+# Spans of arrays this module returned, by id (the weak reference tells a reused id apart).
+# Such arrays are made read-only, so the span cannot go stale; it saves the min/max of every
+# derived value that later expressions read.
+_KNOWN_SPANS: dict[int, tuple[weakref.ref[np.ndarray], Span]] = {}
+
+
+_PRUNE_EVERY = 4096
+_registered = 0
+
+
+def _remember_span(arr: np.ndarray, span: Span) -> None:
+    global _registered
+    _registered += 1
+    if _registered % _PRUNE_EVERY == 0:  # drop entries of arrays that died
+        for key in [k for k, (ref, _s) in _KNOWN_SPANS.items() if ref() is None]:
+            del _KNOWN_SPANS[key]
+    _KNOWN_SPANS[id(arr)] = (weakref.ref(arr), span)
+
+
+def _immutable(arr: np.ndarray) -> bool:
+    """Read-only all the way down to the memory owner (a broadcast_to view of a writeable
+    array is read-only but changes with its base)."""
+    node: Any = arr
+    while node is not None:
+        if not isinstance(node, np.ndarray) or node.flags.writeable:
+            return False
+        node = node.base
+    return True
+
+
+def value_span(value: Any) -> Span:
+    """[lo, hi] covering a scalar or every element of an array (bools count as 0/1); array
+    bounds are rounded outwards to powers of two."""
+    if type(value) is np.ndarray:
+        known = _KNOWN_SPANS.get(id(value))
+        if known is not None and known[0]() is value:
+            return known[1]
+        if not value.flags.writeable and value.ndim and _immutable(value):
+            span = _array_span(value)
+            _remember_span(value, span)
+            return span
+    elif type(value) is int:
+        return value, value
+    if isinstance(value, (bool, int)):
+        return int(value), int(value)
+    if isinstance(value, float):
+        return (value, value) if math.isfinite(value) else _ANY
+    arr = np.asarray(value)
+    kind = arr.dtype.kind
+    if arr.ndim == 0 and kind in "biuf":
+        return value_span(arr.item())
+    return _array_span(arr)
+
+
+def _array_span(arr: np.ndarray) -> Span:
+    kind = arr.dtype.kind
+    if kind == "b":
+        return 0, 1
+    if arr.size == 0:
+        return 0, 0
+    if kind in "iu":
+        return _outer_pow2(int(arr.min()), False), _outer_pow2(int(arr.max()), True)
+    if kind == "f":
+        lo, hi = float(arr.min()), float(arr.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return _ANY
+        return _outer_pow2(math.floor(lo), False), _outer_pow2(math.ceil(hi), True)
+    return _ANY
+
+
 @dataclass(frozen=True)
 class Const(Node):
     value: int | float | bool = 0
 
     def evaluate(self, env: Env) -> Any:
         return self.value
+
+    def checked(self, env: Env) -> tuple[Any, Any]:
+        return self.value, False
+
+    def span(self, leaves: Mapping[str, Span]) -> Span:
+        return self._result(self.value, self.value)
 
     def cpp(self, names: Callable[[str], str]) -> str:
         if self.kind is Kind.BOOL:
@@ -133,6 +359,22 @@ class Var(Node):
     def evaluate(self, env: Env) -> Any:
         return env[self.name]
 
+    def checked(self, env: Env) -> tuple[Any, Any]:
+        value = env[self.name]
+        if self.kind is Kind.FLOAT or isinstance(value, (bool, np.bool_)):
+            return value, False
+        if isinstance(value, int):
+            if INT64_MIN <= value <= INT64_MAX:
+                return value, False
+            return 0, True
+        arr = np.asarray(value)
+        if arr.dtype.kind == "u":
+            return arr.astype(np.int64), arr > INT64_MAX
+        return value, False
+
+    def span(self, leaves: Mapping[str, Span]) -> Span:
+        return self._result(*leaves[self.name])
+
     def cpp(self, names: Callable[[str], str]) -> str:
         return names(self.name)
 
@@ -142,13 +384,27 @@ class Unary(Node):
     op: str = ""
     operand: Node = field(default_factory=lambda: Const(Kind.INT, 0))
 
-    def evaluate(self, env: Env) -> Any:
-        x = self.operand.evaluate(env)
+    def _apply(self, x: Any) -> Any:
         if self.op == "not":
             return np.logical_not(x)
-        if self.op == "-":
-            return -_as_int(x) if self.operand.kind is Kind.BOOL else np.negative(x)
-        return x
+        if self.operand.kind is Kind.BOOL:
+            x = _as_int(x)  # booleans used as numbers are 0 or 1, as in C++
+        return np.negative(x) if self.op == "-" else x
+
+    def evaluate(self, env: Env) -> Any:
+        return self._apply(self.operand.evaluate(env))
+
+    def checked(self, env: Env) -> tuple[Any, Any]:
+        x, bad = self.operand.checked(env)
+        if self.op == "-" and self.operand.kind is Kind.INT:
+            bad = _any(bad, _i64(x) == INT64_MIN)
+        return self._apply(x), bad
+
+    def span(self, leaves: Mapping[str, Span]) -> Span:
+        lo, hi = self.operand.span(leaves)
+        if self.op == "not":
+            return 0, 1
+        return self._result(-hi, -lo) if self.op == "-" else self._result(lo, hi)
 
     def cpp(self, names: Callable[[str], str]) -> str:
         if self.op == "not":
@@ -158,11 +414,25 @@ class Unary(Node):
 
 
 def _pow2(x: np.ndarray, up: bool) -> Any:
-    """Exact integer power-of-two rounding (the float log2 guess is corrected both ways)."""
+    """Exact integer power-of-two rounding (the float log2 guess is corrected both ways), for
+    ``x < 2**62`` (``Call.span`` sends larger inputs to :func:`_pow2_wide`)."""
     xs = np.maximum(x, 1)
     guess = np.left_shift(np.int64(1), np.floor(np.log2(xs.astype(np.float64))).astype(np.int64))
     guess = np.where(guess > xs, guess // 2, guess)
     guess = np.where(guess * 2 <= xs, guess * 2, guess)  # now the largest power <= x
+    if up:
+        guess = np.where(guess < xs, guess * 2, guess)
+    return guess
+
+
+def _pow2_wide(x: np.ndarray, up: bool) -> Any:
+    """:func:`_pow2` for every int64 ``x``; ``pow2_ceil`` of ``x > 2**62`` wraps (the checked
+    evaluation reports it)."""
+    xs = np.maximum(x, 1)
+    shift = np.minimum(np.floor(np.log2(xs.astype(np.float64))), 62).astype(np.int64)
+    guess = np.left_shift(np.int64(1), shift)
+    guess = np.where(guess > xs, guess // 2, guess)
+    guess = np.where(guess <= xs // 2, guess * 2, guess)
     if up:
         guess = np.where(guess < xs, guess * 2, guess)
     return guess
@@ -178,9 +448,7 @@ class Binary(Node):
     left: Node = field(default_factory=lambda: Const(Kind.INT, 0))
     right: Node = field(default_factory=lambda: Const(Kind.INT, 0))
 
-    def evaluate(self, env: Env) -> Any:
-        a = self.left.evaluate(env)
-        b = self.right.evaluate(env)
+    def _apply(self, a: Any, b: Any) -> Any:
         if self.left.kind is Kind.BOOL:
             a = _as_int(a)
         if self.right.kind is Kind.BOOL:
@@ -211,6 +479,58 @@ class Binary(Node):
                 result = np.multiply(result, a)
             return result
         raise AssertionError(op)  # pragma: no cover
+
+    def evaluate(self, env: Env) -> Any:
+        return self._apply(self.left.evaluate(env), self.right.evaluate(env))
+
+    def checked(self, env: Env) -> tuple[Any, Any]:
+        a, bad_a = self.left.checked(env)
+        b, bad_b = self.right.checked(env)
+        result = self._apply(a, b)
+        if self.kind is not Kind.INT:
+            return result, _any(bad_a, bad_b)
+        a64, b64 = _i64(a), _i64(b)
+        op = self.op
+        if op == "+":
+            r = _i64(result)
+            over = ((a64 ^ r) & (b64 ^ r)) < 0
+        elif op == "-":
+            r = _i64(result)
+            over = ((a64 ^ b64) & (a64 ^ r)) < 0
+        elif op == "*":
+            over = _mul_overflow(a64, b64)
+        elif op in ("//", "%"):
+            over = (a64 == INT64_MIN) & (b64 == -1)  # a trap in C++ (at_floordiv, at_mod)
+        else:  # "**": the same chain of products as at_pow
+            over = np.zeros(a64.shape, dtype=bool)
+            acc = np.ones_like(a64)
+            for _ in range(int(b)):
+                over = over | _mul_overflow(acc, a64)
+                acc = acc * a64
+        return result, _any(bad_a, bad_b, over)
+
+    def span(self, leaves: Mapping[str, Span]) -> Span:
+        a = self.left.span(leaves)
+        b = self.right.span(leaves)
+        op = self.op
+        integral = self.right.kind is not Kind.FLOAT
+        if op == "+":
+            return self._result(*_clean(a[0] + b[0], a[1] + b[1]))
+        if op == "-":
+            return self._result(*_clean(a[0] - b[1], a[1] - b[0]))
+        if op == "*":
+            return self._result(*_corners(lambda x, y: x * y, a, b))
+        if op == "**":
+            return self._result(*_pow_span(a, int(getattr(self.right, "value", 0))))
+        if op == "/":
+            return self._result(*_quotient(lambda x, y: x / y, a, b, integral))
+        if self.kind is Kind.INT and a[0] <= INT64_MIN and b[0] <= -1 <= b[1]:
+            raise _MayOverflow  # INT64_MIN // -1 and INT64_MIN % -1 trap in C++
+        if op == "//":
+            return self._result(*_quotient(_floordiv, a, b, integral))
+        # %: the sign of b, below |b|
+        m = max(-b[0], b[1])
+        return self._result(-m if b[0] < 0 else 0, m if b[1] > 0 else 0)
 
     def cpp(self, names: Callable[[str], str]) -> str:
         k = self.kind
@@ -245,6 +565,16 @@ class Compare(Node):
     def evaluate(self, env: Env) -> Any:
         return _CMP[self.op](self.left.evaluate(env), self.right.evaluate(env))
 
+    def checked(self, env: Env) -> tuple[Any, Any]:
+        a, bad_a = self.left.checked(env)
+        b, bad_b = self.right.checked(env)
+        return _CMP[self.op](a, b), _any(bad_a, bad_b)
+
+    def span(self, leaves: Mapping[str, Span]) -> Span:
+        self.left.span(leaves)
+        self.right.span(leaves)
+        return 0, 1
+
     def cpp(self, names: Callable[[str], str]) -> str:
         k = _promote(self.left.kind, self.right.kind)
         if self.left.kind is Kind.BOOL and self.right.kind is Kind.BOOL:
@@ -264,6 +594,25 @@ class BoolOp(Node):
             result = fn(result, node.evaluate(env))
         return result
 
+    def checked(self, env: Env) -> tuple[Any, Any]:
+        # C++ && and || skip the right operand once the result is known: its overflow counts
+        # only on rows where it is evaluated.
+        fn = np.logical_and if self.op == "and" else np.logical_or
+        result, bad = self.operands[0].checked(env)
+        result = np.asarray(result, dtype=bool)
+        for node in self.operands[1:]:
+            value, bad_here = node.checked(env)
+            if bad_here is not False:
+                reached = result if self.op == "and" else np.logical_not(result)
+                bad = _any(bad, np.logical_and(reached, bad_here))
+            result = fn(result, value)
+        return result, bad
+
+    def span(self, leaves: Mapping[str, Span]) -> Span:
+        for node in self.operands:
+            node.span(leaves)
+        return 0, 1
+
     def cpp(self, names: Callable[[str], str]) -> str:
         joiner = " && " if self.op == "and" else " || "
         return "(" + joiner.join(_cpp_cast(n, Kind.BOOL, names) for n in self.operands) + ")"
@@ -274,11 +623,16 @@ class Call(Node):
     fn: str = ""
     args: tuple[Node, ...] = ()
 
-    def evaluate(self, env: Env) -> Any:
-        vals = [a.evaluate(env) for a in self.args]
-        vals = [_as_int(v) if a.kind is Kind.BOOL and self.fn != "where" else v
-                for v, a in zip(vals, self.args, strict=False)]
+    def _apply(self, vals: list[Any], wide: bool = False) -> Any:
         fn = self.fn
+        if fn == "where":
+            # A boolean branch of an integer or float where() is a number (0 or 1).
+            if self.kind is not Kind.BOOL:
+                vals = [vals[0], *(_as_int(v) if a.kind is Kind.BOOL else v
+                                   for v, a in zip(vals[1:], self.args[1:], strict=True))]
+            return np.where(vals[0], vals[1], vals[2])
+        vals = [_as_int(v) if a.kind is Kind.BOOL else v
+                for v, a in zip(vals, self.args, strict=True)]
         if fn == "ceil_div":
             a, b = vals
             return np.where(b == 0, 0, -np.floor_divide(np.negative(a), _safe(b)))
@@ -304,15 +658,95 @@ class Call(Node):
             x = np.asarray(vals[0], dtype=np.int64)
             return np.logical_and(x > 0, np.bitwise_and(x, x - 1) == 0)
         if fn in ("pow2_ceil", "pow2_floor"):
-            return _pow2(np.asarray(vals[0], dtype=np.int64), fn == "pow2_ceil")
-        if fn == "where":
-            return np.where(vals[0], vals[1], vals[2])
+            pow2 = _pow2_wide if wide else _pow2
+            return pow2(np.asarray(vals[0], dtype=np.int64), fn == "pow2_ceil")
         if fn == "abs":
             return np.abs(vals[0])
         if fn in ("floor", "ceil"):
             rounder = np.floor if fn == "floor" else np.ceil
             return rounder(np.asarray(vals[0], dtype=np.float64)).astype(np.int64)
         raise AssertionError(fn)  # pragma: no cover
+
+    def evaluate(self, env: Env) -> Any:
+        return self._apply([a.evaluate(env) for a in self.args])
+
+    def checked(self, env: Env) -> tuple[Any, Any]:
+        pairs = [a.checked(env) for a in self.args]
+        vals = [v for v, _ in pairs]
+        bads = [b for _, b in pairs]
+        result = self._apply(vals, wide=True)
+        fn = self.fn
+        if fn == "where":
+            taken = (False if bads[1] is False and bads[2] is False
+                     else np.where(vals[0], bads[1], bads[2]))
+            return result, _any(bads[0], taken)
+        over: Any = False
+        ints = [_i64(v) if a.kind is not Kind.FLOAT else v for v, a in zip(vals, self.args,
+                                                                          strict=True)]
+        if fn == "ceil_div":
+            over = (ints[0] == INT64_MIN) & (ints[1] != 0)
+        elif fn in ("align_up", "align_down"):
+            x, a = ints
+            q = (-np.floor_divide(np.negative(x), _safe(a)) if fn == "align_up"
+                 else np.floor_divide(x, _safe(a)))
+            trap = (x == INT64_MIN) & ((a != 0) if fn == "align_up" else (a == -1))
+            over = trap | (_mul_overflow(q, a) & (a != 0))
+        elif fn == "abs" and self.kind is Kind.INT:
+            over = ints[0] == INT64_MIN
+        elif fn == "pow2_ceil":
+            over = ints[0] > 2**62
+        elif fn in ("floor", "ceil"):
+            y = (np.floor if fn == "floor" else np.ceil)(np.asarray(vals[0], dtype=np.float64))
+            over = ~np.isfinite(y) | (y < -_TWO63) | (y >= _TWO63)
+        return result, _any(*bads, over)
+
+    def span(self, leaves: Mapping[str, Span]) -> Span:
+        spans = [a.span(leaves) for a in self.args]
+        fn = self.fn
+        if fn == "is_pow2":
+            return 0, 1
+        if fn == "log2":
+            return -1100.0, 1100.0  # |log2(x)| <= 1075 for a finite x > 0; 0 otherwise
+        if fn in ("ceil_div", "align_up", "align_down") and spans[0][0] <= INT64_MIN:
+            raise _MayOverflow  # -INT64_MIN, INT64_MIN // -1: the checked path decides
+        if fn == "ceil_div":
+            return self._result(*_quotient(_ceildiv, spans[0], spans[1], True))
+        if fn in ("align_up", "align_down"):
+            # align_up(x, a) is in [x, x + a - 1] for a > 0 and in [x + a + 1, x] for a < 0;
+            # align_down mirrors it; 0 where a == 0.
+            (xl, xh), (al, ah) = spans
+            up = fn == "align_up"
+            parts: list[Span] = []
+            if ah >= 1:
+                parts.append((xl, xh + ah - 1) if up else (xl - ah + 1, xh))
+            if al <= -1:
+                parts.append((xl + al + 1, xh) if up else (xl, xh - al - 1))
+            if al <= 0 <= ah:
+                parts.append((0, 0))
+            return self._result(min(p[0] for p in parts), max(p[1] for p in parts))
+        if fn in ("pow2_ceil", "pow2_floor"):
+            top = max(spans[0][1], 1)
+            if top >= 2**62:
+                raise _MayOverflow  # the fast _pow2 doubles past int64 there
+            return self._result(1, 1 << (top - 1).bit_length() if fn == "pow2_ceil" else top)
+        if fn in ("floor", "ceil"):
+            lo, hi = spans[0]
+            if not all(isinstance(v, int) or math.isfinite(v) for v in (lo, hi)):
+                raise _MayOverflow
+            return self._result(math.floor(lo), math.ceil(hi))
+        if fn == "where":
+            return self._result(min(spans[1][0], spans[2][0]), max(spans[1][1], spans[2][1]))
+        if fn == "abs":
+            lo, hi = spans[0]
+            if lo >= 0:
+                return self._result(lo, hi)
+            return self._result(-hi, -lo) if hi <= 0 else self._result(0, max(-lo, hi))
+        if fn == "min":
+            return self._result(min(s[0] for s in spans), min(s[1] for s in spans))
+        if fn == "max":
+            return self._result(max(s[0] for s in spans), max(s[1] for s in spans))
+        (xl, xh), (ll, lh), (hl, hh) = spans  # clamp = min(max(x, lo), hi)
+        return self._result(min(max(xl, ll), hl), min(max(xh, lh), hh))
 
     def cpp(self, names: Callable[[str], str]) -> str:
         fn = self.fn
@@ -381,8 +815,9 @@ class _Checker:
             if isinstance(v, bool):
                 return Const(Kind.BOOL, v)
             if isinstance(v, int):
-                if abs(v) >= 2**62:
-                    raise self.fail("integer literal out of range", node)
+                if abs(v) >= MAX_INT_LITERAL:
+                    raise self.fail("integer literal out of range (integer literals must be "
+                                    "below 2**62 in magnitude)", node)
                 return Const(Kind.INT, v)
             if isinstance(v, float):
                 if not math.isfinite(v):
@@ -487,7 +922,9 @@ class _Checker:
         if fn in ("floor", "ceil"):
             return Call(Kind.INT, fn, args)
         if fn == "where":
-            return Call(_promote(args[1].kind, args[2].kind), fn, args)
+            both_bool = args[1].kind is Kind.BOOL and args[2].kind is Kind.BOOL
+            return Call(Kind.BOOL if both_bool else _promote(args[1].kind, args[2].kind),
+                        fn, args)
         if fn == "abs":
             return Call(_promote(args[0].kind), fn, args)
         return Call(_promote(*(a.kind for a in args)), fn, args)
@@ -501,6 +938,46 @@ def _short(source: str) -> str:
 # Public API
 
 
+_PROOF_CACHE_LIMIT = 4096
+# Set by :func:`unchecked` once :func:`prove` has covered a whole batch.
+_PROVEN: contextvars.ContextVar[bool] = contextvars.ContextVar("ascend_tune_proven",
+                                                              default=False)
+
+
+def outer_span(lo: int, hi: int) -> Span:
+    """The span :func:`value_span` gives an integer array with this min and max."""
+    return _outer_pow2(lo, False), _outer_pow2(hi, True)
+
+
+def prove(steps: Iterable[tuple[str | None, Expr]], spans: Mapping[str, Span]) -> bool:
+    """True when every expression stays within int64 for all inputs within ``spans``.
+
+    ``steps`` are evaluated in order; a named step's span becomes an input of the later ones
+    (derived values). A caller that proves every expression of a batch this way (two vector
+    reductions for the parameter ranges) may evaluate the batch inside :func:`unchecked`.
+    """
+    known = dict(spans)
+    try:
+        for name, e in steps:
+            span = e.root.span(known)
+            if name is not None:
+                known[name] = span
+    except (_MayOverflow, OverflowError, ValueError, ZeroDivisionError, KeyError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Evaluate without the per-expression overflow check: only after :func:`prove`."""
+    token = _PROVEN.set(True)
+    try:
+        yield
+    finally:
+        _PROVEN.reset(token)
+
+
+
 @dataclass(frozen=True)
 class Expr:
     """A checked expression: evaluate it with numpy or render it as C++."""
@@ -508,6 +985,22 @@ class Expr:
     source: str
     root: Node
     names: frozenset[str]
+    where: str = ""  # "file:line: key.path" of the spec entry, for run-time errors
+    _order: tuple[str, ...] = field(default=(), init=False, repr=False, compare=False)
+    # Spans of the inputs -> span of the result when the fast path is proven free of
+    # overflow, else None.
+    _proofs: dict[tuple[Span, ...], Span | None] = field(default_factory=dict, init=False,
+                                                         repr=False, compare=False)
+
+    # Whether an array result is always a new array (not one of the inputs passed through).
+    _fresh: bool = field(default=True, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_order", tuple(sorted(self.names)))
+        root = self.root
+        passthrough = isinstance(root, Var) or (
+            isinstance(root, Unary) and root.op == "+" and root.operand.kind is not Kind.BOOL)
+        object.__setattr__(self, "_fresh", not passthrough)
 
     @property
     def kind(self) -> Kind:
@@ -518,9 +1011,70 @@ class Expr:
         return not self.names
 
     def evaluate(self, env: Env) -> Any:
-        """Evaluate over scalars or numpy arrays (broadcast, one element per candidate)."""
-        with np.errstate(all="ignore"):  # overflow is outside the language (see module doc)
-            return self.root.evaluate(env)
+        """Evaluate over scalars or numpy arrays (broadcast, one element per candidate).
+
+        Raises :class:`ExprError` naming the expression when an integer result on any row
+        leaves the signed 64-bit range (numpy would wrap it, the emitted C++ is undefined).
+        The check costs one min/max per input array that this module did not compute: interval
+        arithmetic on the inputs' ranges bounds every node, and only expressions that could
+        overflow on those ranges take the slower checked path.
+        """
+        with np.errstate(all="ignore"):  # float inf/nan and 0-divisors are handled per node
+            if _PROVEN.get():
+                return self.root.evaluate(env)
+            spans = []
+            for name in self._order:
+                v = env[name]
+                if type(v) is np.ndarray:  # inlined value_span: the hot path
+                    known = _KNOWN_SPANS.get(id(v))
+                    if known is not None and known[0]() is v:
+                        spans.append(known[1])
+                        continue
+                elif type(v) is int:
+                    spans.append((v, v))
+                    continue
+                spans.append(value_span(v))
+            key = tuple(spans)
+            span = self._proofs[key] if key in self._proofs else self._prove(key)
+            if span is not None:
+                result = self.root.evaluate(env)
+                if self._fresh and type(result) is np.ndarray and result.ndim:
+                    result.flags.writeable = False  # keeps the remembered span true
+                    _remember_span(result, span)
+                return result
+            value, bad = self.root.checked(env)
+        if bad is not False and np.any(bad):
+            raise ExprError(self._overflow_message(env, bad))
+        return value
+
+    def _prove(self, key: tuple[Span, ...]) -> Span | None:
+        span: Span | None
+        try:
+            span = self.root.span(dict(zip(self._order, key, strict=True)))
+        except (_MayOverflow, OverflowError, ValueError, ZeroDivisionError):
+            span = None  # the checked evaluation decides, row by row
+        if len(self._proofs) >= _PROOF_CACHE_LIMIT:
+            self._proofs.clear()
+        self._proofs[key] = span
+        return span
+
+    def _overflow_message(self, env: Env, bad: Any) -> str:
+        mask = np.asarray(bad).reshape(-1)
+        row = int(np.flatnonzero(mask)[0])
+        shown: list[str] = []
+        for name in self._order:
+            arr = np.asarray(env[name])
+            if arr.ndim == 0:
+                item = arr.item()
+            elif arr.ndim == 1 and mask.size > 1 and row < arr.size:
+                item = arr[row].item()
+            else:
+                continue
+            shown.append(f"{name}={item!r}")
+        values = ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "")
+        prefix = f"{self.where}: " if self.where else ""
+        return (f"{prefix}integer overflow: '{_short(self.source)}' leaves the signed 64-bit "
+                f"range" + (f" with {values}" if values else ""))
 
     def to_cpp(self, names: Callable[[str], str]) -> str:
         """Render as a C++17 expression using the helpers in :data:`CPP_RUNTIME`."""
@@ -545,13 +1099,16 @@ def parse(source: object, symbols: Mapping[str, Kind], where: str = "") -> Expr:
     """
     prefix = f"{where}: " if where else ""
     if isinstance(source, bool):
-        return Expr(str(source), Const(Kind.BOOL, source), frozenset())
+        return Expr(str(source), Const(Kind.BOOL, source), frozenset(), where)
     if isinstance(source, int):
-        return Expr(str(source), Const(Kind.INT, source), frozenset())
+        if abs(source) >= MAX_INT_LITERAL:
+            raise ExprError(f"{prefix}integer {_short(str(source))} is out of range "
+                            f"(integer literals must be below 2**62 in magnitude)")
+        return Expr(str(source), Const(Kind.INT, source), frozenset(), where)
     if isinstance(source, float):
         if not math.isfinite(source):
             raise ExprError(f"{prefix}float value must be finite")
-        return Expr(repr(source), Const(Kind.FLOAT, source), frozenset())
+        return Expr(repr(source), Const(Kind.FLOAT, source), frozenset(), where)
     if not isinstance(source, str):
         raise ExprError(f"{prefix}expected an expression (string or number), "
                         f"got {type(source).__name__}")
@@ -580,7 +1137,7 @@ def parse(source: object, symbols: Mapping[str, Kind], where: str = "") -> Expr:
         raise ExprError(f"{prefix}cannot parse expression '{_short(text)}'") from None
     checker = _Checker(text, symbols, where)
     root = checker.check(tree.body)
-    return Expr(text, root, frozenset(checker.names))
+    return Expr(text, root, frozenset(checker.names), where)
 
 
 CPP_RUNTIME = r"""// Integer semantics of the ascend-tune expression language (ascend_tune/expr.py).

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,84 @@ SCALARS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         "mix_extra_us": (_NUM, "extra launch cost of MIX (cube + vector) kernels"),
     },
 }
+
+
+@dataclass(frozen=True)
+class Limit:
+    """What a profile number may be. Bounds are sanity limits that keep the model's int64 and
+    float arithmetic far from overflow, not hardware facts."""
+
+    lo: float
+    hi: float
+    lo_open: bool  # value > lo (a rate, size or clock) instead of value >= lo (a latency)
+    integral: bool  # a count: cores, bytes, k0, ...
+
+    def problem(self, value: Any) -> str | None:
+        """None if ``value`` is acceptable, else what it must be."""
+        kind = "an integer" if self.integral else "a finite number"
+        op = ">" if self.lo_open else ">="
+        want = f"must be {kind} {op} {_num(self.lo)} and <= {_num(self.hi)}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return want
+        if isinstance(value, float) and not math.isfinite(value):
+            return want
+        if self.integral and isinstance(value, float) and not value.is_integer():
+            return want
+        below = value <= self.lo if self.lo_open else value < self.lo
+        return want if below or value > self.hi else None
+
+
+def _num(x: float) -> str:
+    if x == int(x):
+        n = int(x)
+        return f"2**{n.bit_length() - 1}" if n >= 2**32 and n & (n - 1) == 0 else str(n)
+    return repr(x)
+
+
+MAX_CORES = 4096
+MAX_BYTES = 2**48
+COUNT = Limit(0, MAX_CORES, True, True)  # cores, fractal sizes
+SIZE = Limit(0, MAX_BYTES, True, True)  # buffer sizes, alignments, block sizes
+OPTIONAL_SIZE = Limit(0, MAX_BYTES, False, True)  # a buffer a chip may lack (BiasTable, FB)
+CLOCK = Limit(0, 10_000, True, False)  # MHz
+BANDWIDTH = Limit(0, 1e6, True, False)  # GB/s (1 PB/s)
+FRACTION = Limit(0, 1, True, False)
+FACTOR = Limit(0, 1e3, True, False)
+CYCLES = Limit(0, 1e9, False, False)  # latencies and overheads: 0 allowed
+RATE_CYCLES = Limit(0, 1e9, True, False)  # cycles per unit of work: > 0
+MICROSECONDS = Limit(0, 1e6, False, False)
+BYTES_PER_CYCLE = Limit(0, 2**20, True, False)
+CURVE_BYTES = Limit(0, MAX_BYTES, True, False)
+MAX_CURVE_POINTS = 1000
+
+# Every scalar leaf's limit (the keys of SCALARS).
+LIMITS: dict[str, Limit] = {
+    "arch": Limit(0, 2**31 - 1, False, True),
+    "clock_mhz": CLOCK,
+    "cube_cores": COUNT,
+    "vector_cores": COUNT,
+    "l1_bytes": SIZE, "l0a_bytes": SIZE, "l0b_bytes": SIZE, "l0c_bytes": SIZE, "ub_bytes": SIZE,
+    "bt_bytes": OPTIONAL_SIZE, "fb_bytes": OPTIONAL_SIZE, "l2_bytes": SIZE,
+    "hbm_bandwidth_gbps": BANDWIDTH,
+    "l2_bandwidth_gbps": BANDWIDTH,
+    "gm_align_bytes": SIZE,
+    "gm_unaligned_efficiency": FRACTION,
+    "ub_block_bytes": SIZE,
+    "fractal_mn": COUNT,
+    "mmad_overhead_cycles": CYCLES,
+    "repeat_bytes": SIZE,
+    "max_repeat": Limit(0, 2**20, True, True),
+    "issue_cycles": CYCLES,
+    "bank_conflict_factor": FACTOR,
+    "loop_iteration_cycles": CYCLES,
+    "sync_cycles": CYCLES,
+    "head_base_us": MICROSECONDS,
+    "head_full_chip_us": MICROSECONDS,
+    "mix_extra_us": MICROSECONDS,
+}
+TABLE_LIMITS = {"k0": COUNT, "cycles_per_fractal": RATE_CYCLES, "cycles_per_repeat": RATE_CYCLES}
+MAX_BASE_DEPTH = 16
+
 TABLES: dict[str, dict[str, str]] = {
     "cube": {"k0": "K elements per fractal, per dtype",
              "cycles_per_fractal": "cycles per 16 x 16 x k0 fractal, per dtype"},
@@ -193,16 +272,31 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_chain(ref: str, seen: tuple[str, ...]) -> tuple[dict[str, Any], list[str]]:
-    """Load a profile and its bases; return merged data and the file names involved."""
+def _read_chain(ref: str, seen: tuple[tuple[str, str], ...]
+                ) -> tuple[dict[str, Any], list[str]]:
+    """Load a profile and its bases; return merged data and the file names involved.
+
+    ``seen`` holds (resolved path, name as given) of the profiles that led here: a cycle is
+    detected by resolved path, so ``base: ../dir/self.yaml`` cannot spell one file many ways.
+    """
     path = resources.resolve("hw_profiles", ref)
-    if not path.exists():
+    try:
+        exists = path.is_file()
+        real = str(path.resolve()) if exists else ""
+    except (OSError, RuntimeError, ValueError):  # name too long, symlink loop, NUL byte
+        exists, real = False, ""
+    if not exists:
         known = resources.builtin_names("hw_profiles")
-        raise ProfileError(f"hardware profile '{ref}' not found{did_you_mean(ref, known)}; "
-                           f"built-in: {', '.join(known)}")
+        where = f"{seen[-1][1]}: base: " if seen else ""
+        raise ProfileError(f"{where}hardware profile '{_short(ref)}' not found"
+                           f"{did_you_mean(ref, known)}; built-in: {', '.join(known)}")
     origin = str(path)
-    if origin in seen:
-        raise ProfileError(f"{origin}: base profiles form a cycle: {' -> '.join(seen)}")
+    if real in (r for r, _ in seen):
+        chain = " -> ".join(Path(r).name for r in (*(r for r, _ in seen), real))
+        raise ProfileError(f"{seen[-1][1]}: base: profiles form a cycle: {chain}")
+    if len(seen) >= MAX_BASE_DEPTH:
+        raise ProfileError(f"{seen[-1][1]}: base: more than {MAX_BASE_DEPTH} levels of base "
+                           "profiles")
     data, lines = load_yaml(path, "hardware profile")
     errors = validate_profile_data(data, origin, lines, partial=True)
     if errors:
@@ -213,62 +307,123 @@ def _read_chain(ref: str, seen: tuple[str, ...]) -> tuple[dict[str, Any], list[s
     # A relative base path is relative to the profile that names it.
     base_path = path.parent / base_ref
     base_arg = str(base_path) if base_path.suffix in (".yaml", ".yml") else base_ref
-    base, files = _read_chain(base_arg, (*seen, origin))
+    base, files = _read_chain(base_arg, (*seen, (real, origin)))
     merged = _merge(base, {k: v for k, v in data.items() if k != "base"})
     return merged, [*files, origin]
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def validate_profile_data(data: Any, origin: str, lines: Mapping[KeyPath, int],
                           partial: bool) -> list[str]:
+    """Structure, then values. A partial profile (a file with a ``base``) checks the leaves it
+    has, so an error names the file that holds the bad number."""
     errors = schema.validate(data, _profile_schema(partial), origin, lines)
-    if errors or partial:
+    if errors:
         return errors
-    return _check_values(data, origin)
+    return _check_values(data, origin, lines)
 
 
-def _check_values(data: Mapping[str, Any], origin: str) -> list[str]:
-    errors = []
+def _leaf_value(data: Mapping[str, Any], *path: str) -> tuple[bool, Any]:
+    node: Any = data
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return False, None
+        node = node[key]
+    if not isinstance(node, Mapping) or "value" not in node:
+        return False, None
+    return True, node["value"]
+
+
+def _check_values(data: Mapping[str, Any], origin: str,
+                  lines: Mapping[KeyPath, int] | None = None) -> list[str]:
+    """Every number finite and within :data:`LIMITS`; one message per bad leaf, naming the
+    file (and line) and the leaf's key path."""
+    lines = lines or {}
+    errors: list[str] = []
+
+    def bad(path: tuple[str, ...], message: str) -> None:
+        line = lines.get((*path, "value")) or lines.get(path)
+        head = f"{origin}:{line}" if line else origin
+        errors.append(f"{head}: {'.'.join(path)}: {message}")
+
+    def shown(value: Any) -> str:
+        text = repr(value) if not isinstance(value, (dict, list)) else (
+            "a mapping" if isinstance(value, dict) else "a list")
+        return _short(text)
+
     for section, keys in SCALARS.items():
         for key in keys:
-            value = data[section][key]["value"]
-            if value < 0 or (key in ("clock_mhz", "cube_cores", "vector_cores") and value <= 0):
-                errors.append(f"{origin}: {section}.{key}: must be positive, got {value}")
+            present, value = _leaf_value(data, section, key)
+            if present:
+                problem = LIMITS[key].problem(value)
+                if problem:
+                    bad((section, key), f"{problem}, got {shown(value)}")
     for path in TRANSFER_PATHS:
-        curve = data["transfers"][path]["bandwidth_curve"]["value"]
-        ok = (isinstance(curve, list) and curve and all(
-            isinstance(p, list) and len(p) == 2 and all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in p)
-            for p in curve))
-        if not ok:
-            errors.append(f"{origin}: transfers.{path}.bandwidth_curve: expected a non-empty "
-                          "list of [bytes, bytes_per_cycle] pairs of positive numbers")
-        elif any(a[0] >= b[0] for a, b in itertools.pairwise(curve)):
-            errors.append(f"{origin}: transfers.{path}.bandwidth_curve: sizes must increase")
+        present, value = _leaf_value(data, "transfers", path, "latency_cycles")
+        if present:
+            problem = CYCLES.problem(value)
+            if problem:
+                bad(("transfers", path, "latency_cycles"), f"{problem}, got {shown(value)}")
+        present, curve = _leaf_value(data, "transfers", path, "bandwidth_curve")
+        if present:
+            message = _curve_problem(curve)
+            if message:
+                bad(("transfers", path, "bandwidth_curve"), message)
     for table, keyset in (("k0", DTYPES), ("cycles_per_fractal", DTYPES)):
-        value = data["cube"][table]["value"]
+        present, value = _leaf_value(data, "cube", table)
+        if not present:
+            continue
         if not isinstance(value, dict):
-            errors.append(f"{origin}: cube.{table}: expected a mapping dtype -> number")
+            bad(("cube", table), "expected a mapping dtype -> number")
             continue
         for key, num in value.items():
             if key not in keyset:
-                errors.append(f"{origin}: cube.{table}.{key}: unknown dtype"
-                              f"{did_you_mean(key, keyset)}; allowed: {', '.join(keyset)}")
-            elif not isinstance(num, (int, float)) or isinstance(num, bool) or num <= 0:
-                errors.append(f"{origin}: cube.{table}.{key}: must be a positive number")
-    cpr = data["vector"]["cycles_per_repeat"]["value"]
-    if not isinstance(cpr, dict):
-        errors.append(f"{origin}: vector.cycles_per_repeat: expected class -> {{bytes: cycles}}")
-    else:
+                bad(("cube", table, key), f"unknown dtype{did_you_mean(key, keyset)}; "
+                                          f"allowed: {', '.join(keyset)}")
+                continue
+            problem = TABLE_LIMITS[table].problem(num)
+            if problem:
+                bad(("cube", table, key), f"{problem}, got {shown(num)}")
+    present, cpr = _leaf_value(data, "vector", "cycles_per_repeat")
+    if present and not isinstance(cpr, dict):
+        bad(("vector", "cycles_per_repeat"), "expected class -> {element bytes: cycles}")
+    elif present:
         for cls, per in cpr.items():
+            here = ("vector", "cycles_per_repeat", str(cls))
             if cls not in VECTOR_CLASSES:
-                errors.append(f"{origin}: vector.cycles_per_repeat.{cls}: unknown class"
-                              f"{did_you_mean(cls, VECTOR_CLASSES)}")
-            elif not isinstance(per, dict) or not all(
-                    str(k) in ("1", "2", "4", "8") and isinstance(v, (int, float)) and v > 0
-                    for k, v in per.items()):
-                errors.append(f"{origin}: vector.cycles_per_repeat.{cls}: expected "
-                              "{element bytes (1, 2, 4, 8): positive cycles}")
+                bad(here, f"unknown class{did_you_mean(str(cls), VECTOR_CLASSES)}")
+            elif not isinstance(per, dict) or not per:
+                bad(here, "expected {element bytes (1, 2, 4, 8): cycles per repeat}")
+            else:
+                for k, v in per.items():
+                    if str(k) not in ("1", "2", "4", "8"):
+                        bad((*here, str(k)), "element bytes must be 1, 2, 4 or 8")
+                        continue
+                    problem = TABLE_LIMITS["cycles_per_repeat"].problem(v)
+                    if problem:
+                        bad((*here, str(k)), f"{problem}, got {shown(v)}")
     return errors
+
+
+def _curve_problem(curve: Any) -> str | None:
+    shape = ("expected a non-empty list of [bytes, bytes_per_cycle] pairs "
+             f"(at most {MAX_CURVE_POINTS})")
+    if not isinstance(curve, list) or not curve or len(curve) > MAX_CURVE_POINTS or not all(
+            isinstance(p, list) and len(p) == 2 for p in curve):
+        return shape
+    for i, (size, rate) in enumerate(curve):
+        problem = CURVE_BYTES.problem(size)
+        if problem:
+            return f"point {i}: bytes {problem}, got {_short(repr(size))}"
+        problem = BYTES_PER_CYCLE.problem(rate)
+        if problem:
+            return f"point {i}: bytes_per_cycle {problem}, got {_short(repr(rate))}"
+    if any(a[0] >= b[0] for a, b in itertools.pairwise(curve)):
+        return "sizes must increase"
+    return None
 
 
 def load_profile(ref: str) -> HardwareProfile:

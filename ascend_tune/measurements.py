@@ -21,18 +21,25 @@ split the spec describes differently).
 
 from __future__ import annotations
 
-import csv
-import io
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ascend_tune.engine import PIPE_COLUMNS
 from ascend_tune.errors import AscendTuneError
-from ascend_tune.spec import OperatorSpec, shape_key
-from ascend_tune.yamlio import load_yaml, read_text
+from ascend_tune.spec import OperatorSpec, check_shape, shape_key
+from ascend_tune.yamlio import (
+    LIMIT_MEASUREMENTS,
+    KeyPath,
+    csv_rows,
+    in_int64,
+    load_yaml,
+    read_text,
+    show,
+)
 
 # normalised header -> model pipe column
 _PIPES = {
@@ -74,35 +81,167 @@ class LoadReport:
 class Manifest:
     default: Mapping[str, int]
     free: tuple[str, ...]
+    # file name -> {"shape": {var: int}, "config": {param: int}, "time_us": float,
+    #               "origin": "manifest:line" for messages}
     per_file: Mapping[str, Mapping[str, Any]]
     per_shape: Mapping[str, Mapping[str, int]]
     where: Mapping[str, str]
 
 
+# ---- manifest -------------------------------------------------------------------------------
+
+_FILE_KEYS = {"shape": "shape", "config": "config", "time_us": "time_us",
+              "taskduration(us)": "time_us"}
+
+
+class _ManifestReader:
+    """Checks every value of a manifest, naming the file, line and key of the first bad one."""
+
+    def __init__(self, path: Path, lines: Mapping[KeyPath, int]) -> None:
+        self.path = path
+        self.lines = lines
+
+    def error(self, key: KeyPath, problem: str) -> AscendTuneError:
+        line = None
+        for n in range(len(key), 0, -1):  # the closest key that has a line
+            line = self.lines.get(key[:n])
+            if line:
+                break
+        where = f"{self.path}:{line}" if line else str(self.path)
+        return AscendTuneError(f"{where}: {'.'.join(key)}: {problem}")
+
+    def mapping(self, value: Any, key: KeyPath, what: str) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(key, f"expected a mapping of {what}, got {_kind(value)}")
+        return value
+
+    def integers(self, value: Any, key: KeyPath, what: str) -> dict[str, int]:
+        out = {}
+        for name, v in self.mapping(value, key, f"{what} to integers").items():
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise self.error((*key, name), f"expected an integer, got {show(v)}")
+            if not in_int64(v):
+                raise self.error((*key, name), f"{show(v)} is outside the int64 range")
+            out[name] = v
+        return out
+
+    def time(self, value: Any, key: KeyPath) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a time in microseconds, got {show(value)}")
+        if not math.isfinite(value) or value <= 0:
+            raise self.error(key, f"{show(value)} is not a positive time")
+        return float(value)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, str):
+        return f"the string {show(value)}"
+    return show(value)
+
+
 def load_manifest(path: Path | None) -> Manifest:
     if path is None:
         return Manifest({}, (), {}, {}, {})
-    data, _ = load_yaml(path, "manifest")
+    data, lines = load_yaml(path, "manifest")
     if not isinstance(data, dict):
         raise AscendTuneError(f"{path}: manifest must be a mapping")
     allowed = {"config", "free", "files", "shapes", "where"}
     for key in data:
         if key not in allowed:
-            raise AscendTuneError(f"{path}: unknown manifest key '{key}'; allowed: "
+            raise AscendTuneError(f"{path}: unknown manifest key {show(key)}; allowed: "
                                   f"{', '.join(sorted(allowed))}")
+    m = _ManifestReader(path, lines)
     free = data.get("free") or []
     if not isinstance(free, list) or not all(isinstance(f, str) for f in free):
-        raise AscendTuneError(f"{path}: free: expected a list of parameter names")
-    return Manifest(dict(data.get("config") or {}), tuple(free), dict(data.get("files") or {}),
-                    dict(data.get("shapes") or {}),
-                    {str(k): str(v) for k, v in (data.get("where") or {}).items()})
+        raise m.error(("free",), "expected a list of parameter names")
+    config = m.integers(data.get("config"), ("config",), "parameter names")
+    per_file: dict[str, dict[str, Any]] = {}
+    for name, entry in m.mapping(data.get("files"), ("files",), "file names to "
+                                 "{shape, config, time_us}").items():
+        key = ("files", name)
+        checked: dict[str, Any] = {}
+        for k, v in m.mapping(entry, key, "shape, config, time_us").items():
+            kind = _FILE_KEYS.get(_norm(k))
+            if kind is None:
+                raise m.error((*key, k), "unknown key; allowed: config, shape, time_us")
+            if kind in checked:
+                raise m.error((*key, k), "time_us is given twice")
+            if kind == "time_us":
+                checked[kind] = m.time(v, (*key, k))
+            else:
+                checked[kind] = m.integers(v, (*key, k), "names")
+        line = lines.get((*key, "shape")) or lines.get(key)
+        checked["origin"] = f"{path}:{line}" if line else str(path)
+        per_file[name] = checked
+    per_shape = {k: m.integers(v, ("shapes", k), "parameter names")
+                 for k, v in m.mapping(data.get("shapes"), ("shapes",),
+                                       "shapes (M=..,N=..) to configurations").items()}
+    where = {}
+    for k, v in m.mapping(data.get("where"), ("where",), "column names to values").items():
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise m.error(("where", k), f"expected a column value, got {_kind(v)}")
+        where[k] = str(v)
+    return Manifest(config, tuple(free), per_file, per_shape, where)
+
+
+# ---- cells ----------------------------------------------------------------------------------
+
+
+def _number(row: Mapping[str, str], col: str) -> float:
+    """A finite number from a non-empty cell; ValueError (the row's skip reason) otherwise."""
+    raw = row.get(col, "")
+    if raw == "":
+        raise ValueError(f"no value for {col}" + (" (the row is short)" if col not in row else ""))
+    value = float(raw)  # "could not convert string to float: 'oops'"
+    if not math.isfinite(value):
+        raise ValueError(f"{col}: {show(raw)} is not a finite number")
+    return value
+
+
+def _pipe_time(row: Mapping[str, str], col: str) -> float:
+    value = _number(row, col)
+    if value < 0:
+        raise ValueError(f"{col}: {value} is negative")
+    return value
+
+
+def _integer(raw: str, what: str) -> int:
+    raw = raw.strip()
+    if not raw:
+        raise ValueError(f"no value for {what}")
+    try:
+        value = int(raw) if len(raw) <= 40 else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise ValueError(f"{what}: {show(raw)} is not an integer")
+    if not in_int64(value):
+        raise ValueError(f"{what}: {show(raw)} is outside the int64 range")
+    return value
+
+
+def _checked_shape(spec: OperatorSpec, shape: Mapping[str, int]) -> dict[str, int]:
+    for var, value in shape.items():
+        if not in_int64(value):
+            raise ValueError(f"shape {var}={show(value)} is outside the int64 range")
+    try:
+        return check_shape(spec, shape, "shape")
+    except AscendTuneError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _parse_input_shapes(text: str) -> list[list[int]]:
     tensors = []
     for part in text.strip().strip('"').split(";"):
         part = part.strip()
-        tensors.append([int(d) for d in part.split(",") if d.strip()] if part else [])
+        tensors.append([_integer(d, "Input Shapes") for d in part.split(",") if d.strip()]
+                       if part else [])
     return tensors
 
 
@@ -138,46 +277,51 @@ def _shape_from_inputs(spec: OperatorSpec, tensors: Sequence[Sequence[int]]) -> 
 
 def _config_for(spec: OperatorSpec, manifest: Manifest, file_name: str,
                 shape: Mapping[str, int], row: Mapping[str, str]) -> dict[str, int]:
-    config: dict[str, int] = {}
-    config.update({k: int(v) for k, v in manifest.default.items()})
-    per_file = manifest.per_file.get(file_name, {})
-    config.update({k: int(v) for k, v in (per_file.get("config") or {}).items()})
-    config.update({k: int(v) for k, v in manifest.per_shape.get(shape_key(shape), {}).items()})
+    config: dict[str, int] = dict(manifest.default)
+    config.update(manifest.per_file.get(file_name, {}).get("config") or {})
+    config.update(manifest.per_shape.get(shape_key(shape), {}))
     for p in spec.params:
         value = row.get(p)
         if value not in (None, ""):
-            config[p] = int(value)
+            config[p] = _integer(value, p)
     unknown = [k for k in config if k not in spec.params]
     if unknown:
-        raise ValueError(f"unknown parameter '{unknown[0]}' for {spec.name}")
+        raise ValueError(f"unknown parameter {show(unknown[0])} for {spec.name}")
     return config
+
+
+Record = tuple[int, dict[str, str]]  # (line, column -> stripped value; short rows lack keys)
+
+
+def _records(rows: Iterator[tuple[int, list[str]]], fields: Sequence[str]) -> Iterator[Record]:
+    for line, values in rows:
+        # Extra values beyond the header are ignored; missing ones are absent.
+        yield line, {k: v.strip() for k, v in zip(fields, values)}  # noqa: B905
 
 
 def load(paths: Sequence[Path], spec: OperatorSpec, manifest: Manifest) -> LoadReport:
     rows: list[Measurement] = []
     skipped: list[str] = []
     for path in paths:
-        text = read_text(path, "measurement file")
-        reader = csv.DictReader(io.StringIO("\n".join(
-            line for line in text.splitlines() if not line.startswith("#"))))
-        if reader.fieldnames is None:
+        text = read_text(path, "measurement file", LIMIT_MEASUREMENTS)
+        lines = csv_rows(text, str(path), comments=True)
+        first = next(lines, None)
+        if first is None:
             skipped.append(f"{path}: empty file")
             continue
-        header = {_norm(h): h for h in reader.fieldnames if h is not None}
-        per_block = "block_id" in header and "sub_block_id" in header
-        if per_block:
-            rows += _load_pipe_utilization(path, reader, header, spec, manifest, skipped)
+        fields = first[1]
+        header = {_norm(h): h for h in fields}
+        records = _records(lines, fields)
+        if "block_id" in header and "sub_block_id" in header:
+            rows += _load_pipe_utilization(path, records, header, spec, manifest, skipped)
             continue
-        # Comment lines were dropped above, so line numbers count data lines after the header.
-        comment_lines = sum(1 for line in text.splitlines() if line.startswith("#"))
-        for i, raw in enumerate(reader, start=2 + comment_lines):
-            where = f"{path}:{i}"
+        for line, row in records:
+            where = f"{path}:{line}"
             try:
-                row = {k: (v or "").strip() for k, v in raw.items() if k is not None}
                 if not _where_ok(row, manifest.where):
                     continue
                 rows.append(_summary_row(where, path.name, row, header, spec, manifest))
-            except (ValueError, KeyError) as exc:
+            except (ValueError, KeyError, ArithmeticError) as exc:
                 skipped.append(f"{where}: {exc}")
     return LoadReport(rows, skipped, [str(p) for p in paths])
 
@@ -191,27 +335,33 @@ def _summary_row(where: str, file_name: str, row: Mapping[str, str], header: Map
     duration_col = next((header[k] for k in _DURATION if k in header), None)
     if duration_col is None:
         raise ValueError("no Task Duration(us), Duration(us) or time_us column")
-    time_us = float(row[duration_col])
+    time_us = _number(row, duration_col)
     if not time_us > 0:
         raise ValueError(f"time {time_us} is not positive")
-    if all(v in row for v in spec.shape_vars):
-        shape = {v: int(row[v]) for v in spec.shape_vars}
+    if all(v in header.values() for v in spec.shape_vars):
+        shape = {v: _integer(row.get(v, ""), v) for v in spec.shape_vars}
     elif "inputshapes" in header:
-        shape = _shape_from_inputs(spec, _parse_input_shapes(row[header["inputshapes"]]))
+        shape = _shape_from_inputs(spec, _parse_input_shapes(row.get(header["inputshapes"], "")))
     else:
         raise ValueError(f"no shape: neither columns {', '.join(spec.shape_vars)} nor "
                          "Input Shapes")
+    shape = _checked_shape(spec, shape)
     block_col = next((header[k] for k in _BLOCK if k in header), None)
-    block = int(float(row[block_col])) if block_col and row.get(block_col) else None
+    block = None
+    if block_col and row.get(block_col):
+        raw = _number(row, block_col)
+        if raw != int(raw) or not 1 <= raw <= 1 << 31:
+            raise ValueError(f"{block_col}: {show(row[block_col])} is not a number of cores")
+        block = int(raw)
     pipes = {}
     for norm, original in header.items():
-        if norm in _PIPES and row.get(original) not in (None, ""):
-            pipes[_PIPES[norm]] = float(row[original])
+        if norm in _PIPES and row.get(original):
+            pipes[_PIPES[norm]] = _pipe_time(row, original)
     config = _config_for(spec, manifest, file_name, shape, row)
     return Measurement(where, shape, config, manifest.free, time_us, pipes, block)
 
 
-def _load_pipe_utilization(path: Path, reader: csv.DictReader[str], header: Mapping[str, str],
+def _load_pipe_utilization(path: Path, records: Iterator[Record], header: Mapping[str, str],
                            spec: OperatorSpec, manifest: Manifest,
                            skipped: list[str]) -> list[Measurement]:
     entry = manifest.per_file.get(path.name)
@@ -219,25 +369,30 @@ def _load_pipe_utilization(path: Path, reader: csv.DictReader[str], header: Mapp
         skipped.append(f"{path}: PipeUtilization.csv has no shapes; the manifest needs "
                        f"files: {{{path.name}: {{shape: {{...}}, config: {{...}}}}}}")
         return []
-    shape = {k: int(v) for k, v in entry["shape"].items()}
+    # A manifest shape that does not fit the spec is a mistake in the manifest: an error.
+    shape = check_shape(spec, entry["shape"], f"{entry.get('origin', 'manifest')}: "
+                                              f"files.{path.name}.shape")
     time_us = 0.0
     pipes: dict[str, float] = {}
-    for i, raw in enumerate(reader, start=2):
+    for line, row in records:
         try:
-            for total in ("aic_time(us)", "aiv_time(us)"):
-                if total in header and raw.get(header[total]):
-                    time_us = max(time_us, float(raw[header[total]]))
-            for norm, original in header.items():
-                if norm in _PIPES and raw.get(original):
-                    col = _PIPES[norm]
-                    pipes[col] = max(pipes.get(col, 0.0), float(raw[original]))
+            totals = [_pipe_time(row, header[t]) for t in ("aic_time(us)", "aiv_time(us)")
+                      if t in header and row.get(header[t])]
+            found = {_PIPES[norm]: _pipe_time(row, original) for norm, original in header.items()
+                     if norm in _PIPES and row.get(original)}
         except ValueError as exc:
-            skipped.append(f"{path}:{i}: {exc}")
-    if "taskduration(us)" in {k.lower() for k in entry}:
-        time_us = float(entry["Task Duration(us)"])
-    time_us = float(entry.get("time_us", time_us))
+            skipped.append(f"{path}:{line}: {exc}")
+            continue
+        time_us = max([time_us, *totals])
+        for col, value in found.items():
+            pipes[col] = max(pipes.get(col, 0.0), value)
+    time_us = entry.get("time_us", time_us)
     if time_us <= 0:
         skipped.append(f"{path}: no aic_time(us)/aiv_time(us) and no time_us in the manifest")
         return []
-    config = _config_for(spec, manifest, path.name, shape, {})
+    try:
+        config = _config_for(spec, manifest, path.name, shape, {})
+    except ValueError as exc:
+        skipped.append(f"{path}: {exc}")
+        return []
     return [Measurement(f"{path}", shape, config, manifest.free, time_us, pipes)]

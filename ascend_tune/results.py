@@ -25,6 +25,7 @@ from typing import IO, Any
 from ascend_tune import __version__
 from ascend_tune.errors import AscendTuneError
 from ascend_tune.spec import shape_key
+from ascend_tune.yamlio import ReadError, parse_json
 
 SCHEMA_VERSION = 1
 _SHAPES_OPEN = ' "shapes": ['
@@ -205,11 +206,9 @@ def _safe_sort_key(entry: Any) -> tuple[int, ...]:
 
 def _json(text: str, path: Path, line: int | None = None) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _corrupt(path, exc.msg, line or exc.lineno) from None
-    except RecursionError:
-        raise _corrupt(path, "nested too deeply", line) from None
+        return parse_json(text, str(path), first_line=line or 1)
+    except ReadError as exc:
+        raise _corrupt(path, exc.problem, exc.line or line) from None
 
 
 def _open(path: Path) -> IO[str]:
@@ -336,8 +335,8 @@ def read_journal(path: Path, head: Mapping[str, Any]) -> list[tuple[int, int, di
         if not raw.endswith(b"\n"):
             break
         try:
-            item = json.loads(raw)
-        except (ValueError, RecursionError):
+            item = parse_json(raw.decode("utf-8"), str(jpath))
+        except (ReadError, UnicodeDecodeError):
             break
         if first:
             if item != journal_identity(head):

@@ -8,6 +8,7 @@ file, the key path, the line and the offending token.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -188,6 +189,9 @@ class Domain:
             if mult:
                 lo = -(-lo // mult) * mult
                 step = mult if not self.step else step
+                if lo > _INT64_MAX:
+                    raise SpecError(f"{self.where}: domain bound {lo} (range start rounded up "
+                                    "to multiple_of) does not fit a 64-bit integer")
             if hi >= lo and (hi - lo) // step + 1 > MAX_DOMAIN_VALUES:
                 raise SpecError(f"{self.where}: domain has more than {MAX_DOMAIN_VALUES} values; "
                                 "use pow2, a larger step or a values list")
@@ -198,13 +202,23 @@ class Domain:
         return out
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _to_int(value: Any, where: str) -> int:
     arr = np.asarray(value)
     if arr.ndim != 0:
         raise SpecError(f"{where}: domain bound must not depend on other parameters")
-    if arr.dtype.kind == "f" and float(arr) != int(float(arr)):
-        raise SpecError(f"{where}: domain bound {float(arr)} is not an integer")
-    return int(arr)
+    if arr.dtype.kind == "f":
+        f = float(arr)
+        if not np.isfinite(f) or not -(2.0**63) <= f < 2.0**63:
+            raise SpecError(f"{where}: domain bound {f} does not fit a 64-bit integer")
+        if f != int(f):
+            raise SpecError(f"{where}: domain bound {f} is not an integer")
+    out = int(arr)
+    if not _INT64_MIN <= out <= _INT64_MAX:
+        raise SpecError(f"{where}: domain bound {out} does not fit a 64-bit integer")
+    return out
 
 
 @dataclass(frozen=True)
@@ -324,8 +338,13 @@ class OperatorSpec:
 
 
 def round_half_up(value: Any) -> int:
-    """The one rounding rule for baseline values (the emitted C++ uses floor(x + 0.5))."""
-    return int(np.floor(float(np.asarray(value)) + 0.5))
+    """The one rounding rule for baseline values (the emitted C++ uses floor(x + 0.5)).
+
+    Raises ValueError when the result is not finite or does not fit a 64-bit integer."""
+    x = float(np.floor(float(np.asarray(value)) + 0.5))
+    if not (np.isfinite(x) and -(2.0**63) <= x < 2.0**63):
+        raise ValueError(f"{float(np.asarray(value))!r} does not fit a 64-bit integer")
+    return int(x)
 
 
 def evaluate_baseline(spec: OperatorSpec, env: Mapping[str, Any]) -> dict[str, int]:
@@ -333,7 +352,11 @@ def evaluate_baseline(spec: OperatorSpec, env: Mapping[str, Any]) -> dict[str, i
     local = dict(env)
     out: dict[str, int] = {}
     for p, e in spec.baseline.items():
-        out[p] = local[p] = round_half_up(e.evaluate(local))
+        try:
+            out[p] = local[p] = round_half_up(e.evaluate(local))
+        except ValueError as exc:
+            where = e.where or f"{spec.origin}: baseline.{p}"
+            raise SpecError(f"{where}: baseline value {exc}") from None
     return {p: out[p] for p in spec.params}
 
 
@@ -562,6 +585,16 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
 
     shape_min = {v: int(o.get("min", 1)) for v, o in data["shape"].items()}
     shape_max = {v: int(o["max"]) for v, o in data["shape"].items() if "max" in o}
+    for v, o in data["shape"].items():
+        # A shape variable read from a tensor (`from:`) is an extent: an empty tensor
+        # launches no kernel. Others may be flags or counts, but never negative.
+        floor = 1 if "from" in o else 0
+        if not floor <= shape_min[v] <= _INT64_MAX:
+            raise c.fail(f"min must be an integer from {floor} to 2**63-1, got "
+                         f"{str(shape_min[v])[:40]}", "shape", v, "min")
+        if v in shape_max and not shape_min[v] <= shape_max[v] <= _INT64_MAX:
+            raise c.fail(f"max must be an integer from min ({shape_min[v]}) to 2**63-1, got "
+                         f"{str(shape_max[v])[:40]}", "shape", v, "max")
     return OperatorSpec(
         name=name,
         description=str(data.get("description", "")),
@@ -601,9 +634,22 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
         source_text=text,
         origin=origin,
         variant=variant,
-        sha256=hashlib.sha256((text if variant is None else f"{text}\n# variant: {variant}\n")
-                              .encode()).hexdigest(),
+        sha256=meaning_sha256(data),
     )
+
+
+def meaning_sha256(data: Mapping[str, Any]) -> str:
+    """Hash of what a spec means (variant applied, comments, layout, docs and descriptions
+    left out): an edit that cannot change a result keeps the results cache and the banners."""
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items()
+                    if k not in ("doc", "description", "variants")}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+    canonical = json.dumps(strip(data), separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def _fields(c: _Compiler, raw: Mapping[str, Any], symbols: Mapping[str, Kind],
@@ -799,8 +845,11 @@ def check_shape(spec: OperatorSpec, shape: Mapping[str, int], origin: str) -> di
     for v in spec.shape_vars:
         value = shape[v]
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise AscendTuneError(f"{origin}: {v} must be an integer, got {value!r}")
+            raise AscendTuneError(f"{origin}: {v} must be an integer, got {value!r:.60}")
         value = int(value)
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise AscendTuneError(f"{origin}: {v}={str(value)[:40]} does not fit a 64-bit "
+                                  "integer")
         if value < spec.shape_min[v] or (v in spec.shape_max and value > spec.shape_max[v]):
             hi = spec.shape_max.get(v)
             rng = f"[{spec.shape_min[v]}, {hi}]" if hi is not None else f">= {spec.shape_min[v]}"

@@ -14,6 +14,7 @@ per shape, nothing lost to a kill.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import os
@@ -56,6 +57,7 @@ class ResultsStore:
         self._file_valid = False  # the file on disk holds entries for this head
         self._pending: list[tuple[tuple[int, ...], int, int]] = []  # (sort key, offset, length)
         self._lock: IO[str] | None = None
+        self._created = False
         self._journal: IO[bytes] | None = None
         self._journal_end = 0
 
@@ -63,6 +65,7 @@ class ResultsStore:
 
     def __enter__(self) -> ResultsStore:
         results.check_writable(self.path)
+        self._created = not self.path.exists()
         self._acquire()
         try:
             self.removed_temps = results.remove_stale_temps(self.path)
@@ -78,11 +81,23 @@ class ResultsStore:
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         try:
-            self.close()
+            failed = exc_type is not None and not issubclass(exc_type, KeyboardInterrupt)
+            if failed and self._created and self.saved == 0:
+                self._discard()  # bad input found before anything was tuned: leave no trace
+            else:
+                self.close()
         finally:
             self._release()
+
+    def _discard(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        for leftover in (self.path, results.journal_path(self.path)):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
 
     def close(self) -> None:
         """Merge what the journal holds into the file, then drop the journal."""
@@ -158,6 +173,11 @@ class ResultsStore:
 
     def _release(self) -> None:
         if self._lock is not None:
+            # Unlink while still holding it: a later search creates a fresh lock file. (A
+            # search that opened the old file in between fails its non-blocking flock and
+            # refuses, or locks an unlinked file just as we finish; both are harmless.)
+            with contextlib.suppress(OSError):
+                lock_path(self.path).unlink()
             self._lock.close()  # closing drops the flock
             self._lock = None
 
