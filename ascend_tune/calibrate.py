@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import copy
 import itertools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
+from ascend_tune import results
 from ascend_tune.engine import PIPE_COLUMNS, ShapeModel
 from ascend_tune.errors import AscendTuneError
 from ascend_tune.hardware import HardwareProfile, load_profile_data
 
 __all__ = ["COEFFICIENTS", "apply", "errors", "fit", "load_profile_data", "predict",
-           "profile_document"]
+           "profile_document", "write_profile"]
 from ascend_tune.measurements import Measurement
 from ascend_tune.spec import OperatorSpec
 
@@ -318,3 +322,14 @@ def profile_document(result: FitResult, base_ref: str, name: str, files: Sequenc
         "error_after": result.after.as_dict(),
     }
     return doc
+
+
+def write_profile(output: Path, result: FitResult, hw_ref: str, name: str, files: Sequence[str],
+                  rows_used: int, rows_skipped: int) -> None:
+    """Write the calibrated profile to ``output``. Its base is ``hw_ref``: a built-in name as
+    given, a profile file as a path relative to the output's folder."""
+    hw_path = Path(hw_ref)
+    base_ref = (os.path.relpath(hw_path.resolve(), output.resolve().parent)
+                if hw_path.is_file() else hw_ref)
+    doc = profile_document(result, base_ref, name, files, rows_used, rows_skipped)
+    results.write_atomic(output, yaml.safe_dump(doc, sort_keys=False, width=100))

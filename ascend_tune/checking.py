@@ -36,6 +36,8 @@ def check_file(path: Path) -> list[str]:
 
 
 def _check_file(path: Path) -> tuple[list[str], OperatorSpec | None]:
+    if path.is_dir():
+        return [f"{path}: is a folder; give YAML files (e.g. {path}/*.yaml)"], None
     try:
         data, _ = load_yaml(path, "file")
     except AscendTuneError as exc:

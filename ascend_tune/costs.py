@@ -88,7 +88,9 @@ def vector_cycles(hw: HardwareProfile, op: str, element_bytes: int,
 
 
 def head_us(hw: HardwareProfile, cores: Any, side: str) -> np.ndarray:
-    """Launch (head) overhead that grows with the cores used: base + full * cores / chip cores
-    (CATLASS CommonMatmul head-cost model)."""
+    """Launch (head) overhead: base + full * cores / chip cores. The form is CATLASS's
+    CommonMatmul head model and S26's "head grows with launched cores"; the constants are the
+    profile's (re-derived from measured device Durations; the leaves state where sources
+    disagree)."""
     chip = float(hw[f"{side}_cores"])
     return float(hw["head_base_us"]) + float(hw["head_full_chip_us"]) * np.asarray(cores) / chip

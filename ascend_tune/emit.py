@@ -26,10 +26,10 @@ from ascend_tune.expr import CPP_RUNTIME, Expr, Kind, scalar_value
 from ascend_tune.hardware import HardwareProfile, load_profile_data
 from ascend_tune.results import glob_escape
 from ascend_tune.selection import first_failure, runtime_env
-from ascend_tune.spec import Nested, OperatorSpec, check_shape, load_spec_text, shape_key
+from ascend_tune.shapes import check_shape, shape_key
+from ascend_tune.spec import Nested, OperatorSpec, load_spec_text
 
 STYLES = ("macro", "struct")
-_FROM = re.compile(r"^input(\d+)\.(size|rows|last|dim(\d+))$")
 # Platform core counts replace the profile's at run time (GetCoreNumAic / GetCoreNumAiv).
 RUNTIME_CORES = {"hw.cube_cores": "aicNum", "hw.vector_cores": "aivNum"}
 _CORE_VAR = {"cube": "aicNum", "vector": "aivNum"}
@@ -280,25 +280,25 @@ def _shape_from(spec: OperatorSpec) -> list[dict[str, str]] | None:
     out = []
     pad = " " * 8
     for v in spec.shape_vars:
-        m = _FROM.match(spec.shape_from.get(v) or "")
-        if not m:
+        src = spec.shape_from.get(v)
+        if src is None:
             return None
         target = f"{pad}shape.{v} = "
-        if m.group(2) == "size":
+        if src.kind == "size":
             read = f"{target}static_cast<int64_t>(dims.GetShapeSize());"
         else:
-            rank = int(m.group(3)) + 1 if m.group(3) is not None else 1
+            rank = src.dim + 1 if src.dim is not None else 1
             read = f"{pad}if (dims.GetDimNum() < {rank}) return ge::GRAPH_FAILED;\n"
-            if m.group(2) == "last":
+            if src.kind == "last":
                 read += f"{target}static_cast<int64_t>(dims.GetDim(dims.GetDimNum() - 1));"
-            elif m.group(2) == "rows":
+            elif src.kind == "rows":
                 read += (f"{pad}const int64_t last = static_cast<int64_t>("
                          f"dims.GetDim(dims.GetDimNum() - 1));\n"
                          f"{target}last == 0 ? 0 : "
                          "static_cast<int64_t>(dims.GetShapeSize()) / last;")
             else:
-                read += f"{target}static_cast<int64_t>(dims.GetDim({m.group(3)}));"
-        out.append({"input": m.group(1), "read": read})
+                read += f"{target}static_cast<int64_t>(dims.GetDim({src.dim}));"
+        out.append({"input": str(src.input), "read": read})
     return out
 
 

@@ -6,9 +6,11 @@ time, the bounding pipe and which constraint ruled a row out, all as arrays.
 
 Loop semantics (DESIGN.md "The pipeline model"): a loop of ``trips`` iterations over its
 stages costs, with one buffer, ``trips * sum(stage)``; with two or more buffers, the fill of
-one trip plus ``(trips - 1)`` times the busiest resource per trip (a pipe, the shared GM
-bandwidth, or a nested loop, which cannot overlap itself). Every trip also pays the scalar loop
-cost and one flag handoff per change of pipe between consecutive stages.
+one trip plus ``(trips - 1)`` times the steady state per trip: the busiest resource (a pipe or
+the shared GM bandwidth, nested loops' busy time counted per pipe, since both levels issue to
+the same hardware queues) or the serial chain of a single-buffered nested loop, whichever is
+longer (performance_model.md §5.2 rules 1-3). Every trip also pays the scalar loop cost and
+one flag handoff per change of pipe between consecutive stages (through nested loops).
 """
 
 from __future__ import annotations
@@ -213,7 +215,7 @@ class ShapeModel:
             items = _arr(side.items.evaluate(env), n) if side.items is not None else cores
             per_core = np.ceil(items / np.maximum(cores, 1.0))
             ctx = _Ctx(self, env, side.core, cores, n, detail)
-            lat, busy, gm = self._loop(side.body, per_core, np.ones(n), ctx, np.ones(n))
+            lat, busy, gm, _rec = self._loop(side.body, per_core, np.ones(n), ctx, np.ones(n))
             side_us.append(lat / clock_mhz)
             for pipe, cycles in busy.items():
                 pipes[_COLUMN[(side.core, pipe)]] += cycles / clock_mhz
@@ -232,15 +234,27 @@ class ShapeModel:
 
     def _loop(self, body: Sequence[Stage | Loop], trips: np.ndarray, buffers: np.ndarray,
               ctx: _Ctx, mult: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray],
-                                                    np.ndarray]:
+                                                    np.ndarray, np.ndarray]:
+        """Latency, per-pipe busy cycles, GM cycles and the serial recurrence of a loop.
+
+        A nested loop is not an opaque block: its pipes' busy time joins this loop's per-pipe
+        accounting (the hardware queues of the two levels are the same queues), so only what
+        the nested loop cannot overlap -- the chain of its single-buffered iterations -- bounds
+        this loop's steady state. The recurrence a loop exports is, with one buffer,
+        ``(trips - 1) * sequential trip + steady trip`` (its iterations serialise, the first can
+        overlap the stages around the loop), with two or more ``trips * recurrence of its own
+        nested loops``. A ``trips: 1`` loop therefore exports no more than its own pipes' busy
+        time, and pays no iteration cost: wrapping a body in it changes nothing.
+        """
         hw = self.hw
         n = ctx.n
         trips = np.maximum(trips, 0.0)
-        loop_cycles = float(hw["loop_iteration_cycles"])
-        seq = np.full(n, loop_cycles)
-        busy: dict[str, np.ndarray] = {"scalar": np.full(n, loop_cycles)}
+        # A one-trip loop is straight-line code (no back edge): it pays no iteration cost.
+        loop_cycles = np.where(trips > 1.0, float(hw["loop_iteration_cycles"]), 0.0)
+        seq = loop_cycles.copy()
+        busy: dict[str, np.ndarray] = {"scalar": loop_cycles.copy()}
         gm = np.zeros(n)
-        nested_peak = np.zeros(n)
+        recurrence = np.zeros(n)
         handoffs = 0
         prev: str | None = None
         inner_mult = mult * trips
@@ -249,29 +263,33 @@ class ShapeModel:
                 t = _arr(item.trips.evaluate(ctx.env), n)
                 b = (_arr(item.buffers.evaluate(ctx.env), n) if item.buffers is not None
                      else np.ones(n))
-                lat, sub_busy, sub_gm = self._loop(item.body, t, b, ctx, inner_mult)
+                lat, sub_busy, sub_gm, sub_rec = self._loop(item.body, t, b, ctx, inner_mult)
                 seq = seq + lat
                 for pipe, cycles in sub_busy.items():
                     busy[pipe] = busy.get(pipe, 0.0) + cycles
                 gm = gm + sub_gm
-                nested_peak = np.maximum(nested_peak, lat)
-                pipe_here = f"loop:{item.name}"
+                recurrence = np.maximum(recurrence, sub_rec)
+                first, last = _end_pipes(item.body)
             else:
                 cycles, stage_gm = self._stage(item, ctx, inner_mult)
                 seq = seq + cycles
                 busy[item.pipe] = busy.get(item.pipe, 0.0) + cycles
                 gm = gm + stage_gm
-                pipe_here = item.pipe
-            if prev is not None and pipe_here != prev:
+                first = last = item.pipe
+            if prev is not None and first is not None and first != prev:
                 handoffs += 1
-            prev = pipe_here
+            prev = last if last is not None else prev
         sync = handoffs * float(hw["sync_cycles"])
         seq = seq + sync
         busy["scalar"] = busy["scalar"] + sync
-        steady = np.maximum(np.maximum.reduce([*busy.values(), gm]), nested_peak)
+        steady = np.maximum(np.maximum.reduce([*busy.values(), gm]), recurrence)
         pipelined = seq + np.maximum(trips - 1.0, 0.0) * steady
-        latency = np.where(trips <= 0, 0.0, np.where(buffers >= 2, pipelined, trips * seq))
-        return latency, {p: c * trips for p, c in busy.items()}, gm * trips
+        double = buffers >= 2
+        latency = np.where(trips <= 0, 0.0, np.where(double, pipelined, trips * seq))
+        exported = np.where(trips <= 0, 0.0,
+                            np.where(double, trips * recurrence,
+                                     np.maximum(trips - 1.0, 0.0) * seq + steady))
+        return latency, {p: c * trips for p, c in busy.items()}, gm * trips, exported
 
     def _stage(self, stage: Stage, ctx: _Ctx, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         env, n, hw = ctx.env, ctx.n, self.hw
@@ -355,6 +373,19 @@ class ShapeModel:
             terms.append(float(spec.roofline_vector_bytes.evaluate(env)) / peak * 1e6)
         return max(terms)
 
+
+
+def _end_pipes(body: Sequence[Stage | Loop]) -> tuple[str | None, str | None]:
+    """The pipe a body starts and ends on (through nested loops), for flag handoffs: entering a
+    nested loop hands off to its first stage's pipe, leaving it from its last stage's."""
+    pipes: list[str] = []
+    for item in body:
+        if isinstance(item, Loop):
+            first, last = _end_pipes(item.body)
+            pipes += [p for p in (first, last) if p is not None]
+        else:
+            pipes.append(item.pipe)
+    return (pipes[0], pipes[-1]) if pipes else (None, None)
 
 def _expression_steps(spec: OperatorSpec) -> Iterator[tuple[str | None, Expr]]:
     """Every expression one evaluation runs, in order; derived values carry their name (later

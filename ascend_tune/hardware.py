@@ -484,3 +484,24 @@ def sourced_leaves(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str,
         elif isinstance(value, dict):
             rows += sourced_leaves(value, path + ".")
     return rows
+
+
+def builtin_summaries() -> list[dict[str, Any]]:
+    """The headline numbers of every built-in profile (what `hw list` shows)."""
+    rows = []
+    for path in profile_paths():
+        p = load_profile(str(path))
+        rows.append({"name": p.name, "clock_mhz": p["clock_mhz"],
+                     "cube_cores": p["cube_cores"], "vector_cores": p["vector_cores"],
+                     "ub_bytes": p["ub_bytes"], "l1_bytes": p["l1_bytes"],
+                     "hbm_bandwidth_gbps": p["hbm_bandwidth_gbps"],
+                     "description": p.description})
+    return rows
+
+
+def show_document(p: HardwareProfile) -> dict[str, Any]:
+    """Every number of a profile with its source and confidence (what `hw show --json` prints)."""
+    return {"name": p.name, "description": p.description, "sha256": p.sha256,
+            "sources": p.data.get("sources", {}),
+            "values": {k: {"value": v, "source": s, "confidence": c}
+                       for k, v, s, c in sourced_leaves(p.data)}}

@@ -30,7 +30,8 @@ from typing import Any
 
 from ascend_tune.engine import PIPE_COLUMNS
 from ascend_tune.errors import AscendTuneError
-from ascend_tune.spec import OperatorSpec, check_shape, shape_key
+from ascend_tune.shapes import check_shape, shape_key
+from ascend_tune.spec import OperatorSpec
 from ascend_tune.yamlio import (
     LIMIT_MEASUREMENTS,
     KeyPath,
@@ -52,7 +53,6 @@ _PIPES = {
 }
 _DURATION = ("taskduration(us)", "duration(us)", "time_us")
 _BLOCK = ("blockdim", "blocknum")
-_FROM = re.compile(r"^input(\d+)\.(size|rows|last|dim(\d+))$")
 
 
 def _norm(header: str) -> str:
@@ -248,30 +248,17 @@ def _parse_input_shapes(text: str) -> list[list[int]]:
 def _shape_from_inputs(spec: OperatorSpec, tensors: Sequence[Sequence[int]]) -> dict[str, int]:
     out = {}
     for var in spec.shape_vars:
-        source = spec.shape_from.get(var, "")
-        m = _FROM.match(source)
-        if not m:
+        src = spec.shape_from.get(var)
+        if src is None:
             raise ValueError(f"shape variable {var} has no 'from: inputN...' to read it from "
                              "Input Shapes")
-        idx = int(m.group(1))
+        idx = src.input
         if idx >= len(tensors) or not tensors[idx]:
             raise ValueError(f"Input Shapes has no tensor {idx}")
         dims = tensors[idx]
-        kind = m.group(2)
-        size = 1
-        for d in dims:
-            size *= d
-        if kind == "size":
-            out[var] = size
-        elif kind == "last":
-            out[var] = dims[-1]
-        elif kind == "rows":
-            out[var] = size // dims[-1] if dims[-1] else 0
-        else:
-            d = int(m.group(3))
-            if d >= len(dims):
-                raise ValueError(f"tensor {idx} has {len(dims)} dims, {var} reads dim {d}")
-            out[var] = dims[d]
+        if src.dim is not None and src.dim >= len(dims):
+            raise ValueError(f"tensor {idx} has {len(dims)} dims, {var} reads dim {src.dim}")
+        out[var] = src.read(dims)
     return out
 
 

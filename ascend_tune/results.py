@@ -24,7 +24,7 @@ from typing import IO, Any
 
 from ascend_tune import __version__
 from ascend_tune.errors import AscendTuneError
-from ascend_tune.spec import shape_key
+from ascend_tune.shapes import shape_key
 from ascend_tune.yamlio import ReadError, parse_json
 
 SCHEMA_VERSION = 1

@@ -1,14 +1,17 @@
-"""Shape lists: YAML or JSON lists of mappings, CSV with one column per shape variable, or
-``--shape K=V,...`` on the command line."""
+"""Shapes: checking one against a spec, its cache key, and shape lists (YAML or JSON lists of
+mappings, CSV with one column per shape variable, or ``--shape K=V,...`` on the command line)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
+import numpy as np
+
 from ascend_tune.errors import AscendTuneError, did_you_mean
-from ascend_tune.spec import OperatorSpec, check_shape, parse_assignments, shape_key
+from ascend_tune.spec import OperatorSpec
 from ascend_tune.yamlio import (
     INT64_MAX,
     INT64_MIN,
@@ -25,6 +28,60 @@ from ascend_tune.yamlio import (
 )
 
 _INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_assignments(text: str, what: str) -> dict[str, int]:
+    """Parse ``K=V,K=V`` (integers) from the command line."""
+    out: dict[str, int] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise AscendTuneError(f"{what} '{text}': expected NAME=VALUE pairs separated by ','")
+        try:
+            out[key] = int(value.strip())
+        except ValueError:
+            raise AscendTuneError(f"{what} '{text}': value of {key} must be an integer, "
+                                  f"got '{value.strip()}'") from None
+    if not out:
+        raise AscendTuneError(f"{what} is empty: expected NAME=VALUE pairs separated by ','")
+    return out
+
+
+def check_shape(spec: OperatorSpec, shape: Mapping[str, int], origin: str) -> dict[str, int]:
+    """Validate one shape against the spec's variables; return it in the spec's order."""
+    unknown = [k for k in shape if k not in spec.shape_vars]
+    if unknown:
+        k = unknown[0]
+        raise AscendTuneError(f"{origin}: unknown shape variable '{k}'"
+                              f"{did_you_mean(k, spec.shape_vars)}; "
+                              f"{spec.name} takes {', '.join(spec.shape_vars)}")
+    missing = [v for v in spec.shape_vars if v not in shape]
+    if missing:
+        raise AscendTuneError(f"{origin}: shape misses {', '.join(missing)}")
+    out = {}
+    for v in spec.shape_vars:
+        value = shape[v]
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise AscendTuneError(f"{origin}: {v} must be an integer, got {value!r:.60}")
+        value = int(value)
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise AscendTuneError(f"{origin}: {v}={str(value)[:40]} does not fit a 64-bit "
+                                  "integer")
+        if value < spec.shape_min[v] or (v in spec.shape_max and value > spec.shape_max[v]):
+            hi = spec.shape_max.get(v)
+            rng = f"[{spec.shape_min[v]}, {hi}]" if hi is not None else f">= {spec.shape_min[v]}"
+            raise AscendTuneError(f"{origin}: {v}={value} is out of range {rng}")
+        out[v] = value
+    return out
+
+
+def shape_key(shape: Mapping[str, int]) -> str:
+    """The text key of one shape (``M=128,N=256``), in the shape's order."""
+    return ",".join(f"{k}={v}" for k, v in shape.items())
 
 
 def load_shape_file(path: Path, spec: OperatorSpec) -> list[dict[str, int]]:

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from ascend_tune import results
 from ascend_tune.errors import AscendTuneError
-from ascend_tune.spec import shape_key
+from ascend_tune.shapes import shape_key
 
 try:  # POSIX; elsewhere a second writer is not detected.
     import fcntl

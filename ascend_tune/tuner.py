@@ -12,8 +12,10 @@ import numpy as np
 from ascend_tune.engine import BOUND_NAMES, PIPE_COLUMNS, Evaluation, ShapeModel
 from ascend_tune.errors import AscendTuneError, NoValidConfigError
 from ascend_tune.expr import scalar_value
+from ascend_tune.feasibility import valid_indices
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.spec import OperatorSpec, shape_key
+from ascend_tune.shapes import shape_key
+from ascend_tune.spec import OperatorSpec
 from ascend_tune.strategies import STRATEGIES, Problem, default_strategy
 from ascend_tune.strategies.base import NoValidFound, decode_flat, run
 
@@ -85,7 +87,8 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
     if name not in STRATEGIES:
         raise AscendTuneError(f"unknown strategy '{name}'; choose from {', '.join(STRATEGIES)}")
     baseline_values = model.baseline_values()
-    problem = Problem(model.sizes, model.objective, model.nearest_indices(baseline_values))
+    problem = Problem(model.sizes, model.objective, model.nearest_indices(baseline_values),
+                      valid_genomes=lambda cap: valid_indices(model, cap))
     try:
         result = run(STRATEGIES[name](), problem, settings.budget, shape_rng(settings.seed, shape))
     except NoValidFound:

@@ -170,9 +170,8 @@ def _inputs(spec: OperatorSpec, shape: dict[str, int]) -> list[list[int]]:
     the mapping does not mention take input 0's shape."""
     wanted: dict[int, dict[str, int]] = {}
     for var, source in spec.shape_from.items():
-        m = re.fullmatch(r"input(\d+)\.(size|rows|last|dim(\d+))", source)
-        assert m, (spec.name, var, source)
-        wanted.setdefault(int(m.group(1)), {})[m.group(3) or m.group(2)] = shape[var]
+        what = source.kind if source.dim is None else str(source.dim)
+        wanted.setdefault(source.input, {})[what] = shape[var]
     shapes: dict[int, list[int]] = {}
     for i, want in wanted.items():
         if set(want) == {"size"}:

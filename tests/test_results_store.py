@@ -16,7 +16,8 @@ import pytest
 
 from ascend_tune import results, store
 from ascend_tune.hardware import load_profile
-from ascend_tune.spec import load_spec, shape_key
+from ascend_tune.shapes import shape_key
+from ascend_tune.spec import load_spec
 from ascend_tune.store import ResultsStore
 from tests.test_cli import cli, one_line_error
 

@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 
 from ascend_tune.checking import check_file
+from ascend_tune.errors import SpecError
 from ascend_tune.hardware import load_profile, profile_paths, sourced_leaves
 from ascend_tune.schema_files import FOLDER, generated
-from ascend_tune.spec import load_spec, snake_case, spec_paths
+from ascend_tune.spec import ShapeSource, load_spec, load_spec_text, snake_case, spec_paths
 from tests.conftest import DATA
 
 BROKEN = {
@@ -77,6 +78,41 @@ def test_specs_compile_with_expected_structure() -> None:
     assert {"l0a_fits", "l0b_fits", "l0c_fits", "l1_fits", "basek_multiple_of_k0"} <= set(names)
     fields = {f.name for f in mm.tiling_nested[0].fields}
     assert {"usedCoreNum", "singleCoreM", "singleCoreN", "singleCoreK", "depthA1"} <= fields
+
+
+def test_shape_from_is_parsed_at_load() -> None:
+    mm = load_spec("matmul")
+    assert mm.shape_from == {"M": ShapeSource(0, "dim", 0), "N": ShapeSource(1, "dim", 1),
+                             "K": ShapeSource(0, "dim", 1)}
+    assert str(mm.shape_from["N"]) == "input1.dim1"
+    sm = load_spec("softmax")
+    assert sm.shape_from == {"rows": ShapeSource(0, "rows"), "cols": ShapeSource(0, "last")}
+    assert load_spec("add").shape_from == {"totalLength": ShapeSource(0, "size")}
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("input0.dim9x", "'input0.dim9x' is not inputN.size, inputN.rows, inputN.last or inputN.dimD"),
+    ("foo", "'foo' is not inputN.size, inputN.rows, inputN.last or inputN.dimD"),
+    ("input0.dim100", "'input0.dim100' is not inputN.size, inputN.rows, inputN.last or "
+                      "inputN.dimD"),
+    ("input0.size ", "'input0.size ' is not inputN.size, inputN.rows, inputN.last or "
+                     "inputN.dimD"),
+    ("input2.size", "'input2.size' reads input 2, but io.inputs lists 2 (input0 to input1)"),
+])
+def test_bad_shape_from_is_a_load_error(source: str, message: str) -> None:
+    path = spec_paths()[0].with_name("add.yaml")
+    text = path.read_text().replace("from: input0.size", f"from: '{source}'")
+    with pytest.raises(SpecError) as err:
+        load_spec_text(text, "add.yaml")
+    assert str(err.value) == f"add.yaml:9: shape.totalLength.from: {message}"
+
+
+def test_shape_from_input_index_is_free_without_io() -> None:
+    path = spec_paths()[0].with_name("add.yaml")
+    text = path.read_text().replace("from: input0.size", "from: input7.size")
+    head, _, tail = text.partition("\nio:\n")
+    text = head + "\n" + tail[tail.index("\nvariants:"):]
+    assert load_spec_text(text, "add.yaml").shape_from["totalLength"] == ShapeSource(7, "size")
 
 
 def test_snake_case_matches_msopgen() -> None:

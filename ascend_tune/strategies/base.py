@@ -22,8 +22,12 @@ class Problem:
     """
 
     def __init__(self, sizes: np.ndarray, objective: Objective,
-                 baseline: np.ndarray | None = None) -> None:
+                 baseline: np.ndarray | None = None,
+                 valid_genomes: Callable[[int], np.ndarray] | None = None) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
+        # Optional: the valid set as index genomes, enumerated with pruning (raises
+        # ascend_tune.feasibility.TooMany past the given number of prefixes).
+        self.valid_genomes = valid_genomes
         self.n_genes = int(self.sizes.size)
         self.space_size = int(np.prod(self.sizes.astype(object)))
         self.baseline = baseline

@@ -1,0 +1,60 @@
+"""The command line: a thin shell over the core that parses options, calls the public API
+and prints. The only place that exits.
+
+Exit codes: 0 success; 1 the command worked and found what it reports (stale emitted files,
+a shape with no valid configuration, a results file --locked would change); 2 bad input or
+usage (one line on stderr); 130 interrupted.
+
+One module per command group registers its commands on ``app``: search, explain, emit,
+measure (calibrate, validate), check, hw.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from ascend_tune import __version__, console
+from ascend_tune.errors import AscendTuneError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Tiling auto-tuner for Huawei Ascend NPUs (no NPU needed).")
+
+
+class ExitWith(Exception):
+    """Leave with ``code`` after the command printed what it has to say."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.line(f"ascend-tune {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """ascend-tune: search tiling parameters with an analytical NPU pipeline model."""
+
+
+# The command modules import ``app`` and ``ExitWith`` from here; the order is the help order.
+from ascend_tune.cli import search, explain, emit, measure, check, hw  # noqa: E402, F401, I001
+
+
+def main() -> None:
+    # Standalone mode: typer/click own usage errors (one message, exit 2) and --help; our own
+    # errors propagate out of app() and become one line with the contract's exit code.
+    try:
+        app()
+    except ExitWith as exc:
+        sys.exit(exc.code)
+    except AscendTuneError as exc:
+        console.error(str(exc))
+        sys.exit(2)
+    except KeyboardInterrupt:
+        console.error("interrupted; finished shapes are saved")
+        sys.exit(130)

@@ -1,0 +1,72 @@
+"""`ascend-tune emit`: write (or --check) the AscendC files of a results file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ascend_tune import console, results
+from ascend_tune.cli import ExitWith, app
+from ascend_tune.errors import AscendTuneError
+
+
+@app.command()
+def emit(
+    results_path: Path = typer.Argument(..., metavar="RESULTS", help="Results file of search."),
+    out_dir: Path = typer.Option(..., "-o", "--output",
+                                 help="Operator project folder (op_host/, op_kernel/)."),
+    style: str = typer.Option("macro", "--style", help="macro (CANN 8.x) | struct."),
+    check_only: bool = typer.Option(False, "--check",
+                                    help="Write nothing; exit 1 if files are stale or missing."),
+    op_host: bool = typer.Option(False, "--op-host",
+                                 help="Also write op_host/<op>.cpp: the complete msOpGen host "
+                                      "file (OpDef, InferShape, InferDataType, TilingFunc)."),
+    socs: list[str] = typer.Option([], "--soc",
+                                   help="AddConfig SoC for --op-host (repeatable; default: "
+                                        "the profile's, e.g. ascend910b)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q",
+                               help="No 'wrote' lines, summary or leftover notes."),
+) -> None:
+    """Render AscendC tiling headers, host selection code and kernel constants."""
+    from ascend_tune import emit as emitter
+
+    doc = results.load(results_path)
+    bundle = emitter.load_bundle(doc, str(results_path))
+    snake = bundle.spec.snake_name
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AscendTuneError(f"{out_dir}: exists and is not a folder")
+    # A host file emitted earlier is kept up to date (and checked) even without --op-host.
+    op_host = op_host or f"op_host/{snake}.cpp" in emitter.generated_here(out_dir, snake)
+    files = emitter.render(bundle, style, op_host=op_host, socs=tuple(socs))
+    conflicts = emitter.project_conflicts(out_dir, files)
+    if conflicts:
+        raise AscendTuneError(conflicts[0])
+    extra = emitter.leftovers(out_dir, files, snake)
+    if check_only:
+        reports = emitter.check(out_dir, files)
+        for r in reports:
+            console.line(r)
+        for rel in extra:
+            console.line(f"leftover: {out_dir / rel} (generated earlier, not by these options; "
+                         "delete it if the project no longer uses it)")
+        if reports:
+            fix = ["ascend-tune", "emit", str(results_path), "-o", str(out_dir)]
+            fix += ["--style", style] if style != "macro" else []
+            fix += ["--op-host"] if op_host else []
+            fix += [a for s in socs for a in ("--soc", s)]
+            console.line(f"{len(reports)} of {len(files)} file(s) stale or missing in {out_dir}; "
+                         f"fix: {' '.join(fix)}")
+            raise ExitWith(1)
+        if not quiet:
+            console.line(f"{len(files)} file(s) up to date in {out_dir}"
+                         + (f", {len(extra)} leftover" if extra else ""))
+        return
+    written = emitter.write(out_dir, files)
+    if not quiet:
+        for path in written:
+            console.line(f"wrote {path}")
+        for rel in extra:
+            console.warn(f"leftover: {out_dir / rel} was generated earlier and is not written "
+                         "by these options; delete it if the project no longer uses it")
+        console.line(f"{len(files)} file(s) in {out_dir}, {len(written)} changed")

@@ -1,0 +1,52 @@
+"""`ascend-tune explain`: predict one configuration and say what bounds it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from ascend_tune import console
+from ascend_tune.cli import app
+from ascend_tune.engine import PIPE_COLUMNS
+from ascend_tune.hardware import load_profile
+from ascend_tune.shapes import check_shape, parse_assignments, shape_key
+from ascend_tune.spec import load_spec
+
+
+@app.command()
+def explain(
+    spec_ref: str = typer.Argument(..., metavar="SPEC", help="Spec file or built-in name."),
+    hw_ref: str = typer.Option(..., "--hw", help="Hardware profile file or built-in name."),
+    shape: str = typer.Option(..., "--shape", help="K=V,... for every shape variable."),
+    set_: str | None = typer.Option(None, "--set", help="P=V,... overrides of the baseline."),
+    as_json: bool = typer.Option(False, "--json",
+                                 help="Print the prediction, diagnosis and stages as JSON."),
+) -> None:
+    """Predict one configuration (the spec's baseline unless --set) and say what bounds it."""
+    from ascend_tune.explain import explain as explain_config
+
+    spec = load_spec(spec_ref)
+    hw = load_profile(hw_ref)
+    shp = check_shape(spec, parse_assignments(shape, "--shape"), f"--shape {shape}")
+    overrides = parse_assignments(set_, "--set") if set_ else {}
+    ex = explain_config(spec, hw, shp, overrides, "--set")
+    if as_json:
+        sys.stdout.write(json.dumps(ex.as_dict(), indent=1) + "\n")
+        return
+    pred = ex.predicted
+    latency = pred["latency_us"]
+    console.line(f"{spec.display_name} on {hw.name}, {shape_key(shp)}")
+    console.line("configuration: " + " ".join(f"{k}={v}" for k, v in ex.config.items()))
+    rows = [[c, f"{pred['pipes_us'][c]:.3f}", f"{pred['pipes_us'][c] / latency:.0%}"]
+            for c in PIPE_COLUMNS if pred["pipes_us"][c] > 0]
+    rows.append(["gm_bandwidth (shared)", f"{pred['gm_bandwidth_us']:.3f}",
+                 f"{pred['gm_bandwidth_us'] / latency:.0%}"])
+    rows.append(["head_overhead", f"{pred['head_overhead_us']:.3f}",
+                 f"{pred['head_overhead_us'] / latency:.0%}"])
+    console.table("busy time per pipe (slowest core)", ["pipe", "busy us", "of latency"], rows,
+                  right=(1, 2))
+    console.line(f"latency {latency:.3f} us, roofline {pred['roofline_us']:.3f} us, "
+                 f"efficiency {pred['efficiency']:.0%}, bound: {ex.bound}")
+    console.line(f"diagnosis: {ex.diagnosis}")

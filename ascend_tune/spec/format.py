@@ -1,0 +1,160 @@
+"""The operator spec file format: the schema the YAML is checked against, the names and keys
+each place allows, and the C++ identifier rules. Data only; nothing here compiles a spec."""
+
+from __future__ import annotations
+
+import re
+
+from ascend_tune import cann, schema
+from ascend_tune.hardware import TRANSFER_PATHS, VECTOR_CLASSES
+
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "hf32": 4, "int8": 1, "int32": 4}
+# Types the kernel-side TilingData accepts (cann.FIELD_CTYPES): nothing else is emitted.
+FIELD_TYPES = tuple(cann.FIELD_CTYPES)
+PIPES = ("mte2", "mte1", "cube", "fixpipe", "vector", "mte3", "scalar")
+SIDE_PIPES = {"cube": ("mte2", "mte1", "cube", "fixpipe", "scalar"),
+              "vector": ("mte2", "vector", "mte3", "scalar")}
+PATH_PIPE = {"gm_to_l1": "mte2", "gm_to_ub": "mte2", "l1_to_l0a": "mte1", "l1_to_l0b": "mte1",
+             "l0c_to_gm": "fixpipe", "ub_to_gm": "mte3"}
+TRANSFER_PIPES = ("mte2", "mte1", "mte3", "fixpipe")
+# Keys a stage may carry besides stage and pipe, and the ones it must carry, per stage kind
+# (a transfer is any stage on a transfer pipe; the others are named by their pipe).
+STAGE_KEYS = {
+    "transfer": {"path", "bytes", "rows", "count", "l2_hit", "gm_aligned"},
+    "cube": {"m", "n", "k", "dtype", "count"},
+    "vector": {"op", "elements", "dtype", "count"},
+    "scalar": {"cycles"},
+}
+STAGE_REQUIRED = {"transfer": ("path", "bytes"), "cube": ("m", "n", "k", "dtype"),
+                  "vector": ("op", "elements", "dtype"), "scalar": ("cycles",)}
+# Stage keys that hold names rather than expressions.
+STAGE_NAME_KEYS = ("stage", "pipe", "path", "dtype", "op")
+MAX_DOMAIN_VALUES = 100_000
+# A shape variable's ``from:``: which input tensor and what of its shape (see ShapeSource).
+# Dimension indices have at most two digits, as in io.outputs dims.
+SHAPE_FROM = re.compile(r"input([0-9]{1,3})\.(size|rows|last|dim([0-9]{1,2}))")
+SHAPE_FROM_FORMS = "inputN.size, inputN.rows, inputN.last or inputN.dimD"
+CPP_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch: no trailing newline
+# C++17 keywords and alternative tokens, plus names the emitted code itself defines.
+CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch
+char char16_t char32_t class compl const const_cast constexpr continue decltype default delete do
+double dynamic_cast else enum explicit export extern false float for friend goto if inline int long
+mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public
+register reinterpret_cast return short signed sizeof static static_assert static_cast struct
+switch template this thread_local throw true try typedef typeid typename union unsigned using
+virtual void volatile wchar_t while xor xor_eq""".split())
+
+_S = schema.Scalar
+_EXPR = _S(("expression",))
+_STR = _S(("string",))
+
+DOMAIN = schema.Obj(fields={
+    "values": (schema.Arr(_EXPR, min_items=1), False),
+    "range": (schema.Arr(_EXPR, min_items=2), False),
+    "step": (_EXPR, False),
+    "multiple_of": (_EXPR, False),
+    "pow2": (schema.Arr(_EXPR, min_items=2), False),
+    "doc": (_STR, False),
+}, doc="finite domain: values, range [lo, hi] with step or multiple_of, or pow2 [lo, hi]")
+
+STAGE = schema.Obj(fields={
+    "stage": (_STR, True),
+    "pipe": (_S(("string",), enum=PIPES), True),
+    "path": (_S(("string",), enum=TRANSFER_PATHS), False),
+    "bytes": (_EXPR, False),
+    "rows": (_EXPR, False),
+    "count": (_EXPR, False),
+    "l2_hit": (_EXPR, False),
+    "gm_aligned": (_EXPR, False),
+    "m": (_EXPR, False),
+    "n": (_EXPR, False),
+    "k": (_EXPR, False),
+    "dtype": (_STR, False),
+    "op": (_S(("string",), enum=VECTOR_CLASSES), False),
+    "elements": (_EXPR, False),
+    "cycles": (_EXPR, False),
+}, doc="one pipe stage, run once per trip of its loop")
+
+_LOOP_FIELDS: dict[str, tuple[schema.Node, bool]] = {
+    "loop": (_STR, True),
+    "trips": (_EXPR, True),
+    "buffers": (_EXPR, False),
+}
+# Loops nest to any depth; the schema describes two levels explicitly and then accepts any item
+# (deeper levels are checked by the same code when the loader walks the tree).
+_BODY_ITEM_DEEP = schema.AnyOf((STAGE, schema.Obj(fields={
+    **_LOOP_FIELDS, "body": (schema.Arr(schema.Anything(), min_items=1), True)})))
+LOOP = schema.Obj(fields={**_LOOP_FIELDS, "body": (schema.Arr(_BODY_ITEM_DEEP, min_items=1),
+                                                   True)})
+_BODY_ITEM = schema.AnyOf((STAGE, LOOP))
+# A loop's own keys, its body items left to the walker.
+LOOP_SHALLOW = schema.Obj(fields={**_LOOP_FIELDS,
+                                  "body": (schema.Arr(schema.Anything(), min_items=1), True)})
+
+SIDE = schema.Obj(fields={
+    "cores": (_EXPR, True),
+    "items": (_EXPR, False),
+    "body": (schema.Arr(_BODY_ITEM, min_items=1), True),
+}, doc="the per-core program of one core type")
+
+FIELD = schema.Obj(fields={"type": (_S(("string",), enum=FIELD_TYPES), True),
+                           "value": (_EXPR, True), "doc": (_STR, False)})
+
+KERNEL = schema.Obj(fields={
+    "mode": (_S(("string",), enum=tuple(cann.KERNEL_MODES)), False),
+    "system_workspace": (_S(("string",), enum=cann.SYSTEM_WORKSPACES), False),
+}, doc="how the kernel launches (default from core) and the system workspace it needs")
+
+IO = schema.Obj(fields={
+    "inputs": (schema.Arr(_STR, min_items=1), True),
+    "outputs": (schema.Obj(extra=schema.Obj(fields={
+        "like": (_STR, False),
+        "dims": (schema.Arr(_STR, min_items=1), False)})), True),
+}, doc="the OpDef: inputs in order (tensor names from dtypes), outputs with their shape")
+
+SPEC_SCHEMA = schema.Obj(fields={
+    "operator": (_STR, True),
+    "description": (_STR, False),
+    "core": (_S(("string",), enum=("vector", "cube", "mix")), True),
+    "dtypes": (schema.Obj(extra=_S(("string",), enum=tuple(DTYPE_BYTES))), True),
+    "shape": (schema.Obj(extra=schema.Obj(fields={
+        "min": (_S(("integer",)), False),
+        "max": (_S(("integer",)), False),
+        "from": (_STR, False),
+        "doc": (_STR, False)})), True),
+    "params": (schema.Obj(extra=DOMAIN), True),
+    "derive": (schema.Obj(extra=_EXPR), False),
+    "constraints": (schema.Obj(extra=_EXPR), False),
+    "pipeline": (schema.Obj(fields={
+        "cube": (SIDE, False),
+        "vector": (SIDE, False),
+        "handoffs": (_EXPR, False),
+        "roofline": (schema.Obj(fields={
+            "cube_flops": (_EXPR, False),
+            "cube_dtype": (_STR, False),
+            "vector_bytes": (_EXPR, False),
+            "gm_bytes": (_EXPR, True)}), True),
+    }), True),
+    "baseline": (schema.Obj(extra=_EXPR), True),
+    "tiling": (schema.Obj(fields={
+        "struct": (_STR, True),
+        "fields": (schema.Obj(extra=FIELD), True),
+        "nested": (schema.Obj(extra=schema.Obj(fields={
+            "type": (_STR, True),
+            "fields": (schema.Obj(extra=FIELD), True)})), False),
+        "block_dim": (_EXPR, True),
+        "workspace_bytes": (_EXPR, False),
+    }), True),
+    "kernel_constants": (schema.Obj(extra=_EXPR), False),
+    "tiling_key": (_EXPR, False),
+    "kernel": (KERNEL, False),
+    "io": (IO, False),
+    "variants": (schema.Obj(extra=schema.Obj(fields={
+        "description": (_STR, False),
+        "dtypes": (schema.Obj(extra=_S(("string",), enum=tuple(DTYPE_BYTES))), False),
+        "params": (schema.Obj(extra=DOMAIN), False),
+        "derive": (schema.Obj(extra=_EXPR), False),
+        "baseline": (schema.Obj(extra=_EXPR), False),
+        "kernel": (KERNEL, False),
+    })), False),
+}, doc="ascend-tune operator spec")

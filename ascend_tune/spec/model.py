@@ -1,0 +1,253 @@
+"""The compiled operator spec: frozen data classes and the small rules that read them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ascend_tune import cann
+from ascend_tune.errors import SpecError
+from ascend_tune.expr import Expr
+from ascend_tune.spec.format import DTYPE_BYTES, MAX_DOMAIN_VALUES
+from ascend_tune.yamlio import INT64_MAX, INT64_MIN
+
+ShapeSourceKind = Literal["size", "rows", "last", "dim"]
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A parameter's finite domain, as expressions evaluated per shape."""
+
+    kind: str  # values | range | pow2
+    exprs: tuple[Expr, ...]
+    step: Expr | None
+    multiple_of: Expr | None
+    where: str
+
+    def values(self, env: Mapping[str, Any]) -> np.ndarray:
+        vals = [_to_int(e.evaluate(env), self.where) for e in self.exprs]
+        if self.kind == "values":
+            out = np.unique(np.asarray(vals, dtype=np.int64))
+        elif self.kind == "pow2":
+            lo, hi = vals[0], vals[1]
+            pows: list[int] = []
+            p = 1
+            while p <= hi and len(pows) < 63:
+                if p >= lo:
+                    pows.append(p)
+                p *= 2
+            out = np.asarray(pows, dtype=np.int64)
+        else:
+            lo, hi = vals[0], vals[1]
+            step = _to_int(self.step.evaluate(env), self.where) if self.step else 1
+            mult = _to_int(self.multiple_of.evaluate(env), self.where) if self.multiple_of else 0
+            if step <= 0 or mult < 0:
+                raise SpecError(f"{self.where}: step and multiple_of must be positive")
+            if mult:
+                lo = -(-lo // mult) * mult
+                step = mult if not self.step else step
+                if lo > INT64_MAX:
+                    raise SpecError(f"{self.where}: domain bound {lo} (range start rounded up "
+                                    "to multiple_of) does not fit a 64-bit integer")
+            if hi >= lo and (hi - lo) // step + 1 > MAX_DOMAIN_VALUES:
+                raise SpecError(f"{self.where}: domain has more than {MAX_DOMAIN_VALUES} values; "
+                                "use pow2, a larger step or a values list")
+            out = np.arange(lo, hi + 1, step, dtype=np.int64)
+        if out.size == 0:
+            shown = ", ".join(str(v) for v in vals)
+            raise SpecError(f"{self.where}: empty domain ({self.kind} [{shown}])")
+        return out
+
+
+def _to_int(value: Any, where: str) -> int:
+    arr = np.asarray(value)
+    if arr.ndim != 0:
+        raise SpecError(f"{where}: domain bound must not depend on other parameters")
+    if arr.dtype.kind == "f":
+        f = float(arr)
+        if not np.isfinite(f) or not -(2.0**63) <= f < 2.0**63:
+            raise SpecError(f"{where}: domain bound {f} does not fit a 64-bit integer")
+        if f != int(f):
+            raise SpecError(f"{where}: domain bound {f} is not an integer")
+    out = int(arr)
+    if not INT64_MIN <= out <= INT64_MAX:
+        raise SpecError(f"{where}: domain bound {out} does not fit a 64-bit integer")
+    return out
+
+
+@dataclass(frozen=True)
+class ShapeSource:
+    """Where a shape variable is read from at run time (``from: input0.dim1``): input tensor
+    ``input``'s element count (size), product of all but the last axis (rows), last axis
+    (last) or axis ``dim``."""
+
+    input: int
+    kind: ShapeSourceKind
+    dim: int | None = None
+
+    def __str__(self) -> str:
+        return f"input{self.input}.{self.kind if self.dim is None else f'dim{self.dim}'}"
+
+    def read(self, dims: Sequence[int]) -> int:
+        """The value from one tensor's dimensions (``dims`` must hold what ``dim`` reads)."""
+        size = 1
+        for d in dims:
+            size *= d
+        if self.kind == "size":
+            return size
+        if self.kind == "last":
+            return dims[-1]
+        if self.kind == "rows":
+            return size // dims[-1] if dims[-1] else 0
+        assert self.dim is not None
+        return dims[self.dim]
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    pipe: str
+    where: str
+    path: str | None = None
+    bytes: Expr | None = None
+    rows: Expr | None = None
+    count: Expr | None = None
+    l2_hit: Expr | None = None
+    gm_aligned: Expr | None = None
+    m: Expr | None = None
+    n: Expr | None = None
+    k: Expr | None = None
+    dtype: str | None = None
+    op: str | None = None
+    elements: Expr | None = None
+    cycles: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Loop:
+    name: str
+    trips: Expr
+    buffers: Expr | None
+    body: tuple[Stage | Loop, ...]
+    where: str
+
+
+@dataclass(frozen=True)
+class Side:
+    core: str  # cube | vector
+    cores: Expr
+    items: Expr | None
+    body: tuple[Stage | Loop, ...]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    ctype: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Nested:
+    name: str
+    ctype: str
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class OutputDef:
+    """One OpDef output: its shape is an input's (``like``) or built from input dims."""
+
+    name: str
+    like: str | None
+    dims: tuple[tuple[str, int], ...]  # (input tensor, dim index)
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    name: str
+    description: str
+    core: str
+    dtypes: Mapping[str, str]
+    shape_vars: tuple[str, ...]
+    shape_min: Mapping[str, int]
+    shape_max: Mapping[str, int]
+    shape_from: Mapping[str, ShapeSource]
+    params: tuple[str, ...]
+    domains: Mapping[str, Domain]
+    derive: tuple[tuple[str, Expr], ...]
+    constraints: tuple[tuple[str, Expr], ...]
+    sides: tuple[Side, ...]
+    handoffs: Expr | None
+    roofline_cube_flops: Expr | None
+    roofline_cube_dtype: str | None
+    roofline_vector_bytes: Expr | None
+    roofline_gm_bytes: Expr
+    baseline: Mapping[str, Expr]
+    tiling_struct: str
+    tiling_fields: tuple[Field, ...]
+    tiling_nested: tuple[Nested, ...]
+    block_dim: Expr
+    workspace_bytes: Expr | None
+    kernel_constants: tuple[tuple[str, Expr], ...]
+    tiling_key: Expr | None
+    kernel_mode: str
+    system_workspace: str
+    io_inputs: tuple[str, ...]
+    io_outputs: tuple[OutputDef, ...]
+    source_text: str
+    origin: str
+    variant: str | None
+    sha256: str
+
+    @property
+    def display_name(self) -> str:
+        return self.name if self.variant is None else f"{self.name}:{self.variant}"
+
+    @property
+    def snake_name(self) -> str:
+        return snake_case(self.name)
+
+    def sizeof_env(self) -> dict[str, int]:
+        return {f"sizeof.{t}": DTYPE_BYTES[d] for t, d in self.dtypes.items()}
+
+    def stage_dtype(self, name: str) -> str:
+        return self.dtypes.get(name, name)
+
+    @property
+    def mode(self) -> cann.KernelMode:
+        return cann.KERNEL_MODES[self.kernel_mode]
+
+
+def round_half_up(value: Any) -> int:
+    """The one rounding rule for baseline values (the emitted C++ uses floor(x + 0.5)).
+
+    Raises ValueError when the result is not finite or does not fit a 64-bit integer."""
+    x = float(np.floor(float(np.asarray(value)) + 0.5))
+    if not (np.isfinite(x) and -(2.0**63) <= x < 2.0**63):
+        raise ValueError(f"{float(np.asarray(value))!r} does not fit a 64-bit integer")
+    return int(x)
+
+
+def evaluate_baseline(spec: OperatorSpec, env: Mapping[str, Any]) -> dict[str, int]:
+    """Baseline parameter values in spec order of declaration, each seeing the earlier ones."""
+    local = dict(env)
+    out: dict[str, int] = {}
+    for p, e in spec.baseline.items():
+        try:
+            out[p] = local[p] = round_half_up(e.evaluate(local))
+        except ValueError as exc:
+            where = e.where or f"{spec.origin}: baseline.{p}"
+            raise SpecError(f"{where}: baseline value {exc}") from None
+    return {p: out[p] for p in spec.params}
+
+
+def snake_case(name: str) -> str:
+    """OpType to file base name as msOpGen does it (AddCustom -> add_custom)."""
+    out = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    out = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", out)
+    return out.lower()
