@@ -58,7 +58,6 @@ class StageDetail:
     peak_bytes_per_cycle: float = 0.0
     share_capped: bool = False
     latency_fraction: float = 0.0  # share of each transfer's time spent on fixed latency
-    expr_names: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -73,11 +72,6 @@ class Evaluation:
     roofline_us: float
     env: dict[str, Any]
     stages: list[StageDetail] = field(default_factory=list)
-
-    @property
-    def efficiency(self) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(np.isfinite(self.latency_us), self.roofline_us / self.latency_us, 0.0)
 
 
 class _Ctx:
@@ -329,14 +323,9 @@ class ShapeModel:
             cycles = _arr(stage.cycles.evaluate(env), n) * count
         if ctx.detail:
             execs = float(mult[0])
-            names: set[str] = set()
-            for e in (stage.bytes, stage.rows, stage.count, stage.m, stage.n, stage.k,
-                      stage.elements, stage.cycles):
-                if e is not None:
-                    names |= e.names
             ctx.stages.append(StageDetail(ctx.side, stage.name, stage.pipe,
                                           float(cycles[0]) * execs, execs * float(count[0]),
-                                          expr_names=frozenset(names), **extra))
+                                          **extra))
         return cycles, gm
 
     # ---- static checks and the roofline ------------------------------------------------------

@@ -35,12 +35,3 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
-
-def where(file: str | None, path: str, line: int | None = None) -> str:
-    """Format a location prefix: 'file:line: key.path'."""
-    parts = []
-    if file:
-        parts.append(f"{file}:{line}" if line else file)
-    if path:
-        parts.append(path)
-    return ": ".join(parts)

@@ -1006,10 +1006,6 @@ class Expr:
     def kind(self) -> Kind:
         return self.root.kind
 
-    @property
-    def is_constant(self) -> bool:
-        return not self.names
-
     def evaluate(self, env: Env) -> Any:
         """Evaluate over scalars or numpy arrays (broadcast, one element per candidate).
 

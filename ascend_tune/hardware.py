@@ -20,7 +20,6 @@ import numpy as np
 
 from ascend_tune import resources, schema
 from ascend_tune.errors import ProfileError, did_you_mean
-from ascend_tune.expr import Kind
 from ascend_tune.yamlio import KeyPath, load_yaml
 
 CONFIDENCE = ("high", "med", "low")
@@ -239,10 +238,6 @@ class HardwareProfile:
     @property
     def l2_bytes_per_cycle(self) -> float:
         return float(self.scalars["l2_bandwidth_gbps"]) * 1e9 / self.clock_hz
-
-    def symbols(self) -> dict[str, Kind]:
-        return {f"hw.{k}": (Kind.INT if isinstance(v, int) else Kind.FLOAT)
-                for k, v in self.scalars.items()}
 
     def env(self) -> dict[str, float | int]:
         return {f"hw.{k}": v for k, v in self.scalars.items()}

@@ -40,7 +40,7 @@ def test_strategy_conformance(name: str, hw: HardwareProfile, add_spec: Operator
         if name != "exhaustive":
             assert res.evaluations <= 200
         # Memoised: no genome is scored twice.
-        assert problem.evaluations + problem.rejected == len(problem._seen)
+        assert problem.evaluations + problem.rejected == problem.seen_count
     assert results[0].genome.tolist() == results[1].genome.tolist(), "same seed, same answer"
     if name == "exhaustive":
         assert results[0].latency_us == _true_optimum(model)

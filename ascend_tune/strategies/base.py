@@ -46,6 +46,16 @@ class Problem:
             return (genomes @ self._radix).tolist()  # type: ignore[no-any-return]
         return [row.tobytes() for row in genomes]
 
+    @property
+    def seen_count(self) -> int:
+        """Unique configurations looked at (scored or ruled out)."""
+        return len(self._seen)
+
+    @property
+    def exhausted(self) -> bool:
+        """Every configuration of the space has been looked at."""
+        return self.seen_count >= self.space_size
+
     def seen(self, genomes: np.ndarray) -> np.ndarray:
         return np.array([k in self._seen for k in self.key(genomes)], dtype=bool)
 
@@ -126,7 +136,8 @@ def run(strategy: Strategy, problem: Problem, budget: int,
         rng: np.random.Generator) -> SearchResult:
     if budget < 1:
         raise AscendTuneError(f"--budget must be at least 1, got {budget}")
-    problem.budget = budget
+    # A strategy that scores everything (exhaustive) says so; the others are held to the budget.
+    problem.budget = budget if getattr(strategy, "uses_budget", True) else None
     if problem.baseline is not None:
         problem.evaluate(problem.baseline[None, :])
     strategy.search(problem, budget, rng)

@@ -16,6 +16,7 @@ from ascend_tune.strategies.base import Problem, decode_flat
 
 class Exhaustive:
     name = "exhaustive"
+    uses_budget = False  # run() lifts the budget: exhaustive scores the whole valid set
 
     def __init__(self, chunk: int = 65536, limit: int = 20_000_000) -> None:
         self.chunk = int(chunk)
@@ -23,7 +24,6 @@ class Exhaustive:
 
     def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
         del budget, rng  # exhaustive scores everything; the budget does not apply
-        problem.budget = None
         if problem.valid_genomes is not None:
             try:
                 valid = problem.valid_genomes(self.limit)

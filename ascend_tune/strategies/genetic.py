@@ -50,7 +50,7 @@ class Genetic:
         stale = 0
         n_elite = max(1, round(self.elite_fraction * pop_size))
         while problem.evaluations < budget and self._proposals < cap:
-            if len(problem._seen) >= problem.space_size:
+            if problem.exhausted:
                 return
             order = np.argsort(fit, kind="stable")
             elite, elite_fit = pop[order[:n_elite]], fit[order[:n_elite]]
@@ -102,7 +102,7 @@ class Genetic:
         fit = [problem.evaluate(pop[0])] if pop else []
         have = int(np.isfinite(fit[0]).sum()) if fit else 0
         while have < pop_size and problem.evaluations < budget and self._proposals < cap:
-            if len(problem._seen) >= problem.space_size:
+            if problem.exhausted:
                 break
             batch = problem.random_genomes(rng, max(4 * (pop_size - have), 64))
             fresh = batch[~problem.seen(batch)]

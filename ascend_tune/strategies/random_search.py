@@ -18,7 +18,7 @@ class RandomSearch:
         proposals = 0
         cap = budget * self.max_proposals_factor
         while problem.evaluations < budget and proposals < cap:
-            if len(problem._seen) >= problem.space_size:
+            if problem.exhausted:
                 return
             want = min(self.batch, budget - problem.evaluations)
             genomes = problem.random_genomes(rng, max(want, 1))
