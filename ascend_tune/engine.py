@@ -112,6 +112,11 @@ class ShapeModel:
         self._steps = list(_expression_steps(spec))
         self._base_spans = {k: expr_mod.value_span(v) for k, v in self.base_env.items()}
         self._proven: dict[tuple[Any, ...], bool] = {}
+        # Usually the whole space is provably safe: then no batch inside it needs a proof.
+        self._grid_lo = np.array([int(g.min()) for g in self.grids], dtype=np.int64)
+        self._grid_hi = np.array([int(g.max()) for g in self.grids], dtype=np.int64)
+        self._space_proven = bool(self.space_size) and self._prove(
+            tuple(expr_mod.outer_span(int(g.min()), int(g.max())) for g in self.grids))
 
     # ---- space ------------------------------------------------------------------------------
 
@@ -140,7 +145,12 @@ class ShapeModel:
         if values.shape[0] == 0 or values.shape[1] != len(self.spec.params):
             return False
         lo, hi = values.min(axis=0), values.max(axis=0)
-        spans = tuple(expr_mod.outer_span(int(a), int(b)) for a, b in zip(lo, hi, strict=True))
+        if self._space_proven and (lo >= self._grid_lo).all() and (hi <= self._grid_hi).all():
+            return True  # inside the domains the whole-space proof covers
+        return self._prove(tuple(expr_mod.outer_span(int(a), int(b))
+                                 for a, b in zip(lo, hi, strict=True)))
+
+    def _prove(self, spans: tuple[Any, ...]) -> bool:
         hit = self._proven.get(spans)
         if hit is None:
             hit = self._proven[spans] = expr_mod.prove(
