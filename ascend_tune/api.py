@@ -1,0 +1,121 @@
+"""The Python API: what the command line does, for build scripts and notebooks.
+
+Everything here is a thin, typed entry to the core modules; the CLI calls the same functions.
+Errors are :class:`ascend_tune.errors.AscendTuneError` with the same one-line messages the CLI
+prints. A worked example (``tests/test_api.py`` runs it as written)::
+
+    from pathlib import Path
+    from ascend_tune import api
+
+    spec = api.load_spec("add")                     # built-in name, file, or NAME:VARIANT
+    hw = api.load_profile("ascend910b3")            # built-in name or a profile file
+    entries = api.tune(spec, hw, [{"totalLength": 4096}, {"totalLength": 1 << 20}],
+                       output=Path("add.results.json"))
+    best = entries[0]["best"]                       # {"blockDim": ..., "tileLength": ..., ...}
+    why = api.explain(spec, hw, {"totalLength": 1 << 20}, overrides=best)
+    print(why.bound, why.predicted["latency_us"], why.diagnosis)
+    written = api.emit(Path("add.results.json"), Path("AddCustom"), op_host=True)
+
+``tune`` with ``output`` uses the results file as a cache exactly as ``ascend-tune search -o``
+does (one writer at a time, each shape saved as it finishes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ascend_tune import emit as _emit
+from ascend_tune import results, search_run, validation
+from ascend_tune.calibrate import FitResult, fit
+from ascend_tune.errors import AscendTuneError
+from ascend_tune.explain import Explanation
+from ascend_tune.explain import explain as _explain
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.hardware import load_profile as _load_profile
+from ascend_tune.measurement_rows import load_rows, require_rows
+from ascend_tune.shapes import check_shape
+from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec import load_spec as _load_spec
+from ascend_tune.tuner import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
+
+__all__ = ["AscendTuneError", "Explanation", "FitResult", "HardwareProfile", "OperatorSpec",
+           "calibrate", "emit", "explain", "load_profile", "load_spec", "render", "tune",
+           "validate"]
+
+
+def load_spec(ref: str | Path) -> OperatorSpec:
+    """A built-in spec by name (``"matmul"``), a spec file, either with ``:VARIANT``."""
+    return _load_spec(ref)
+
+
+def load_profile(ref: str | Path) -> HardwareProfile:
+    """A built-in hardware profile by name (``"ascend910b3"``) or a profile file."""
+    return _load_profile(str(ref))
+
+
+def tune(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Mapping[str, int]], *,
+         strategy: str = "auto", budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
+         output: Path | None = None, fresh: bool = False, jobs: int = 1
+         ) -> list[dict[str, Any]]:
+    """Tune every shape; return the results entries in the order of ``shapes`` (a shape with
+    no valid configuration raises, after the others are saved)."""
+    checked = [check_shape(spec, s, "shape") for s in shapes]
+    head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
+                          hw.data, strategy, seed, budget, spec.variant)
+    outcome = search_run.run_search(spec, hw, checked, TuneSettings(strategy, budget, seed),
+                                    head, jobs=jobs, output=output, fresh=fresh)
+    if outcome.interrupted:
+        raise KeyboardInterrupt
+    if outcome.failures:
+        raise AscendTuneError(outcome.failures[0])
+    return search_run.in_shape_order(outcome.entries(), checked)
+
+
+def explain(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
+            overrides: Mapping[str, int] | None = None) -> Explanation:
+    """The model's breakdown of the baseline configuration, or of ``overrides`` applied to it
+    (pass a tuned entry's ``best`` to explain the winner)."""
+    return _explain(spec, hw, check_shape(spec, shape, "shape"), overrides, "overrides")
+
+
+def render(results_doc: Mapping[str, Any], *, style: str = "macro", op_host: bool = False,
+           socs: Sequence[str] = ()) -> dict[str, str]:
+    """The files ``emit`` would write (relative path -> text), after re-checking every tuned
+    configuration in ``results_doc`` against its embedded spec."""
+    bundle = _emit.load_bundle(results_doc, "results")
+    return _emit.render(bundle, style, op_host=op_host, socs=tuple(socs))
+
+
+def emit(results_path: Path, out_dir: Path, *, style: str = "macro", op_host: bool = False,
+         socs: Sequence[str] = ()) -> list[str]:
+    """Write the tiling headers (and with ``op_host`` the msOpGen host file) into an operator
+    project; returns the paths written (unchanged files are left alone)."""
+    bundle = _emit.load_bundle(results.load(results_path), str(results_path))
+    files = _emit.render(bundle, style, op_host=op_host, socs=tuple(socs))
+    conflicts = _emit.project_conflicts(out_dir, files)
+    if conflicts:
+        raise AscendTuneError(conflicts[0])
+    return _emit.write(out_dir, files)
+
+
+def validate(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path], *,
+             manifest: Path | None = None, where: str | None = None,
+             holdout: float | None = None, kfold: int | None = None, seed: int = 0
+             ) -> dict[str, Any]:
+    """Model against measurements: the ``validate --json`` document (errors on every row,
+    and with ``holdout`` / ``kfold`` the held-out errors before and after calibration)."""
+    validation.check_split(holdout, kfold)
+    report = load_rows(files, spec, hw, manifest, where)
+    require_rows(report, files)
+    return validation.validate(spec, hw, report.rows, len(report.skipped), holdout, kfold,
+                               seed).document
+
+
+def calibrate(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path], *,
+              manifest: Path | None = None, where: str | None = None) -> FitResult:
+    """Fit the profile's calibratable coefficients to measurements (see ``FitResult``)."""
+    report = load_rows(files, spec, hw, manifest, where)
+    require_rows(report, files)
+    return fit(spec, hw, report.rows)
