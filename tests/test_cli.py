@@ -219,3 +219,26 @@ def test_dry_run_tunes_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "640" in proc.stdout and "exhaustive" in proc.stdout
     assert not out.exists()
+
+
+def test_every_command_speaks_json(tmp_path: Path) -> None:
+    ok = cli("check", str(ROOT / "operator_specs/add.yaml"), "--json")
+    assert ok.returncode == 0 and json.loads(ok.stdout) == {
+        "files": [str(ROOT / "operator_specs/add.yaml")], "problems": []}
+    bad = cli("check", str(DATA / "broken/unknown_key.yaml"), "--json")
+    assert bad.returncode == 2 and len(json.loads(bad.stdout)["problems"]) == 1
+    res = tmp_path / "r.json"
+    assert cli("search", "add", "--hw", "ascend910b3", "--shape", "totalLength=4096", "-o",
+               str(res), "-q").returncode == 0
+    out = tmp_path / "proj"
+    wrote = cli("emit", str(res), "-o", str(out), "--json")
+    assert wrote.returncode == 0 and len(json.loads(wrote.stdout)["written"]) == 3
+    checked = cli("emit", str(res), "-o", str(out), "--check", "--json")
+    assert checked.returncode == 0 and json.loads(checked.stdout)["stale"] == []
+    m = DATA / "measurements"
+    cal = cli("calibrate", str(m / "op_summary_block_dim.csv"), "--spec", "matmul", "--hw",
+              "ascend910b3", "--manifest", str(m / "manifest.yaml"), "-o",
+              str(tmp_path / "cal.yaml"), "--json")
+    assert cal.returncode == 0, cal.stderr
+    doc = json.loads(cal.stdout)
+    assert doc["after"]["mape"] <= doc["before"]["mape"] + 1e-9 and doc["rows"] >= 1

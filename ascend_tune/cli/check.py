@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import typer
@@ -12,11 +14,20 @@ from ascend_tune.cli import ExitWith, app
 
 @app.command()
 def check(files: list[Path] = typer.Argument(..., metavar="FILE...",
-                                             help="Spec and profile YAML files.")) -> None:
+                                             help="Spec and profile YAML files."),
+          as_json: bool = typer.Option(False, "--json",
+                                       help="Print {files, problems} as JSON (exit codes as "
+                                            "without it).")) -> None:
     """Validate specs and hardware profiles: one line per problem, exit 2 if any."""
     from ascend_tune.checking import check_files
 
     problems = check_files(files)
+    if as_json:
+        sys.stdout.write(json.dumps({"files": [str(f) for f in files], "problems": problems},
+                                    indent=1) + "\n")
+        if problems:
+            raise ExitWith(2)
+        return
     for p in problems:
         console.error(p)
     if problems:

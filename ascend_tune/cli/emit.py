@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import typer
@@ -27,6 +29,8 @@ def emit(
                                         "the profile's, e.g. ascend910b)."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No 'wrote' lines, summary or leftover notes."),
+    as_json: bool = typer.Option(False, "--json",
+                                 help="Print {files, written | stale, leftovers} as JSON."),
 ) -> None:
     """Render AscendC tiling headers, host selection code and kernel constants."""
     from ascend_tune import emit as emitter
@@ -45,6 +49,13 @@ def emit(
     extra = emitter.leftovers(out_dir, files, snake)
     if check_only:
         reports = emitter.check(out_dir, files)
+        if as_json:
+            _print_json({"files": sorted(str(out_dir / r) for r in files),
+                         "stale": [r.split("\n", 1)[0] for r in reports],
+                         "leftovers": [str(out_dir / r) for r in extra]})
+            if reports:
+                raise ExitWith(1)
+            return
         for r in reports:
             console.line(r)
         for rel in extra:
@@ -63,6 +74,10 @@ def emit(
                          + (f", {len(extra)} leftover" if extra else ""))
         return
     written = emitter.write(out_dir, files)
+    if as_json:
+        _print_json({"files": sorted(str(out_dir / r) for r in files), "written": written,
+                     "leftovers": [str(out_dir / r) for r in extra]})
+        return
     if not quiet:
         for path in written:
             console.line(f"wrote {path}")
@@ -70,3 +85,7 @@ def emit(
             console.warn(f"leftover: {out_dir / rel} was generated earlier and is not written "
                          "by these options; delete it if the project no longer uses it")
         console.line(f"{len(files)} file(s) in {out_dir}, {len(written)} changed")
+
+
+def _print_json(doc: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(doc, indent=1) + "\n")

@@ -54,6 +54,8 @@ def calibrate(
     where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
     name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No notes about skipped rows."),
+    as_json: bool = typer.Option(False, "--json",
+                                 help="Print errors before/after and the fitted scales as JSON."),
 ) -> None:
     """Fit profile coefficients to measured times; write a profile that records the fit."""
     from ascend_tune import calibrate as cal
@@ -61,10 +63,17 @@ def calibrate(
     spec = load_spec(spec_ref)
     hw = load_profile(hw_ref)
     results.check_writable(output)
-    report = _load(files, spec, hw, manifest, where, quiet)
+    report = _load(files, spec, hw, manifest, where, quiet or as_json)
     fit = cal.fit(spec, hw, report.rows)
     cal.write_profile(output, fit, hw_ref, name or f"{hw.name}_calibrated", report.files,
                       len(report.rows), len(report.skipped))
+    if as_json:
+        sys.stdout.write(json.dumps({
+            "spec": spec.display_name, "hw": hw.name, "output": str(output),
+            "rows": len(report.rows), "skipped": len(report.skipped),
+            "before": fit.before.as_dict(), "after": fit.after.as_dict(),
+            "scales": fit.scales}, indent=1) + "\n")
+        return
     rows = [["before (" + hw.name + ")", *_error_cells(fit.before)],
             ["after (" + output.name + ")", *_error_cells(fit.after)]]
     console.table(f"{spec.display_name}: model error on {len(report.rows)} measurement(s)",
