@@ -76,8 +76,14 @@ def diagnose(model: ShapeModel, config: Mapping[str, int], ev: Evaluation) -> st
         gm = float(ev.gm_us[0])
         compulsory = model.roofline_us
         if compulsory >= 0.9 * gm:
-            return (f"GM bandwidth bound at the compulsory traffic ({gm:.2f} us at the chip "
-                    "rate): this configuration is at the memory roofline")
+            efficiency = compulsory / latency
+            if efficiency >= 0.8:
+                return (f"GM bandwidth bound at the compulsory traffic ({gm:.2f} us at the chip "
+                        f"rate): this configuration is at the memory roofline ({efficiency:.0%} "
+                        "efficiency)")
+            return (f"GM bandwidth bound with only the compulsory traffic ({gm:.2f} us at the "
+                    f"chip rate), yet at {efficiency:.0%} of the roofline: the rest is launch "
+                    "overhead and pipeline fill around the transfers")
         moves = _levers(model, config, lambda e: float(e.gm_us[0]), higher_is_better=False)
         lever = f"; {' or '.join(moves)} cuts re-reads" if moves else ""
         return (f"GM bandwidth bound: {gm:.2f} us of traffic at the chip rate, "

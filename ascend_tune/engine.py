@@ -141,6 +141,22 @@ class ShapeModel:
         """The search seam: index genomes in, predicted latency (us) out, inf where invalid."""
         return self.evaluate(self.values(indices)).latency_us
 
+    def failure_counts(self, values: np.ndarray) -> dict[str, int]:
+        """For each constraint and launch check, how many of ``values`` fail it (all checks
+        counted, not only the first that fails)."""
+        values = np.asarray(values, dtype=np.int64)
+        n = values.shape[0]
+        env: dict[str, Any] = dict(self.base_env)
+        for j, p in enumerate(self.spec.params):
+            env[p] = values[:, j]
+        for name, e in self.spec.derive:
+            env[name] = e.evaluate(env)
+        checks = [e.evaluate(env) for _, e in self.spec.constraints]
+        checks += launch.evaluate(self.spec, env, {"cube": self.hw["cube_cores"],
+                                                   "vector": self.hw["vector_cores"]})
+        return {name: int(n - np.count_nonzero(np.broadcast_to(np.asarray(ok, dtype=bool), (n,))))
+                for name, ok in zip(self.constraint_names, checks, strict=True)}
+
     def _batch_proven(self, values: np.ndarray) -> bool:
         if values.shape[0] == 0 or values.shape[1] != len(self.spec.params):
             return False

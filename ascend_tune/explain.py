@@ -27,6 +27,7 @@ class Explanation:
     bound: str  # the bounding quantity (engine.BOUND_NAMES)
     diagnosis: str  # one line: what bounds it and the parameter that moves it
     stages: list[dict[str, Any]]  # per stage: side, stage, pipe, busy_us, executions, ...
+    notes: tuple[str, ...] = ()  # e.g. an override outside its parameter's search domain
 
     @property
     def predicted(self) -> dict[str, Any]:
@@ -35,7 +36,7 @@ class Explanation:
     def as_dict(self) -> dict[str, Any]:
         """The `explain --json` document."""
         return {"spec": self.spec.name, "hw": self.hw.name, "shape": self.shape, **self.info,
-                "diagnosis": self.diagnosis, "stages": self.stages}
+                "diagnosis": self.diagnosis, "stages": self.stages, "notes": list(self.notes)}
 
 
 def explain(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
@@ -44,11 +45,21 @@ def explain(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
     ``what`` in messages) replacing baseline values; an invalid configuration is an error."""
     model = ShapeModel(spec, hw, shape)
     config = model.baseline_values()
+    notes = []
     for k, v in (overrides or {}).items():
         if k not in config:
             raise AscendTuneError(f"{what}: unknown parameter '{k}'{did_you_mean(k, config)}; "
                                   f"{spec.name} takes {', '.join(spec.params)}")
         config[k] = v
+        grid = model.grids[spec.params.index(k)]
+        if v not in set(grid.tolist()):
+            near = grid[np.argsort(np.abs(grid.astype(np.float64) - float(v)))[:2]]
+            notes.append(f"{what}: {k}={v} is outside the searched domain (nearest: "
+                         f"{', '.join(str(int(x)) for x in sorted(near))}); the tuner would "
+                         "never pick it")
+    for k, v in config.items():
+        if k not in (overrides or {}) and v not in set(model.grids[spec.params.index(k)].tolist()):
+            notes.append(f"baseline {k}={v} is outside the searched domain")
     row = np.array([[config[p] for p in spec.params]], dtype=np.int64)
     ev = model.evaluate(row, detail=True)
     if not ev.valid[0]:
@@ -65,4 +76,5 @@ def explain(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
                "bandwidth_bytes_per_cycle": round(s.bandwidth_bytes_per_cycle, 6)}
               for s in ev.stages]
     return Explanation(spec, hw, shape, config, describe(model, config),
-                       BOUND_NAMES[int(ev.bound[0])], diagnose(model, config, ev), stages)
+                       BOUND_NAMES[int(ev.bound[0])], diagnose(model, config, ev), stages,
+                       tuple(notes))

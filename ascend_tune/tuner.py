@@ -123,7 +123,8 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
 
 
 def no_valid_message(model: ShapeModel, sample: int = 200_000) -> str:
-    """Say how many candidates each constraint ruled out (first failing constraint counts)."""
+    """Say how many candidates each check fails (every failing check counts, so the one that
+    rules out everything is named even when another fails first)."""
     rng = np.random.default_rng(0)
     if model.space_size <= sample:
         genomes = decode_flat(np.arange(model.space_size, dtype=np.int64), model.sizes)
@@ -131,9 +132,9 @@ def no_valid_message(model: ShapeModel, sample: int = 200_000) -> str:
     else:
         genomes = rng.integers(0, model.sizes, size=(sample, model.sizes.size))
         what = f"{sample:,} sampled candidates of {model.space_size:,}"
-    ev = model.evaluate(model.values(genomes))
-    counts = np.bincount(ev.failed[ev.failed >= 0], minlength=len(model.constraint_names))
-    parts = [f"{model.constraint_names[i]} ruled out {int(c):,}"
-             for i, c in sorted(enumerate(counts), key=lambda t: -t[1]) if c]
+    counts = model.failure_counts(model.values(genomes))
+    total = len(genomes)
+    parts = [f"{name} fails {'all' if c == total else f'{c:,}'}"
+             for name, c in sorted(counts.items(), key=lambda t: -t[1]) if c]
     return (f"shape {shape_key(model.shape)}: no valid configuration; of {what}: "
             + ", ".join(parts))

@@ -127,7 +127,7 @@ def test_shape_without_valid_configuration_exits_1_and_keeps_others(tmp_path: Pa
                "totalLength=4096", "--shape", "totalLength=64", "-o", str(out), "--quiet")
     assert proc.returncode == 1, proc.stderr
     assert "totalLength=4096: no valid configuration" in proc.stderr
-    assert "whole_input_resident ruled out" in proc.stderr
+    assert "whole_input_resident fails" in proc.stderr
     assert '"totalLength":64' in out.read_text()
 
 

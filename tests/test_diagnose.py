@@ -49,3 +49,12 @@ def test_cube_bound_lever_is_a_real_improvement(hw: HardwareProfile,
     rows = np.array([[c[p] for p in matmul_spec.params] for c in (base, moved)])
     ev = model.evaluate(rows)
     assert ev.pipes_us["aic_mac_time_us"][1] < ev.pipes_us["aic_mac_time_us"][0]
+
+
+def test_out_of_domain_set_is_flagged(hw: HardwareProfile, add_spec: OperatorSpec) -> None:
+    from ascend_tune.explain import explain
+
+    ex = explain(add_spec, hw, {"totalLength": 1 << 20}, {"tileLength": 1000})
+    assert any("tileLength=1000 is outside the searched domain (nearest: 512, 1024)" in n
+               for n in ex.notes), ex.notes
+    assert explain(add_spec, hw, {"totalLength": 1 << 20}, {"tileLength": 1024}).notes == ()

@@ -32,6 +32,8 @@ def explain(
     shp = check_shape(spec, parse_assignments(shape, "--shape"), f"--shape {shape}")
     overrides = parse_assignments(set_, "--set") if set_ else {}
     ex = explain_config(spec, hw, shp, overrides, "--set")
+    for note in ex.notes:
+        console.warn(note)
     if as_json:
         sys.stdout.write(json.dumps(ex.as_dict(), indent=1) + "\n")
         return
