@@ -146,6 +146,13 @@ class ShapeModel:
         counted, not only the first that fails)."""
         values = np.asarray(values, dtype=np.int64)
         n = values.shape[0]
+        _env, checks = self._env_and_checks(values)
+        return {name: int(n - np.count_nonzero(np.broadcast_to(np.asarray(ok, dtype=bool), (n,))))
+                for name, ok in zip(self.constraint_names, checks, strict=True)}
+
+    def _env_and_checks(self, values: np.ndarray) -> tuple[dict[str, Any], list[Any]]:
+        """Parameters and derived values of each row, and one boolean per constraint and
+        launch check (in ``constraint_names`` order)."""
         env: dict[str, Any] = dict(self.base_env)
         for j, p in enumerate(self.spec.params):
             env[p] = values[:, j]
@@ -154,8 +161,7 @@ class ShapeModel:
         checks = [e.evaluate(env) for _, e in self.spec.constraints]
         checks += launch.evaluate(self.spec, env, {"cube": self.hw["cube_cores"],
                                                    "vector": self.hw["vector_cores"]})
-        return {name: int(n - np.count_nonzero(np.broadcast_to(np.asarray(ok, dtype=bool), (n,))))
-                for name, ok in zip(self.constraint_names, checks, strict=True)}
+        return env, checks
 
     def _batch_proven(self, values: np.ndarray) -> bool:
         if values.shape[0] == 0 or values.shape[1] != len(self.spec.params):
@@ -181,16 +187,9 @@ class ShapeModel:
 
     def _evaluate(self, values: np.ndarray, detail: bool) -> Evaluation:
         n = values.shape[0]
-        env: dict[str, Any] = dict(self.base_env)
-        for j, p in enumerate(self.spec.params):
-            env[p] = values[:, j]
-        for name, e in self.spec.derive:
-            env[name] = e.evaluate(env)
+        env, checks = self._env_and_checks(values)
         valid = np.ones(n, dtype=bool)
         failed = np.full(n, -1, dtype=np.int64)
-        checks = [e.evaluate(env) for _, e in self.spec.constraints]
-        checks += launch.evaluate(self.spec, env, {"cube": self.hw["cube_cores"],
-                                                   "vector": self.hw["vector_cores"]})
         for i, ok in enumerate(checks):
             ok = np.broadcast_to(np.asarray(ok, dtype=bool), (n,))
             failed[valid & ~ok] = i

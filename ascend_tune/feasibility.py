@@ -42,13 +42,7 @@ def _param_deps(spec: OperatorSpec) -> dict[str, frozenset[str]]:
     params = set(spec.params)
     deps: dict[str, frozenset[str]] = {}
     for name, e in spec.derive:
-        found: set[str] = set()
-        for n in e.names:
-            if n in params:
-                found.add(n)
-            elif n in deps:
-                found |= deps[n]
-        deps[name] = frozenset(found)
+        deps[name] = _reads(e, params, deps)
     return deps
 
 
