@@ -14,7 +14,6 @@ count, not by the raw product size).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,15 +25,6 @@ from ascend_tune.spec import OperatorSpec
 
 class TooMany(Exception):
     """The valid prefixes outgrew the cap: the valid set is too large to enumerate."""
-
-
-@dataclass(frozen=True)
-class _Check:
-    expr: Expr
-    kind: str  # "bool" (a constraint) | "cores" (1 <= x <= limit) | "range" (lo <= x <= hi)
-    limit: float = 0.0
-    lo: float = 0.0
-    hi: float = 0.0
 
 
 def _param_deps(spec: OperatorSpec) -> dict[str, frozenset[str]]:
@@ -70,24 +60,18 @@ class Enumerator:
         self.grids = [np.asarray(g, dtype=np.int64) for g in grids]
         params = set(spec.params)
         self._deps = _param_deps(spec)
-        checks: list[tuple[_Check, frozenset[str]]] = []
-        for _n, e in spec.constraints:
-            checks.append((_Check(e, "bool"), _reads(e, params, self._deps)))
-        for _n, e, core in launch.core_limit_names(spec):
-            checks.append((_Check(e, "cores", limit=float(cores[core])),
-                           _reads(e, params, self._deps)))
-        for r in launch.range_checks(spec):
-            checks.append((_Check(r.expr, "range", lo=r.lo, hi=r.hi),
-                           _reads(r.expr, params, self._deps)))
+        every = [launch.Check(n, e, boolean=True) for n, e in spec.constraints]
+        every += launch.checks(spec, cores)
+        checks = [(c, _reads(c.expr, params, self._deps)) for c in every]
         self.order = self._choose_order(checks)
         position = {p: i for i, p in enumerate(self.order)}
         # Checks that read no parameter run at the first step (they can only reject all).
-        self._at: list[list[_Check]] = [[] for _ in self.order]
+        self._at: list[list[launch.Check]] = [[] for _ in self.order]
         for check, reads in checks:
             step = max((position[p] for p in reads), default=0)
             self._at[step].append(check)
 
-    def _choose_order(self, checks: Sequence[tuple[_Check, frozenset[str]]]) -> list[str]:
+    def _choose_order(self, checks: Sequence[tuple[launch.Check, frozenset[str]]]) -> list[str]:
         """The assignment order that minimises the expected total number of prefixes.
 
         Each check's pass rate is estimated on random full configurations; the expected
@@ -130,7 +114,7 @@ class Enumerator:
             state ^= 1 << j
         return order[::-1]
 
-    def _pass_rates(self, checks: Sequence[_Check], samples: int = 2048) -> list[float]:
+    def _pass_rates(self, checks: Sequence[launch.Check], samples: int = 2048) -> list[float]:
         rng = np.random.default_rng(0)
         env = dict(self.base_env)
         for p, g in zip(self.spec.params, self.grids, strict=True):
@@ -141,17 +125,8 @@ class Enumerator:
         return [max(float(np.mean(self._passes(c, env, samples))), floor) for c in checks]
 
     @staticmethod
-    def _passes(check: _Check, env: Mapping[str, Any], n: int) -> np.ndarray:
-        with np.errstate(invalid="ignore", over="ignore"):
-            v = check.expr.evaluate(env)
-            if check.kind == "bool":
-                ok = np.asarray(v, dtype=bool)
-            elif check.kind == "cores":
-                ok = (np.asarray(v) >= 1) & (np.asarray(v) <= check.limit)
-            else:
-                f = np.asarray(v, dtype=np.float64)
-                ok = np.isfinite(f) & (f >= check.lo) & (f <= check.hi)
-        return np.broadcast_to(ok, (n,))
+    def _passes(check: launch.Check, env: Mapping[str, Any], n: int) -> np.ndarray:
+        return np.broadcast_to(check.passes(env), (n,))
 
     def _env(self, prefix: np.ndarray, k: int) -> dict[str, Any]:
         env = dict(self.base_env)

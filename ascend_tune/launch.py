@@ -68,16 +68,36 @@ def check_names(spec: OperatorSpec) -> list[str]:
     return [n for n, _, _ in core_limit_names(spec)] + [r.name for r in range_checks(spec)]
 
 
+@dataclass(frozen=True)
+class Check:
+    """One check as a predicate: a boolean expression (a constraint), or ``lo <= expr <= hi``
+    and finite (core counts, C type ranges)."""
+
+    name: str
+    expr: Expr
+    lo: float = 0.0
+    hi: float = 0.0
+    boolean: bool = False
+
+    def passes(self, env: Mapping[str, Any]) -> Any:
+        value = self.expr.evaluate(env)
+        if self.boolean:
+            return np.asarray(value, dtype=bool)
+        with np.errstate(invalid="ignore", over="ignore"):
+            v = np.asarray(value, dtype=np.float64)
+            return np.isfinite(v) & (v >= self.lo) & (v <= self.hi)
+
+
+def checks(spec: OperatorSpec, cores: Mapping[str, Any]) -> list[Check]:
+    """The launch checks in :func:`check_names` order; ``cores`` maps "cube"/"vector" to the
+    platform's core counts."""
+    out = [Check(name, expr, 1, float(cores[core]))
+           for name, expr, core in core_limit_names(spec)]
+    out += [Check(r.name, r.expr, r.lo, r.hi) for r in range_checks(spec)]
+    return out
+
+
 def evaluate(spec: OperatorSpec, env: Mapping[str, Any], cores: Mapping[str, Any]
              ) -> list[Any]:
-    """One boolean (array or scalar) per :func:`check_names` entry; ``cores`` maps
-    "cube"/"vector" to the platform's core counts."""
-    out: list[Any] = []
-    for _name, expr, core in core_limit_names(spec):
-        n = np.asarray(expr.evaluate(env))
-        out.append((n >= 1) & (n <= cores[core]))
-    with np.errstate(invalid="ignore", over="ignore"):
-        for check in range_checks(spec):
-            v = np.asarray(check.expr.evaluate(env), dtype=np.float64)
-            out.append(np.isfinite(v) & (v >= check.lo) & (v <= check.hi))
-    return out
+    """One boolean (array or scalar) per :func:`check_names` entry."""
+    return [check.passes(env) for check in checks(spec, cores)]
