@@ -92,11 +92,7 @@ def emit(results_path: Path, out_dir: Path, *, style: str = "macro", op_host: bo
          socs: Sequence[str] = ()) -> list[str]:
     """Write the tiling headers (and with ``op_host`` the msOpGen host file) into an operator
     project; returns the paths written (unchanged files are left alone)."""
-    bundle = _emit.load_bundle(results.load(results_path), str(results_path))
-    files = _emit.render(bundle, style, op_host=op_host, socs=tuple(socs))
-    conflicts = _emit.project_conflicts(out_dir, files)
-    if conflicts:
-        raise AscendTuneError(conflicts[0])
+    _bundle, files = _emit.prepare(results_path, out_dir, style, op_host, tuple(socs))
     return _emit.write(out_dir, files)
 
 

@@ -469,3 +469,21 @@ def write(out_dir: Path, files: Mapping[str, str]) -> list[str]:
         write_atomic(path, text)
         written.append(str(path))
     return written
+
+
+def prepare(results_path: Path, out_dir: Path, style: str = "macro", op_host: bool = False,
+            socs: tuple[str, ...] = ()) -> tuple[Bundle, dict[str, str]]:
+    """Everything ``emit`` checks before writing: the results file re-checked, the files
+    rendered (a host file emitted earlier stays included), no clash with the project."""
+    from ascend_tune import results
+
+    bundle = load_bundle(results.load(results_path), str(results_path))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AscendTuneError(f"{out_dir}: exists and is not a folder")
+    snake = bundle.spec.snake_name
+    op_host = op_host or f"op_host/{snake}.cpp" in generated_here(out_dir, snake)
+    files = render(bundle, style, op_host=op_host, socs=socs)
+    conflicts = project_conflicts(out_dir, files)
+    if conflicts:
+        raise AscendTuneError(conflicts[0])
+    return bundle, files

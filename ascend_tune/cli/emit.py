@@ -8,9 +8,8 @@ from pathlib import Path
 
 import typer
 
-from ascend_tune import console, results
+from ascend_tune import console
 from ascend_tune.cli import ExitWith, app
-from ascend_tune.errors import AscendTuneError
 
 
 @app.command()
@@ -35,17 +34,9 @@ def emit(
     """Render AscendC tiling headers, host selection code and kernel constants."""
     from ascend_tune import emit as emitter
 
-    doc = results.load(results_path)
-    bundle = emitter.load_bundle(doc, str(results_path))
+    bundle, files = emitter.prepare(results_path, out_dir, style, op_host, tuple(socs))
     snake = bundle.spec.snake_name
-    if out_dir.exists() and not out_dir.is_dir():
-        raise AscendTuneError(f"{out_dir}: exists and is not a folder")
-    # A host file emitted earlier is kept up to date (and checked) even without --op-host.
-    op_host = op_host or f"op_host/{snake}.cpp" in emitter.generated_here(out_dir, snake)
-    files = emitter.render(bundle, style, op_host=op_host, socs=tuple(socs))
-    conflicts = emitter.project_conflicts(out_dir, files)
-    if conflicts:
-        raise AscendTuneError(conflicts[0])
+    op_host = f"op_host/{snake}.cpp" in files  # also when an earlier emit wrote it
     extra = emitter.leftovers(out_dir, files, snake)
     if check_only:
         reports = emitter.check(out_dir, files)
