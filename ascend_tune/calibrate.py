@@ -25,7 +25,7 @@ from ascend_tune.engine import PIPE_COLUMNS, ShapeModel
 from ascend_tune.errors import AscendTuneError
 from ascend_tune.hardware import HardwareProfile, load_profile_data
 
-__all__ = ["COEFFICIENTS", "apply", "errors", "fit", "load_profile_data", "predict",
+__all__ = ["COEFFICIENTS", "apply", "error_stats", "fit", "load_profile_data", "predict",
            "profile_document", "write_profile"]
 from ascend_tune.measurements import Measurement
 from ascend_tune.spec import OperatorSpec
@@ -166,7 +166,7 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def errors(predicted: np.ndarray, measured: np.ndarray) -> Errors:
+def error_stats(predicted: np.ndarray, measured: np.ndarray) -> Errors:
     rel = np.abs(predicted - measured) / measured
     n = len(measured)
     if n >= 2:
@@ -232,7 +232,7 @@ def fit(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement],
         raise AscendTuneError("no usable measurement rows to fit")
     measured = np.array([m.time_us for m in rows])
     base_data = dict(hw.data)
-    before = errors(predict(spec, hw, rows).time_us, measured)
+    before = error_stats(predict(spec, hw, rows).time_us, measured)
     scales: dict[str, float] = {}
     fitted: list[str] = []
     lo, hi = np.log(SCALE_BOUNDS[0]), np.log(SCALE_BOUNDS[1])
@@ -275,7 +275,7 @@ def fit(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement],
     scales.update(dict(zip(end_names, np.exp(x).tolist(), strict=True)))
     fitted += end_names
     calibrated = apply(base_data, scales)
-    after = errors(predict(spec, load_profile_data(calibrated, "calibrated"), rows).time_us,
+    after = error_stats(predict(spec, load_profile_data(calibrated, "calibrated"), rows).time_us,
                    measured)
     return FitResult({k: round(v, 6) for k, v in scales.items()}, fitted, before, after,
                      calibrated)

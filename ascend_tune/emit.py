@@ -477,7 +477,7 @@ def prepare(results_path: Path, out_dir: Path, style: str = "macro", op_host: bo
     rendered (a host file emitted earlier stays included), no clash with the project."""
     from ascend_tune import results
 
-    bundle = load_bundle(results.load(results_path), str(results_path))
+    bundle = load_bundle(results.read_all(results_path), str(results_path))
     if out_dir.exists() and not out_dir.is_dir():
         raise AscendTuneError(f"{out_dir}: exists and is not a folder")
     snake = bundle.spec.snake_name

@@ -35,7 +35,7 @@ def load_rows(files: Sequence[Path], spec: OperatorSpec, hw: HardwareProfile,
     manifest = measurements.load_manifest(manifest_path)
     if where:
         manifest = replace(manifest, where={**manifest.where, **parse_where(where)})
-    report = measurements.load(list(files), spec, manifest)
+    report = measurements.read_files(list(files), spec, manifest)
     report.rows, invalid = split_valid(spec, hw, report.rows)
     report.skipped += invalid
     return report

@@ -286,7 +286,7 @@ def _records(rows: Iterator[tuple[int, list[str]]], fields: Sequence[str]) -> It
         yield line, {k: v.strip() for k, v in zip(fields, values)}  # noqa: B905
 
 
-def load(paths: Sequence[Path], spec: OperatorSpec, manifest: Manifest) -> LoadReport:
+def read_files(paths: Sequence[Path], spec: OperatorSpec, manifest: Manifest) -> LoadReport:
     rows: list[Measurement] = []
     skipped: list[str] = []
     for path in paths:

@@ -90,7 +90,7 @@ def render_lines(head: Mapping[str, Any], lines: Iterable[str]) -> Iterator[str]
     yield ("\n" if not first else "") + "]\n}\n"
 
 
-def render(doc: Mapping[str, Any]) -> str:
+def to_text(doc: Mapping[str, Any]) -> str:
     entries = sorted(doc.get("shapes", []), key=sort_key)
     return "".join(render_lines(doc, (entry_line(e) for e in entries)))
 
@@ -352,7 +352,7 @@ def journal_identity(head: Mapping[str, Any]) -> dict[str, Any]:
                            "search": head["search"]}}
 
 
-def load(path: Path) -> dict[str, Any]:
+def read_all(path: Path) -> dict[str, Any]:
     """The whole document (header and every entry, a leftover journal merged) in memory."""
     head, entries = stream(path)
     by_key: dict[str, dict[str, Any]] = {}

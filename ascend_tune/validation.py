@@ -60,7 +60,7 @@ def validate(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement
     ``kfold`` the mean errors on held-out rows before and after calibrating on the rest."""
     measured = np.array([m.time_us for m in rows])
     pred = cal.predict(spec, hw, rows)
-    overall = cal.errors(pred.time_us, measured)
+    overall = cal.error_stats(pred.time_us, measured)
     out: dict[str, Any] = {"spec": spec.display_name, "hw": hw.name, "rows": len(rows),
                            "skipped": skipped, "errors": overall.as_dict(),
                            "points": [{"row": m.origin, "shape": m.shape,
@@ -76,8 +76,8 @@ def validate(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement
             tuned = cal.load_profile_data(cal.apply(hw.data, fit.scales), "fold")
             test_rows = [rows[i] for i in test]
             test_measured = measured[test]
-            before.append(cal.errors(cal.predict(spec, hw, test_rows).time_us, test_measured))
-            after.append(cal.errors(cal.predict(spec, tuned, test_rows).time_us,
+            before.append(cal.error_stats(cal.predict(spec, hw, test_rows).time_us, test_measured))
+            after.append(cal.error_stats(cal.predict(spec, tuned, test_rows).time_us,
                                     test_measured))
         out["held_out"] = {"folds": len(tests),
                            "before": mean_errors(before), "after": mean_errors(after)}

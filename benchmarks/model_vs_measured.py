@@ -39,7 +39,7 @@ import numpy as np
 from ascend_tune import calibrate as cal
 from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import HardwareProfile, load_profile
-from ascend_tune.measurements import load, load_manifest
+from ascend_tune.measurements import load_manifest, read_files
 from ascend_tune.spec import OperatorSpec, load_spec
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -161,7 +161,7 @@ def _gelu(rows: list[dict[str, str]], report: Report) -> None:
 def _catlass_public(report: Report) -> None:
     for title, spec_ref, hw_ref, manifest in CATLASS_GROUPS:
         spec, hw = load_spec(spec_ref), load_profile(hw_ref)
-        rows = load([DATA / "catlass_public.csv"], spec, load_manifest(DATA / manifest)).rows
+        rows = read_files([DATA / "catlass_public.csv"], spec, load_manifest(DATA / manifest)).rows
         pred = cal.predict(spec, hw, rows).time_us
         for row, p in zip(rows, pred, strict=True):
             label = ",".join(f"{k}={v}" for k, v in row.shape.items())

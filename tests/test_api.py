@@ -26,7 +26,7 @@ def test_the_docstring_example_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
         exec(compile(_example(), "api-example", "exec"), {})
     finally:
         os.chdir(cwd)
-    doc = results.load(tmp_path / "add.results.json")
+    doc = results.read_all(tmp_path / "add.results.json")
     assert [e["shape"]["totalLength"] for e in doc["shapes"]] == [4096, 1 << 20]
     assert (tmp_path / "AddCustom/op_host/add_custom.cpp").exists()
     assert (tmp_path / "AddCustom/op_host/add_custom_tiling_select.h").exists()
@@ -40,7 +40,7 @@ def test_tune_reuses_the_cache_and_render_matches_emit(tmp_path: Path) -> None:
     first = api.tune(spec, hw, [{"totalLength": 65536}], budget=100, output=out)
     again = api.tune(spec, hw, [{"totalLength": 65536}], budget=100, output=out)
     assert first == again
-    files = api.render(results.load(out), op_host=True)
+    files = api.render(results.read_all(out), op_host=True)
     written = api.emit(out, tmp_path / "proj", op_host=True)
     assert sorted(Path(p).relative_to(tmp_path / "proj").as_posix() for p in written) == sorted(
         files)

@@ -7,7 +7,7 @@ import pytest
 
 from ascend_tune import calibrate as cal
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
-from ascend_tune.measurements import load, load_manifest
+from ascend_tune.measurements import load_manifest, read_files
 from ascend_tune.spec import OperatorSpec
 from tests.conftest import DATA
 
@@ -16,7 +16,7 @@ M = DATA / "measurements"
 
 def test_op_summary_layouts_and_bad_rows(matmul_spec: OperatorSpec) -> None:
     manifest = load_manifest(M / "manifest.yaml")
-    report = load([M / "op_summary_block_dim.csv", M / "op_summary_block_num.csv",
+    report = read_files([M / "op_summary_block_dim.csv", M / "op_summary_block_num.csv",
                    M / "kernel_details.csv"], matmul_spec, manifest)
     got = [(r.shape, r.time_us, r.block_dim) for r in report.rows]
     assert got == [({"M": 1024, "N": 4096, "K": 2048}, 120.5, 20),
@@ -40,7 +40,8 @@ def test_op_summary_layouts_and_bad_rows(matmul_spec: OperatorSpec) -> None:
 
 
 def test_pipe_utilization_takes_the_slowest_block(matmul_spec: OperatorSpec) -> None:
-    report = load([M / "PipeUtilization.csv"], matmul_spec, load_manifest(M / "manifest.yaml"))
+    report = read_files([M / "PipeUtilization.csv"], matmul_spec,
+                        load_manifest(M / "manifest.yaml"))
     (row,) = report.rows
     assert row.shape == {"M": 1024, "N": 2048, "K": 1024}
     assert row.time_us == 51.9
@@ -50,13 +51,13 @@ def test_pipe_utilization_takes_the_slowest_block(matmul_spec: OperatorSpec) -> 
 
 
 def test_pipe_utilization_without_manifest_is_reported(matmul_spec: OperatorSpec) -> None:
-    report = load([M / "PipeUtilization.csv"], matmul_spec, load_manifest(None))
+    report = read_files([M / "PipeUtilization.csv"], matmul_spec, load_manifest(None))
     assert report.rows == []
     assert "the manifest needs files:" in report.skipped[0]
 
 
 def test_plain_layout(add_spec: OperatorSpec) -> None:
-    report = load([M / "plain.csv"], add_spec, load_manifest(None))
+    report = read_files([M / "plain.csv"], add_spec, load_manifest(None))
     assert [(r.shape["totalLength"], r.config, r.time_us) for r in report.rows] == [
         (1048576, {"blockDim": 40, "tileLength": 4096, "bufferNum": 2}, 12.5),
         (1048576, {"blockDim": 8, "bufferNum": 2}, 30.0),
@@ -66,12 +67,12 @@ def test_plain_layout(add_spec: OperatorSpec) -> None:
 
 
 def test_error_metrics_hand_worked() -> None:
-    e = cal.errors(np.array([110.0, 190.0, 330.0]), np.array([100.0, 200.0, 300.0]))
+    e = cal.error_stats(np.array([110.0, 190.0, 330.0]), np.array([100.0, 200.0, 300.0]))
     # |10|/100, |10|/200, |30|/300 -> mean 0.0833; order preserved -> Spearman 1, pairs 100 %.
     assert e.mape == pytest.approx((0.1 + 0.05 + 0.1) / 3)
     assert e.max_error == pytest.approx(0.1)
     assert e.spearman == pytest.approx(1.0) and e.pairwise_agreement == 1.0
-    swapped = cal.errors(np.array([2.0, 1.0, 3.0]), np.array([1.0, 2.0, 3.0]))
+    swapped = cal.error_stats(np.array([2.0, 1.0, 3.0]), np.array([1.0, 2.0, 3.0]))
     assert swapped.pairwise_agreement == pytest.approx(2 / 3)
     assert swapped.spearman == pytest.approx(0.5)
 
@@ -103,7 +104,7 @@ def test_calibration_recovers_a_perturbed_chip(tmp_path: Path, hw: HardwareProfi
                                                add_spec: OperatorSpec) -> None:
     true_scales = {"gm_read_bandwidth": 0.7, "head_overhead": 1.6, "vector_time": 1.3}
     truth = load_profile_data(cal.apply(hw.data, true_scales), "truth")
-    report = load([_synthetic(tmp_path, add_spec, truth)], add_spec, load_manifest(None))
+    report = read_files([_synthetic(tmp_path, add_spec, truth)], add_spec, load_manifest(None))
     result = cal.fit(add_spec, hw, report.rows)
     assert result.before.mape > 0.1
     assert result.after.mape < 0.02
@@ -117,6 +118,6 @@ def test_calibration_recovers_a_perturbed_chip(tmp_path: Path, hw: HardwareProfi
     import yaml
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     calibrated = load_profile(str(out))
-    again = cal.errors(cal.predict(add_spec, calibrated, report.rows).time_us,
+    again = cal.error_stats(cal.predict(add_spec, calibrated, report.rows).time_us,
                        np.array([r.time_us for r in report.rows]))
     assert again.mape == pytest.approx(result.after.mape, rel=1e-6)

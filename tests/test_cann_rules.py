@@ -46,7 +46,7 @@ def _doc(spec: OperatorSpec, hw: HardwareProfile, shapes: list[dict[str, int]]
                                             hw.sha256, hw.data, "auto", 0, 200, spec.variant),
                            "shapes": [tune_shape(spec, hw, s, TuneSettings("auto", 200, 0))
                                       for s in shapes]}
-    return json.loads(results.render(doc))  # type: ignore[no-any-return]
+    return json.loads(results.to_text(doc))  # type: ignore[no-any-return]
 
 
 def test_builtin_specs_fit_in_one_project() -> None:

@@ -26,7 +26,7 @@ def _doc(spec: OperatorSpec, hw: HardwareProfile, which: str) -> dict[str, Any]:
                                             hw.sha256, hw.data, "auto", 0, 300), "shapes": []}
     for shape in TUNED[which]:
         doc["shapes"].append(tune_shape(spec, hw, shape, TuneSettings("auto", 300, 0)))
-    return json.loads(results.render(doc))  # type: ignore[no-any-return]
+    return json.loads(results.to_text(doc))  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="module")

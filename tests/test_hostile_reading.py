@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_tune.measurements import load, load_manifest
+from ascend_tune.measurements import load_manifest, read_files
 from ascend_tune.shapes import load_shape_file
 from ascend_tune.spec import OperatorSpec
 from tests.conftest import DATA, ROOT
@@ -142,7 +142,7 @@ def test_bom_is_accepted_everywhere(tmp_path: Path) -> None:
 def test_bom_measurement_csv_keeps_its_first_column(add_spec: OperatorSpec,
                                                      tmp_path: Path) -> None:
     measured = write(tmp_path / "m.csv", BOM + b"totalLength,time_us\n4096,2.4\n")
-    report = load([measured], add_spec, load_manifest(None))
+    report = read_files([measured], add_spec, load_manifest(None))
     assert [(r.shape, r.time_us, r.origin) for r in report.rows] == [
         ({"totalLength": 4096}, 2.4, f"{measured}:2")]
 
@@ -327,7 +327,7 @@ def test_measured_time_inf_is_refused(tmp_path: Path) -> None:
 
 def test_bad_times_are_skipped_by_row(add_spec: OperatorSpec) -> None:
     path = H / "time_mixed.csv"
-    report = load([path], add_spec, load_manifest(None))
+    report = read_files([path], add_spec, load_manifest(None))
     assert [r.origin for r in report.rows] == [f"{path}:3", f"{path}:11"]
     assert all(math.isfinite(r.time_us) and r.time_us > 0 for r in report.rows)
     assert report.skipped == [
@@ -358,7 +358,7 @@ def test_bad_pipe_times_in_pipe_utilization(tmp_path: Path) -> None:
 def test_measured_shape_beyond_int64_is_skipped(tmp_path: Path, add_spec: OperatorSpec) -> None:
     path = write(tmp_path / "m.csv", "totalLength,time_us\n1e23,2\n99999999999999999999,2\n"
                                      "0,2\n4096,2\n")
-    report = load([path], add_spec, load_manifest(None))
+    report = read_files([path], add_spec, load_manifest(None))
     assert [r.origin for r in report.rows] == [f"{path}:5"]
     assert report.skipped == [
         f"{path}:2: totalLength: '1e23' is not an integer",

@@ -72,7 +72,7 @@ def test_emitted_code_compiles(ref: str, hw: HardwareProfile, tmp_path: Path) ->
                                             hw.sha256, hw.data, "auto", 0, 100, spec.variant),
                            "shapes": [tune_shape(spec, hw, s, TuneSettings("auto", 100, 0))
                                       for s in shapes]}
-    bundle = emit.load_bundle(json.loads(results.render(doc)), "results.json")
+    bundle = emit.load_bundle(json.loads(results.to_text(doc)), "results.json")
     for style in ("macro", "struct"):
         out = tmp_path / style
         emit.write(out, emit.render(bundle, style, op_host=True))

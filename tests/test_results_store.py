@@ -52,8 +52,8 @@ def test_journal_merges_are_sorted_and_byte_identical(tmp_path: Path,
         st.add(_entry(37))  # already there: ignored
     assert not results.journal_path(path).exists()
     once = {**head, "shapes": [_entry(n) for n in order]}
-    assert path.read_text() == results.render(once), "same bytes as one in-memory render"
-    assert [e["shape"]["totalLength"] for e in results.load(path)["shapes"]] == sorted(order)
+    assert path.read_text() == results.to_text(once), "same bytes as one in-memory render"
+    assert [e["shape"]["totalLength"] for e in results.read_all(path)["shapes"]] == sorted(order)
 
 
 def test_a_killed_run_loses_nothing_it_flushed(tmp_path: Path) -> None:
@@ -72,12 +72,12 @@ def test_a_killed_run_loses_nothing_it_flushed(tmp_path: Path) -> None:
     st2._journal.close()
     st2._release()  # the process died: the lock goes with it, no merge
     (tmp_path / ".r.json.ab12cd34").write_text("partial")
-    assert [e["shape"]["totalLength"] for e in results.load(path)["shapes"]] == [10, 20, 30]
+    assert [e["shape"]["totalLength"] for e in results.read_all(path)["shapes"]] == [10, 20, 30]
     with ResultsStore(path, head, fresh=False) as st3:
         assert st3.removed_temps == [tmp_path / ".r.json.ab12cd34"]
         assert st3.keys == {"totalLength=10", "totalLength=20", "totalLength=30"}
     assert not (tmp_path / ".r.json.ab12cd34").exists()
-    assert results.load(path)["shapes"] == [_entry(10), _entry(20), _entry(30)]
+    assert results.read_all(path)["shapes"] == [_entry(10), _entry(20), _entry(30)]
 
 
 def test_a_second_writer_is_refused_with_a_message(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_interrupt_saves_finished_shapes_and_stops_workers(tmp_path: Path, how: 
     lines = stderr.strip().splitlines()
     assert lines[-1].startswith("error: interrupted: ") and f"saved to {out}" in lines[-1], stderr
     saved = int(lines[-1].split()[2])
-    doc = results.load(out)
+    doc = results.read_all(out)
     assert len(doc["shapes"]) == saved >= 1
     assert not results.journal_path(out).exists(), "merged on the way out"
     time.sleep(1.0)
@@ -160,7 +160,7 @@ def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
         time.sleep(0.2)
     assert not [p for p in workers if _alive(p)], "workers outlived a kill -9 of the search"
     # What was flushed is not lost, and the next run resumes from it.
-    kept = len(results.load(out)["shapes"])
+    kept = len(results.read_all(out)["shapes"])
     assert kept >= 1
 
 
@@ -204,14 +204,14 @@ def test_emit_refuses_to_write_through_a_symlink_out_of_the_folder(tmp_path: Pat
 
 
 def test_old_layout_and_hand_edits_still_load(tmp_path: Path) -> None:
-    doc = results.load(ROOT / "examples/add/results.json")
+    doc = results.read_all(ROOT / "examples/add/results.json")
     old = tmp_path / "old.json"
     old.write_text(json.dumps(doc, indent=1) + "\n")
-    assert results.load(old) == doc
+    assert results.read_all(old) == doc
     _head, entries = results.stream(old)
     assert [shape_key(e["shape"]) for e in entries] == [shape_key(e["shape"])
                                                         for e in doc["shapes"]]
     truncated = tmp_path / "cut.json"
-    truncated.write_text(results.render(doc)[:-40])
+    truncated.write_text(results.to_text(doc)[:-40])
     with pytest.raises(Exception, match="corrupt results file"):
-        results.load(truncated)
+        results.read_all(truncated)

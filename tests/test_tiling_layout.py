@@ -30,7 +30,7 @@ PLATFORMS = ((20, 40), (24, 48), (8, 16))
 def _bundles() -> list[emit.Bundle]:
     out = []
     for path in spec_paths():
-        doc = results.load(ROOT / "examples" / path.stem / "results.json")
+        doc = results.read_all(ROOT / "examples" / path.stem / "results.json")
         out.append(emit.load_bundle(doc, path.stem))
     return out
 

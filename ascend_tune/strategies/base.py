@@ -40,6 +40,9 @@ class Problem:
         self.best_genome: np.ndarray | None = None
         self.best_latency = np.inf
         self.budget: int | None = None  # set by run(); scoring never exceeds it
+        # (evaluations so far, best latency) each time the best improves: the convergence
+        # curve the report draws. Deterministic for a seed, as the search itself is.
+        self.history: list[tuple[int, float]] = []
 
     def key(self, genomes: np.ndarray) -> list[int | bytes]:
         if self._radix is not None:
@@ -94,11 +97,26 @@ class Problem:
                 if lat[j] < self.best_latency:
                     self.best_latency = float(lat[j])
                     self.best_genome = genomes[rows[j]].copy()
+                    self.history.append((self.evaluations, self.best_latency))
             for i, k in enumerate(keys):
                 if k not in self._seen:
                     out[i] = np.inf
                 elif k in todo:
                     out[i] = self._seen[k]
+        return out
+
+    def top(self, k: int) -> list[tuple[np.ndarray, float]]:
+        """The ``k`` best distinct configurations scored so far, fastest first (ties broken
+        by configuration number, so the order is deterministic)."""
+        scored = [(v, key) for key, v in self._seen.items() if np.isfinite(v)]
+        scored.sort(key=lambda t: (t[0], t[1]))
+        out = []
+        for latency, key in scored[:k]:
+            if isinstance(key, bytes):
+                genome = np.frombuffer(key, dtype=np.int64).copy()
+            else:
+                genome = decode_flat(np.array([key], dtype=np.int64), self.sizes)[0]
+            out.append((genome, latency))
         return out
 
     def random_genomes(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -121,6 +139,7 @@ class SearchResult:
     latency_us: float
     evaluations: int
     rejected: int
+    history: tuple[tuple[int, float], ...] = ()
 
 
 class Strategy(Protocol):
@@ -144,7 +163,7 @@ def run(strategy: Strategy, problem: Problem, budget: int,
     if problem.best_genome is None:
         raise NoValidFound(problem.evaluations, problem.rejected)
     return SearchResult(problem.best_genome, problem.best_latency, problem.evaluations,
-                        problem.rejected)
+                        problem.rejected, tuple(problem.history))
 
 
 class NoValidFound(Exception):
