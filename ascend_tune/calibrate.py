@@ -21,9 +21,10 @@ import numpy as np
 import yaml
 
 from ascend_tune import results
-from ascend_tune.engine import PIPE_COLUMNS, ShapeModel
+from ascend_tune.engine import ShapeModel
 from ascend_tune.errors import AscendTuneError
 from ascend_tune.hardware import HardwareProfile, load_profile_data
+from ascend_tune.vocabulary import PIPE_COLUMNS
 
 __all__ = ["COEFFICIENTS", "apply", "error_stats", "fit", "load_profile_data", "predict",
            "profile_document", "write_profile"]

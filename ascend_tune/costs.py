@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune.hardware import TWO_SOURCE_CLASSES, HardwareProfile
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.vocabulary import TWO_SOURCE_CLASSES
 
 GM_PATHS = frozenset({"gm_to_l1", "gm_to_ub", "ub_to_gm", "l0c_to_gm"})
 

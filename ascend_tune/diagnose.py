@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from ascend_tune.engine import BOUND_NAMES, COLUMN_PIPE, Evaluation, ShapeModel, StageDetail
+from ascend_tune.engine import Evaluation, ShapeModel, StageDetail
+from ascend_tune.vocabulary import BOUND_NAMES, COLUMN_PIPE
 
 
 def _pct(fraction: float) -> str:

@@ -27,21 +27,8 @@ from ascend_tune import expr as expr_mod
 from ascend_tune.errors import SpecError
 from ascend_tune.expr import Expr
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.spec import DTYPE_BYTES, Loop, OperatorSpec, Stage, evaluate_baseline
-
-# msprof column names (performance_model.md §2.4), in a fixed order for tables and JSON.
-PIPE_COLUMNS = ("aic_mac_time_us", "aic_mte1_time_us", "aic_mte2_time_us",
-                "aic_fixpipe_time_us", "aic_scalar_time_us", "aiv_vec_time_us",
-                "aiv_mte2_time_us", "aiv_mte3_time_us", "aiv_scalar_time_us")
-_COLUMN = {("cube", "cube"): "aic_mac_time_us", ("cube", "mte1"): "aic_mte1_time_us",
-           ("cube", "mte2"): "aic_mte2_time_us", ("cube", "fixpipe"): "aic_fixpipe_time_us",
-           ("cube", "scalar"): "aic_scalar_time_us", ("vector", "vector"): "aiv_vec_time_us",
-           ("vector", "mte2"): "aiv_mte2_time_us", ("vector", "mte3"): "aiv_mte3_time_us",
-           ("vector", "scalar"): "aiv_scalar_time_us"}
-# msprof column -> pipe name, for messages.
-COLUMN_PIPE = {column: pipe for (_side, pipe), column in _COLUMN.items()}
-# What can bound a configuration: a pipe, the GM bandwidth shared by all cores, or launch.
-BOUND_NAMES = (*PIPE_COLUMNS, "gm_bandwidth", "head_overhead")
+from ascend_tune.spec import Loop, OperatorSpec, Stage, evaluate_baseline
+from ascend_tune.vocabulary import DTYPE_BYTES, PIPE_COLUMN, PIPE_COLUMNS
 
 
 @dataclass
@@ -237,7 +224,7 @@ class ShapeModel:
             lat, busy, gm, _rec = self._loop(side.body, per_core, np.ones(n), ctx, np.ones(n))
             side_us.append(lat / clock_mhz)
             for pipe, cycles in busy.items():
-                pipes[_COLUMN[(side.core, pipe)]] += cycles / clock_mhz
+                pipes[PIPE_COLUMN[(side.core, pipe)]] += cycles / clock_mhz
             gm_us = np.maximum(gm_us, gm / clock_mhz)
             head_us = np.maximum(head_us, costs.head_us(hw, cores, side.core))
             stages += ctx.stages
@@ -315,8 +302,9 @@ class ShapeModel:
         count = _arr(stage.count.evaluate(env), n) if stage.count is not None else np.ones(n)
         gm = np.zeros(n)
         extra: dict[str, Any] = {}
-        if stage.path is not None:
-            assert stage.bytes is not None
+        kind = stage.kind  # vocabulary.STAGE_KINDS
+        if kind == "transfer":
+            assert stage.bytes is not None and stage.path is not None
             nbytes = _arr(stage.bytes.evaluate(env), n)
             rows = _arr(stage.rows.evaluate(env), n) if stage.rows is not None else np.ones(n)
             hit = (_arr(stage.l2_hit.evaluate(env), n) if stage.l2_hit is not None
@@ -332,13 +320,13 @@ class ShapeModel:
                          "share_capped": bool(t.share_capped[0]),
                          "latency_fraction": float(1.0 - t.effective_bandwidth[0]
                                                    / t.bandwidth[0])}
-        elif stage.pipe == "cube":
+        elif kind == "cube":
             assert stage.m is not None and stage.n is not None and stage.k is not None
             dtype = self.spec.stage_dtype(stage.dtype or "")
             cycles = count * costs.mmad_cycles(hw, dtype, _arr(stage.m.evaluate(env), n),
                                                _arr(stage.n.evaluate(env), n),
                                                _arr(stage.k.evaluate(env), n))
-        elif stage.pipe == "vector":
+        elif kind == "vector":
             assert stage.elements is not None and stage.op is not None
             size = DTYPE_BYTES[self.spec.stage_dtype(stage.dtype or "")]
             cycles = count * costs.vector_cycles(hw, stage.op, size,
@@ -360,13 +348,13 @@ class ShapeModel:
             for item in body:
                 if isinstance(item, Loop):
                     walk(item.body)
-                elif item.pipe == "vector":
+                elif item.kind == "vector":
                     size = DTYPE_BYTES[self.spec.stage_dtype(item.dtype or "")]
                     table = self.hw.vector_cycles_per_repeat.get(item.op or "", {})
                     if size not in table:
                         raise SpecError(f"{item.where}: profile {self.hw.name} has no vector "
                                         f"cost for class '{item.op}' at {size}-byte elements")
-                elif item.pipe == "cube":
+                elif item.kind == "cube":
                     dtype = self.spec.stage_dtype(item.dtype or "")
                     if dtype not in self.hw.k0 or dtype not in self.hw.cycles_per_fractal:
                         raise SpecError(f"{item.where}: profile {self.hw.name} has no cube "

@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 
 from ascend_tune.diagnose import diagnose
-from ascend_tune.engine import BOUND_NAMES, ShapeModel
+from ascend_tune.engine import ShapeModel
 from ascend_tune.errors import AscendTuneError, did_you_mean
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.tuner import describe
+from ascend_tune.vocabulary import BOUND_NAMES
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Explanation:
     shape: dict[str, int]
     config: dict[str, int]
     info: dict[str, Any]  # tuner.describe: valid, predicted, ...
-    bound: str  # the bounding quantity (engine.BOUND_NAMES)
+    bound: str  # the bounding quantity (vocabulary.BOUND_NAMES)
     diagnosis: str  # one line: what bounds it and the parameter that moves it
     stages: list[dict[str, Any]]  # per stage: side, stage, pipe, busy_us, executions, ...
     notes: tuple[str, ...] = ()  # e.g. an override outside its parameter's search domain

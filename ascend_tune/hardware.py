@@ -20,15 +20,10 @@ import numpy as np
 
 from ascend_tune import resources, schema
 from ascend_tune.errors import ProfileError, did_you_mean
+from ascend_tune.vocabulary import DTYPES, TRANSFER_PATHS, VECTOR_CLASSES
 from ascend_tune.yamlio import KeyPath, load_yaml
 
 CONFIDENCE = ("high", "med", "low")
-TRANSFER_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm", "l1_to_l0a", "l1_to_l0b", "l0c_to_gm")
-DTYPES = ("float16", "bfloat16", "float32", "hf32", "int8", "int32")
-VECTOR_CLASSES = ("unary", "binary", "exp", "div", "reduce", "fma", "sigmoid", "tanh", "erf",
-                  "cast")
-# Two-source vector classes read two operands per repeat and pay the UB bank-conflict factor.
-TWO_SOURCE_CLASSES = frozenset({"binary", "fma"})
 
 
 def _leaf(types: tuple[str, ...], doc: str) -> schema.Obj:

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ascend_tune.engine import PIPE_COLUMNS
 from ascend_tune.errors import AscendTuneError
 from ascend_tune.shapes import check_shape, shape_key
 from ascend_tune.spec import OperatorSpec
+from ascend_tune.vocabulary import MSPROF_PIPE_HEADERS, PIPE_COLUMNS
 from ascend_tune.yamlio import (
     LIMIT_MEASUREMENTS,
     KeyPath,
@@ -43,14 +43,7 @@ from ascend_tune.yamlio import (
 )
 
 # normalised header -> model pipe column
-_PIPES = {
-    "aic_mac_time(us)": "aic_mac_time_us", "aic_cube_time(us)": "aic_mac_time_us",
-    "aic_mte1_time(us)": "aic_mte1_time_us", "aic_mte2_time(us)": "aic_mte2_time_us",
-    "aic_fixpipe_time(us)": "aic_fixpipe_time_us", "aic_scalar_time(us)": "aic_scalar_time_us",
-    "aiv_vec_time(us)": "aiv_vec_time_us", "aiv_mte2_time(us)": "aiv_mte2_time_us",
-    "aiv_mte3_time(us)": "aiv_mte3_time_us", "aiv_scalar_time(us)": "aiv_scalar_time_us",
-    **{c: c for c in PIPE_COLUMNS},
-}
+_PIPES = {**MSPROF_PIPE_HEADERS, **{c: c for c in PIPE_COLUMNS}}
 _DURATION = ("taskduration(us)", "duration(us)", "time_us")
 _BLOCK = ("blockdim", "blocknum")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune.engine import BOUND_NAMES, PIPE_COLUMNS, Evaluation, ShapeModel
+from ascend_tune.engine import Evaluation, ShapeModel
 from ascend_tune.errors import AscendTuneError, NoValidConfigError
 from ascend_tune.expr import scalar_value
 from ascend_tune.feasibility import valid_indices
@@ -18,6 +18,7 @@ from ascend_tune.shapes import shape_key
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.strategies import STRATEGIES, Problem, default_strategy
 from ascend_tune.strategies.base import NoValidFound, decode_flat, run
+from ascend_tune.vocabulary import BOUND_NAMES, PIPE_COLUMNS
 
 DEFAULT_BUDGET = 2000
 DEFAULT_SEED = 0

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from ascend_tune import costs
-from ascend_tune.engine import PIPE_COLUMNS, ShapeModel
+from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import OperatorSpec, load_spec_text
+from ascend_tune.vocabulary import PIPE_COLUMNS
 
 A1 = np.ones(1)
 

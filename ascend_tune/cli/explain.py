@@ -9,10 +9,10 @@ import typer
 
 from ascend_tune import console
 from ascend_tune.cli import app
-from ascend_tune.engine import PIPE_COLUMNS
 from ascend_tune.hardware import load_profile
 from ascend_tune.shapes import check_shape, parse_assignments, shape_key
 from ascend_tune.spec import load_spec
+from ascend_tune.vocabulary import PIPE_COLUMNS
 
 
 @app.command()

@@ -14,10 +14,8 @@ from ascend_tune.spec.compile import hw_symbols, load_spec_text, meaning_sha256
 from ascend_tune.spec.format import (
     CPP_IDENT,
     CPP_KEYWORDS,
-    DTYPE_BYTES,
     FIELD_TYPES,
     MAX_DOMAIN_VALUES,
-    PIPES,
     SPEC_SCHEMA,
 )
 from ascend_tune.spec.library import load_spec, spec_paths, split_variant
@@ -35,6 +33,7 @@ from ascend_tune.spec.model import (
     round_half_up,
     snake_case,
 )
+from ascend_tune.vocabulary import DTYPE_BYTES, PIPES
 
 if TYPE_CHECKING:
     from ascend_tune.shapes import check_shape, parse_assignments, shape_key

@@ -22,19 +22,15 @@ from ascend_tune.hardware import SCALARS
 from ascend_tune.spec.format import (
     CPP_IDENT,
     CPP_KEYWORDS,
-    DTYPE_BYTES,
     LOOP_SHALLOW,
     MAX_DOMAIN_VALUES,
-    PATH_PIPE,
     SHAPE_FROM,
     SHAPE_FROM_FORMS,
-    SIDE_PIPES,
     SPEC_SCHEMA,
     STAGE,
     STAGE_KEYS,
     STAGE_NAME_KEYS,
     STAGE_REQUIRED,
-    TRANSFER_PIPES,
 )
 from ascend_tune.spec.model import (
     Domain,
@@ -48,6 +44,7 @@ from ascend_tune.spec.model import (
     Side,
     Stage,
 )
+from ascend_tune.vocabulary import DTYPE_BYTES, PATH_PIPE, SIDE_PIPES, stage_kind
 from ascend_tune.yamlio import INT64_MAX, KeyPath, parse_yaml
 
 Symbols = dict[str, Kind]
@@ -392,7 +389,7 @@ def _stage(c: _Compiler, item: Mapping[str, Any], symbols: Mapping[str, Kind],
     if pipe not in SIDE_PIPES[core]:
         raise c.fail(f"pipe '{pipe}' does not exist on the {core} core; "
                      f"allowed: {', '.join(SIDE_PIPES[core])}", *here, "pipe")
-    kind = "transfer" if pipe in TRANSFER_PIPES else pipe
+    kind = stage_kind(pipe)
     allowed = STAGE_KEYS[kind] | {"stage", "pipe"}
     for key in item:
         if key not in allowed:

@@ -6,27 +6,20 @@ from __future__ import annotations
 import re
 
 from ascend_tune import cann, schema
-from ascend_tune.hardware import TRANSFER_PATHS, VECTOR_CLASSES
+from ascend_tune.vocabulary import (
+    DTYPE_BYTES,
+    PIPES,
+    STAGE_KINDS,
+    TRANSFER_PATHS,
+    VECTOR_CLASSES,
+)
 
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "hf32": 4, "int8": 1, "int32": 4}
 # Types the kernel-side TilingData accepts (cann.FIELD_CTYPES): nothing else is emitted.
 FIELD_TYPES = tuple(cann.FIELD_CTYPES)
-PIPES = ("mte2", "mte1", "cube", "fixpipe", "vector", "mte3", "scalar")
-SIDE_PIPES = {"cube": ("mte2", "mte1", "cube", "fixpipe", "scalar"),
-              "vector": ("mte2", "vector", "mte3", "scalar")}
-PATH_PIPE = {"gm_to_l1": "mte2", "gm_to_ub": "mte2", "l1_to_l0a": "mte1", "l1_to_l0b": "mte1",
-             "l0c_to_gm": "fixpipe", "ub_to_gm": "mte3"}
-TRANSFER_PIPES = ("mte2", "mte1", "mte3", "fixpipe")
 # Keys a stage may carry besides stage and pipe, and the ones it must carry, per stage kind
-# (a transfer is any stage on a transfer pipe; the others are named by their pipe).
-STAGE_KEYS = {
-    "transfer": {"path", "bytes", "rows", "count", "l2_hit", "gm_aligned"},
-    "cube": {"m", "n", "k", "dtype", "count"},
-    "vector": {"op", "elements", "dtype", "count"},
-    "scalar": {"cycles"},
-}
-STAGE_REQUIRED = {"transfer": ("path", "bytes"), "cube": ("m", "n", "k", "dtype"),
-                  "vector": ("op", "elements", "dtype"), "scalar": ("cycles",)}
+# (vocabulary.STAGE_KINDS; a transfer is any stage on a transfer pipe).
+STAGE_KEYS = {name: set(kind.keys) for name, kind in STAGE_KINDS.items()}
+STAGE_REQUIRED = {name: kind.required for name, kind in STAGE_KINDS.items()}
 # Stage keys that hold names rather than expressions.
 STAGE_NAME_KEYS = ("stage", "pipe", "path", "dtype", "op")
 MAX_DOMAIN_VALUES = 100_000

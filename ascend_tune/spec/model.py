@@ -12,7 +12,8 @@ import numpy as np
 from ascend_tune import cann
 from ascend_tune.errors import SpecError
 from ascend_tune.expr import Expr
-from ascend_tune.spec.format import DTYPE_BYTES, MAX_DOMAIN_VALUES
+from ascend_tune.spec.format import MAX_DOMAIN_VALUES
+from ascend_tune.vocabulary import DTYPE_BYTES, stage_kind
 from ascend_tune.yamlio import INT64_MAX, INT64_MIN
 
 ShapeSourceKind = Literal["size", "rows", "last", "dim"]
@@ -125,6 +126,11 @@ class Stage:
     op: str | None = None
     elements: Expr | None = None
     cycles: Expr | None = None
+
+    @property
+    def kind(self) -> str:
+        """transfer, cube, vector or scalar (vocabulary.STAGE_KINDS)."""
+        return stage_kind(self.pipe)
 
 
 @dataclass(frozen=True)
