@@ -21,6 +21,7 @@ from typing import Any
 import jinja2
 
 from ascend_tune import __version__, cann, launch, resources
+from ascend_tune.emit_styles import emit_style
 from ascend_tune.errors import AscendTuneError, did_you_mean
 from ascend_tune.expr import CPP_RUNTIME, Expr, Kind, scalar_value
 from ascend_tune.hardware import HardwareProfile, load_profile_data
@@ -29,7 +30,6 @@ from ascend_tune.selection import first_failure, runtime_env
 from ascend_tune.shapes import check_shape, shape_key
 from ascend_tune.spec import Nested, OperatorSpec, load_spec_text
 
-STYLES = ("macro", "struct")
 # Platform core counts replace the profile's at run time (GetCoreNumAic / GetCoreNumAiv).
 RUNTIME_CORES = {"hw.cube_cores": "aicNum", "hw.vector_cores": "aivNum"}
 _CORE_VAR = {"cube": "aicNum", "vector": "aivNum"}
@@ -227,8 +227,7 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
         "kernel_mode_summary": mode.summary,
         "kernel_type": mode.kernel_type,
         "lib_api_workspace": spec.system_workspace == "lib_api",
-        "tiling_header": (f"{snake}_tiling.h" if style == "macro"
-                          else f"../op_kernel/{snake}_tiling.h"),
+        "tiling_header": emit_style(style).include_from_host(snake),
         "slots": [{"name": s.name, "type": s.ctype, "expr": s.expr, "pad": s.expr is None
                    and s.nested is None, "nested": None if s.nested is None else
                    [{"name": f.name, "type": f.ctype, "expr": cpp_member(f.value)}
@@ -324,8 +323,7 @@ def render(bundle: Bundle, style: str, op_host: bool = False,
     ``op_host`` adds the complete msOpGen host file ``op_host/<op>.cpp`` (OpDef, InferShape,
     InferDataType, a static TilingFunc), registered for ``socs`` (default: the profile's SoC).
     """
-    if style not in STYLES:
-        raise AscendTuneError(f"--style '{style}' is not one of: {', '.join(STYLES)}")
+    emit_as = emit_style(style)
     socs = socs or default_socs(bundle.hw)
     for soc in socs:
         if not SOC_NAME.fullmatch(soc):
@@ -334,8 +332,7 @@ def render(bundle: Bundle, style: str, op_host: bool = False,
     env = _environment()
     snake = ctx["snake"]
     files = {
-        (f"op_host/{snake}_tiling.h" if style == "macro" else f"op_kernel/{snake}_tiling.h"):
-            env.get_template(f"tiling_{style}.h.j2").render(ctx),
+        emit_as.header_path(snake): env.get_template(emit_as.template).render(ctx),
         f"op_host/{snake}_tiling_select.h": env.get_template("select.h.j2").render(ctx),
         f"op_kernel/{snake}_tuned_constants.h": env.get_template("constants.h.j2").render(ctx),
     }

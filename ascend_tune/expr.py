@@ -65,24 +65,6 @@ class Kind(Enum):
     BOOL = "bool"
 
 
-FUNCTIONS: dict[str, tuple[int, int]] = {
-    # name: (min args, max args)
-    "ceil_div": (2, 2),
-    "align_up": (2, 2),
-    "align_down": (2, 2),
-    "min": (2, 8),
-    "max": (2, 8),
-    "clamp": (3, 3),
-    "log2": (1, 1),
-    "is_pow2": (1, 1),
-    "pow2_ceil": (1, 1),
-    "pow2_floor": (1, 1),
-    "where": (3, 3),
-    "abs": (1, 1),
-    "floor": (1, 1),
-    "ceil": (1, 1),
-}
-
 NAMESPACES = ("hw", "sizeof")
 
 
@@ -623,156 +605,284 @@ class Call(Node):
     fn: str = ""
     args: tuple[Node, ...] = ()
 
-    def _apply(self, vals: list[Any], wide: bool = False) -> Any:
-        fn = self.fn
-        if fn == "where":
-            # A boolean branch of an integer or float where() is a number (0 or 1).
-            if self.kind is not Kind.BOOL:
-                vals = [vals[0], *(_as_int(v) if a.kind is Kind.BOOL else v
-                                   for v, a in zip(vals[1:], self.args[1:], strict=True))]
-            return np.where(vals[0], vals[1], vals[2])
-        vals = [_as_int(v) if a.kind is Kind.BOOL else v
+    @property
+    def function(self) -> Function:
+        return FUNCTIONS[self.fn]
+
+    def _values(self, vals: list[Any]) -> list[Any]:
+        """Arguments as the function sees them: booleans used as numbers become 0 or 1 (the
+        condition of ``where`` stays boolean, and so do its branches when both are)."""
+        if self.function.condition:
+            if self.kind is Kind.BOOL:
+                return vals
+            return [vals[0], *(_as_int(v) if a.kind is Kind.BOOL else v
+                               for v, a in zip(vals[1:], self.args[1:], strict=True))]
+        return [_as_int(v) if a.kind is Kind.BOOL else v
                 for v, a in zip(vals, self.args, strict=True)]
-        if fn == "ceil_div":
-            a, b = vals
-            return np.where(b == 0, 0, -np.floor_divide(np.negative(a), _safe(b)))
-        if fn == "align_up":
-            x, a = vals
-            return np.where(a == 0, 0, -np.floor_divide(np.negative(x), _safe(a)) * a)
-        if fn == "align_down":
-            x, a = vals
-            return np.where(a == 0, 0, np.floor_divide(x, _safe(a)) * a)
-        if fn in ("min", "max"):
-            reduce = np.minimum if fn == "min" else np.maximum
-            result = vals[0]
-            for v in vals[1:]:
-                result = reduce(result, v)
-            return result
-        if fn == "clamp":
-            x, lo, hi = vals
-            return np.minimum(np.maximum(x, lo), hi)
-        if fn == "log2":
-            x = np.asarray(vals[0], dtype=np.float64)
-            return np.where(x > 0, np.log2(np.where(x > 0, x, 1.0)), 0.0)
-        if fn == "is_pow2":
-            x = np.asarray(vals[0], dtype=np.int64)
-            return np.logical_and(x > 0, np.bitwise_and(x, x - 1) == 0)
-        if fn in ("pow2_ceil", "pow2_floor"):
-            pow2 = _pow2_wide if wide else _pow2
-            return pow2(np.asarray(vals[0], dtype=np.int64), fn == "pow2_ceil")
-        if fn == "abs":
-            return np.abs(vals[0])
-        if fn in ("floor", "ceil"):
-            rounder = np.floor if fn == "floor" else np.ceil
-            return rounder(np.asarray(vals[0], dtype=np.float64)).astype(np.int64)
-        raise AssertionError(fn)  # pragma: no cover
 
     def evaluate(self, env: Env) -> Any:
-        return self._apply([a.evaluate(env) for a in self.args])
+        return self.function.apply(self._values([a.evaluate(env) for a in self.args]), False)
 
     def checked(self, env: Env) -> tuple[Any, Any]:
         pairs = [a.checked(env) for a in self.args]
         vals = [v for v, _ in pairs]
         bads = [b for _, b in pairs]
-        result = self._apply(vals, wide=True)
-        fn = self.fn
-        if fn == "where":
+        function = self.function
+        result = function.apply(self._values(vals), True)
+        if function.condition:
+            # Only the branch taken counts, as in C++'s ?:.
             taken = (False if bads[1] is False and bads[2] is False
                      else np.where(vals[0], bads[1], bads[2]))
             return result, _any(bads[0], taken)
         over: Any = False
-        ints = [_i64(v) if a.kind is not Kind.FLOAT else v for v, a in zip(vals, self.args,
-                                                                          strict=True)]
-        if fn == "ceil_div":
-            over = (ints[0] == INT64_MIN) & (ints[1] != 0)
-        elif fn in ("align_up", "align_down"):
-            x, a = ints
-            q = (-np.floor_divide(np.negative(x), _safe(a)) if fn == "align_up"
-                 else np.floor_divide(x, _safe(a)))
-            trap = (x == INT64_MIN) & ((a != 0) if fn == "align_up" else (a == -1))
-            over = trap | (_mul_overflow(q, a) & (a != 0))
-        elif fn == "abs" and self.kind is Kind.INT:
-            over = ints[0] == INT64_MIN
-        elif fn == "pow2_ceil":
-            over = ints[0] > 2**62
-        elif fn in ("floor", "ceil"):
-            y = (np.floor if fn == "floor" else np.ceil)(np.asarray(vals[0], dtype=np.float64))
-            over = ~np.isfinite(y) | (y < -_TWO63) | (y >= _TWO63)
+        if function.overflow is not None:
+            ints = [_i64(v) if a.kind is not Kind.FLOAT else v
+                    for v, a in zip(vals, self.args, strict=True)]
+            over = function.overflow(ints, self.kind)
         return result, _any(*bads, over)
 
     def span(self, leaves: Mapping[str, Span]) -> Span:
-        spans = [a.span(leaves) for a in self.args]
-        fn = self.fn
-        if fn == "is_pow2":
-            return 0, 1
-        if fn == "log2":
-            return -1100.0, 1100.0  # |log2(x)| <= 1075 for a finite x > 0; 0 otherwise
-        if fn in ("ceil_div", "align_up", "align_down") and spans[0][0] <= INT64_MIN:
-            raise _MayOverflow  # -INT64_MIN, INT64_MIN // -1: the checked path decides
-        if fn == "ceil_div":
-            return self._result(*_quotient(_ceildiv, spans[0], spans[1], True))
-        if fn in ("align_up", "align_down"):
-            # align_up(x, a) is in [x, x + a - 1] for a > 0 and in [x + a + 1, x] for a < 0;
-            # align_down mirrors it; 0 where a == 0.
-            (xl, xh), (al, ah) = spans
-            up = fn == "align_up"
-            parts: list[Span] = []
-            if ah >= 1:
-                parts.append((xl, xh + ah - 1) if up else (xl - ah + 1, xh))
-            if al <= -1:
-                parts.append((xl + al + 1, xh) if up else (xl, xh - al - 1))
-            if al <= 0 <= ah:
-                parts.append((0, 0))
-            return self._result(min(p[0] for p in parts), max(p[1] for p in parts))
-        if fn in ("pow2_ceil", "pow2_floor"):
-            top = max(spans[0][1], 1)
-            if top >= 2**62:
-                raise _MayOverflow  # the fast _pow2 doubles past int64 there
-            return self._result(1, 1 << (top - 1).bit_length() if fn == "pow2_ceil" else top)
-        if fn in ("floor", "ceil"):
-            lo, hi = spans[0]
-            if not all(isinstance(v, int) or math.isfinite(v) for v in (lo, hi)):
-                raise _MayOverflow
-            return self._result(math.floor(lo), math.ceil(hi))
-        if fn == "where":
-            return self._result(min(spans[1][0], spans[2][0]), max(spans[1][1], spans[2][1]))
-        if fn == "abs":
-            lo, hi = spans[0]
-            if lo >= 0:
-                return self._result(lo, hi)
-            return self._result(-hi, -lo) if hi <= 0 else self._result(0, max(-lo, hi))
-        if fn == "min":
-            return self._result(min(s[0] for s in spans), min(s[1] for s in spans))
-        if fn == "max":
-            return self._result(max(s[0] for s in spans), max(s[1] for s in spans))
-        (xl, xh), (ll, lh), (hl, hh) = spans  # clamp = min(max(x, lo), hi)
-        return self._result(min(max(xl, ll), hl), min(max(xh, lh), hh))
+        return self._result(*self.function.span([a.span(leaves) for a in self.args]))
 
     def cpp(self, names: Callable[[str], str]) -> str:
-        fn = self.fn
-        if fn in ("ceil_div", "align_up", "align_down", "is_pow2", "pow2_ceil", "pow2_floor"):
-            args = ", ".join(_cpp_cast(a, Kind.INT, names) for a in self.args)
-            return f"at_{fn}({args})"
-        if fn == "log2":
-            return f"at_log2({_cpp_cast(self.args[0], Kind.FLOAT, names)})"
-        if fn in ("floor", "ceil"):
-            return f"at_{fn}({_cpp_cast(self.args[0], Kind.FLOAT, names)})"
-        if fn == "where":
-            cond = _cpp_cast(self.args[0], Kind.BOOL, names)
-            a = _cpp_cast(self.args[1], self.kind, names)
-            b = _cpp_cast(self.args[2], self.kind, names)
-            return f"(({cond}) ? ({a}) : ({b}))"
-        rendered = [_cpp_cast(a, self.kind, names) for a in self.args]
-        if fn in ("min", "max"):
-            text = rendered[0]
-            for arg in rendered[1:]:
-                text = f"at_{fn}({text}, {arg})"
-            return text
-        if fn == "clamp":
-            return f"at_min(at_max({rendered[0]}, {rendered[1]}), {rendered[2]})"
-        if fn == "abs":
-            return f"at_abs({rendered[0]})"
-        raise AssertionError(fn)  # pragma: no cover
+        casts = self.function.cpp_args(self.kind, len(self.args))
+        return self.function.cpp([_cpp_cast(a, k, names) for a, k in zip(self.args, casts,
+                                                                         strict=True)])
+
+
+# --------------------------------------------------------------------------------------------
+# Expression functions: one registry entry each, holding everything the checker, the three
+# evaluations and the C++ renderer need. tests/test_registries.py holds every entry to the
+# same checks (numpy against the compiled C++ runtime, spans containing the values, overflow
+# masks); the C++ side is CPP_RUNTIME below.
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    doc: str
+    min_args: int
+    max_args: int
+    # Static type of the result from the argument kinds (arguments checked already).
+    result: Callable[[tuple[Kind, ...]], Kind]
+    # (argument values, wide) -> values; ``wide`` is the checked path, which must not wrap.
+    apply: Callable[[list[Any], bool], Any]
+    # Argument spans -> result span (Call._result then proves it inside int64).
+    span: Callable[[list[Span]], Span]
+    # Rows whose result leaves int64, from int64 arguments (None: never).
+    overflow: Callable[[list[Any], Kind], Any] | None
+    # The kinds the arguments are cast to in C++, from the result kind and argument count.
+    cpp_args: Callable[[Kind, int], list[Kind]]
+    # C++ text from the cast arguments.
+    cpp: Callable[[list[str]], str]
+    int_args: bool = False  # integer (or boolean) arguments only
+    condition: bool = False  # the first argument is a condition choosing between the others
+
+
+def _int_result(_kinds: tuple[Kind, ...]) -> Kind:
+    return Kind.INT
+
+
+def _promoted(kinds: tuple[Kind, ...]) -> Kind:
+    return _promote(*kinds)
+
+
+def _all_int(_kind: Kind, n: int) -> list[Kind]:
+    return [Kind.INT] * n
+
+
+def _all_float(_kind: Kind, n: int) -> list[Kind]:
+    return [Kind.FLOAT] * n
+
+
+def _all_result(kind: Kind, n: int) -> list[Kind]:
+    return [kind] * n
+
+
+def _runtime_call(fn: str) -> Callable[[list[str]], str]:
+    return lambda args: f"at_{fn}({', '.join(args)})"
+
+
+def _ceil_div(vals: list[Any], _wide: bool) -> Any:
+    a, b = vals
+    return np.where(b == 0, 0, -np.floor_divide(np.negative(a), _safe(b)))
+
+
+def _align(up: bool) -> Callable[[list[Any], bool], Any]:
+    def apply(vals: list[Any], _wide: bool) -> Any:
+        x, a = vals
+        q = -np.floor_divide(np.negative(x), _safe(a)) if up else np.floor_divide(x, _safe(a))
+        return np.where(a == 0, 0, q * a)
+    return apply
+
+
+def _align_overflow(up: bool) -> Callable[[list[Any], Kind], Any]:
+    def overflow(ints: list[Any], _kind: Kind) -> Any:
+        x, a = ints
+        q = -np.floor_divide(np.negative(x), _safe(a)) if up else np.floor_divide(x, _safe(a))
+        trap = (x == INT64_MIN) & ((a != 0) if up else (a == -1))
+        return trap | (_mul_overflow(q, a) & (a != 0))
+    return overflow
+
+
+def _align_span(up: bool) -> Callable[[list[Span]], Span]:
+    def span(spans: list[Span]) -> Span:
+        if spans[0][0] <= INT64_MIN:
+            raise _MayOverflow  # INT64_MIN // -1 and -INT64_MIN: the checked path decides
+        # align_up(x, a) is in [x, x + a - 1] for a > 0 and in [x + a + 1, x] for a < 0;
+        # align_down mirrors it; 0 where a == 0.
+        (xl, xh), (al, ah) = spans
+        parts: list[Span] = []
+        if ah >= 1:
+            parts.append((xl, xh + ah - 1) if up else (xl - ah + 1, xh))
+        if al <= -1:
+            parts.append((xl + al + 1, xh) if up else (xl, xh - al - 1))
+        if al <= 0 <= ah:
+            parts.append((0, 0))
+        return min(p[0] for p in parts), max(p[1] for p in parts)
+    return span
+
+
+def _ceil_div_span(spans: list[Span]) -> Span:
+    if spans[0][0] <= INT64_MIN:
+        raise _MayOverflow
+    return _quotient(_ceildiv, spans[0], spans[1], True)
+
+
+def _extreme(pick: Callable[..., Any], reduce: Callable[[Any, Any], Any],
+             fn: str) -> tuple[Callable[[list[Any], bool], Any], Callable[[list[Span]], Span],
+                               Callable[[list[str]], str]]:
+    def apply(vals: list[Any], _wide: bool) -> Any:
+        result = vals[0]
+        for v in vals[1:]:
+            result = reduce(result, v)
+        return result
+
+    def span(spans: list[Span]) -> Span:
+        return pick(s[0] for s in spans), pick(s[1] for s in spans)
+
+    def cpp(args: list[str]) -> str:
+        text = args[0]
+        for arg in args[1:]:
+            text = f"at_{fn}({text}, {arg})"
+        return text
+    return apply, span, cpp
+
+
+def _clamp_span(spans: list[Span]) -> Span:
+    (xl, xh), (ll, lh), (hl, hh) = spans  # clamp = min(max(x, lo), hi)
+    return min(max(xl, ll), hl), min(max(xh, lh), hh)
+
+
+def _log2(vals: list[Any], _wide: bool) -> Any:
+    x = np.asarray(vals[0], dtype=np.float64)
+    return np.where(x > 0, np.log2(np.where(x > 0, x, 1.0)), 0.0)
+
+
+def _is_pow2(vals: list[Any], _wide: bool) -> Any:
+    x = np.asarray(vals[0], dtype=np.int64)
+    return np.logical_and(x > 0, np.bitwise_and(x, x - 1) == 0)
+
+
+def _pow2_round(up: bool) -> tuple[Callable[[list[Any], bool], Any],
+                                   Callable[[list[Span]], Span]]:
+    def apply(vals: list[Any], wide: bool) -> Any:
+        return (_pow2_wide if wide else _pow2)(np.asarray(vals[0], dtype=np.int64), up)
+
+    def span(spans: list[Span]) -> Span:
+        top = max(spans[0][1], 1)
+        if top >= 2**62:
+            raise _MayOverflow  # the fast _pow2 doubles past int64 there
+        return 1, (1 << (top - 1).bit_length() if up else top)
+    return apply, span
+
+
+def _abs_span(spans: list[Span]) -> Span:
+    lo, hi = spans[0]
+    if lo >= 0:
+        return lo, hi
+    return (-hi, -lo) if hi <= 0 else (0, max(-lo, hi))
+
+
+def _rounding(rounder: Callable[[Any], Any]) -> tuple[Callable[[list[Any], bool], Any],
+                                                     Callable[[list[Any], Kind], Any]]:
+    def apply(vals: list[Any], _wide: bool) -> Any:
+        return rounder(np.asarray(vals[0], dtype=np.float64)).astype(np.int64)
+
+    def overflow(ints: list[Any], _kind: Kind) -> Any:
+        y = rounder(np.asarray(ints[0], dtype=np.float64))
+        return ~np.isfinite(y) | (y < -_TWO63) | (y >= _TWO63)
+    return apply, overflow
+
+
+def _rounding_span(spans: list[Span]) -> Span:
+    """floor and ceil share the outward bound."""
+    lo, hi = spans[0]
+    if not all(isinstance(v, int) or math.isfinite(v) for v in (lo, hi)):
+        raise _MayOverflow
+    return math.floor(lo), math.ceil(hi)
+
+
+def _where_result(kinds: tuple[Kind, ...]) -> Kind:
+    both_bool = kinds[1] is Kind.BOOL and kinds[2] is Kind.BOOL
+    return Kind.BOOL if both_bool else _promote(kinds[1], kinds[2])
+
+
+def _registry(*functions: Function) -> dict[str, Function]:
+    return {f.name: f for f in functions}
+
+
+_min = _extreme(min, np.minimum, "min")
+_max = _extreme(max, np.maximum, "max")
+_pow2_ceil = _pow2_round(True)
+_pow2_floor = _pow2_round(False)
+_floor = _rounding(np.floor)
+_ceil = _rounding(np.ceil)
+
+FUNCTIONS: dict[str, Function] = _registry(
+    Function("ceil_div", "a / b rounded towards +infinity; 0 when b is 0", 2, 2, _int_result,
+             _ceil_div, _ceil_div_span,
+             lambda ints, _k: (ints[0] == INT64_MIN) & (ints[1] != 0),
+             _all_int, _runtime_call("ceil_div"), int_args=True),
+    Function("align_up", "x rounded up to a multiple of a; 0 when a is 0", 2, 2, _int_result,
+             _align(True), _align_span(True), _align_overflow(True), _all_int,
+             _runtime_call("align_up"), int_args=True),
+    Function("align_down", "x rounded down to a multiple of a; 0 when a is 0", 2, 2,
+             _int_result, _align(False), _align_span(False), _align_overflow(False), _all_int,
+             _runtime_call("align_down"), int_args=True),
+    Function("min", "the smallest argument", 2, 8, _promoted, _min[0], _min[1], None,
+             _all_result, _min[2]),
+    Function("max", "the largest argument", 2, 8, _promoted, _max[0], _max[1], None,
+             _all_result, _max[2]),
+    Function("clamp", "clamp(x, lo, hi) = min(max(x, lo), hi)", 3, 3, _promoted,
+             lambda vals, _w: np.minimum(np.maximum(vals[0], vals[1]), vals[2]), _clamp_span,
+             None, _all_result, lambda args: f"at_min(at_max({args[0]}, {args[1]}), {args[2]})"),
+    Function("log2", "base-2 logarithm (float); 0 for x <= 0", 1, 1, lambda _k: Kind.FLOAT,
+             _log2, lambda _s: (-1100.0, 1100.0),  # |log2(x)| <= 1075 for a finite x > 0
+             None, _all_float, _runtime_call("log2")),
+    Function("is_pow2", "x is a positive power of two", 1, 1, lambda _k: Kind.BOOL, _is_pow2,
+             lambda _s: (0, 1), None, _all_int, _runtime_call("is_pow2"), int_args=True),
+    Function("pow2_ceil", "the smallest power of two >= x (1 for x <= 1)", 1, 1, _int_result,
+             _pow2_ceil[0], _pow2_ceil[1], lambda ints, _k: ints[0] > 2**62, _all_int,
+             _runtime_call("pow2_ceil"), int_args=True),
+    Function("pow2_floor", "the largest power of two <= x (1 for x <= 1)", 1, 1, _int_result,
+             _pow2_floor[0], _pow2_floor[1], None, _all_int, _runtime_call("pow2_floor"),
+             int_args=True),
+    Function("where", "where(c, x, y): x where c holds, else y (only the branch taken is "
+             "evaluated in C++)", 3, 3, _where_result,
+             lambda vals, _w: np.where(vals[0], vals[1], vals[2]),
+             lambda spans: (min(spans[1][0], spans[2][0]), max(spans[1][1], spans[2][1])),
+             None, lambda kind, _n: [Kind.BOOL, kind, kind],
+             lambda args: f"(({args[0]}) ? ({args[1]}) : ({args[2]}))", condition=True),
+    Function("abs", "absolute value", 1, 1, lambda kinds: _promote(*kinds),
+             lambda vals, _w: np.abs(vals[0]), _abs_span,
+             lambda ints, kind: (ints[0] == INT64_MIN) if kind is Kind.INT else False,
+             _all_result, _runtime_call("abs")),
+    Function("floor", "x rounded down to an integer", 1, 1, _int_result, _floor[0],
+             _rounding_span, _floor[1], _all_float, _runtime_call("floor")),
+    Function("ceil", "x rounded up to an integer", 1, 1, _int_result, _ceil[0],
+             _rounding_span, _ceil[1], _all_float, _runtime_call("ceil")),
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -783,7 +893,6 @@ _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv
            ast.Mod: "%", ast.Pow: "**"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
            ast.NotEq: "!="}
-_INT_ONLY = {"ceil_div", "align_up", "align_down", "is_pow2", "pow2_ceil", "pow2_floor"}
 
 
 class _Checker:
@@ -883,7 +992,7 @@ class _Checker:
                                 f"allowed: {', '.join(sorted(FUNCTIONS))}", node)
             if node.keywords:
                 raise self.fail(f"'{fn}' takes no keyword arguments", node)
-            lo, hi = FUNCTIONS[fn]
+            lo, hi = FUNCTIONS[fn].min_args, FUNCTIONS[fn].max_args
             if not lo <= len(node.args) <= hi:
                 want = str(lo) if lo == hi else f"{lo} to {hi}"
                 raise self.fail(f"'{fn}' takes {want} arguments, got {len(node.args)}", node)
@@ -911,24 +1020,10 @@ class _Checker:
         return Var(kind, name)
 
     def _call(self, fn: str, args: tuple[Node, ...], node: ast.AST) -> Node:
-        if fn in _INT_ONLY and any(a.kind is Kind.FLOAT for a in args):
+        function = FUNCTIONS[fn]
+        if function.int_args and any(a.kind is Kind.FLOAT for a in args):
             raise self.fail(f"'{fn}' needs integer arguments", node)
-        if fn == "is_pow2":
-            return Call(Kind.BOOL, fn, args)
-        if fn in _INT_ONLY:
-            return Call(Kind.INT, fn, args)
-        if fn == "log2":
-            return Call(Kind.FLOAT, fn, args)
-        if fn in ("floor", "ceil"):
-            return Call(Kind.INT, fn, args)
-        if fn == "where":
-            both_bool = args[1].kind is Kind.BOOL and args[2].kind is Kind.BOOL
-            return Call(Kind.BOOL if both_bool else _promote(args[1].kind, args[2].kind),
-                        fn, args)
-        if fn == "abs":
-            return Call(_promote(args[0].kind), fn, args)
-        return Call(_promote(*(a.kind for a in args)), fn, args)
-
+        return Call(function.result(tuple(a.kind for a in args)), fn, args)
 
 def _short(source: str) -> str:
     return source if len(source) <= 80 else source[:77] + "..."

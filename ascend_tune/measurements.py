@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -291,19 +291,39 @@ def read_files(paths: Sequence[Path], spec: OperatorSpec, manifest: Manifest) ->
             continue
         fields = first[1]
         header = {_norm(h): h for h in fields}
-        records = _records(lines, fields)
-        if "block_id" in header and "sub_block_id" in header:
-            rows += _load_pipe_utilization(path, records, header, spec, manifest, skipped)
-            continue
-        for line, row in records:
-            where = f"{path}:{line}"
-            try:
-                if not _where_ok(row, manifest.where):
-                    continue
-                rows.append(_summary_row(where, path.name, row, header, spec, manifest))
-            except (ValueError, KeyError, ArithmeticError) as exc:
-                skipped.append(f"{where}: {exc}")
+        reader = next(r for r in READERS if r.matches(header))
+        rows += reader.read(path, _records(lines, fields), header, spec, manifest, skipped)
     return LoadReport(rows, skipped, [str(p) for p in paths])
+
+
+ReadFn = Callable[[Path, Iterator[Record], Mapping[str, str], OperatorSpec, Manifest, list[str]],
+                  list[Measurement]]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One measurement file layout. ``matches`` looks at the header only (normalised column
+    name -> column as written); ``read`` turns the records into rows and appends one line
+    per record it cannot use to ``skipped`` (file:line: why)."""
+
+    name: str
+    doc: str
+    matches: Callable[[Mapping[str, str]], bool]
+    read: ReadFn
+
+
+def _read_summary(path: Path, records: Iterator[Record], header: Mapping[str, str],
+                  spec: OperatorSpec, manifest: Manifest, skipped: list[str]) -> list[Measurement]:
+    rows = []
+    for line, row in records:
+        where = f"{path}:{line}"
+        try:
+            if not _where_ok(row, manifest.where):
+                continue
+            rows.append(_summary_row(where, path.name, row, header, spec, manifest))
+        except (ValueError, KeyError, ArithmeticError) as exc:
+            skipped.append(f"{where}: {exc}")
+    return rows
 
 
 def _where_ok(row: Mapping[str, str], where: Mapping[str, str]) -> bool:
@@ -341,7 +361,7 @@ def _summary_row(where: str, file_name: str, row: Mapping[str, str], header: Map
     return Measurement(where, shape, config, manifest.free, time_us, pipes, block)
 
 
-def _load_pipe_utilization(path: Path, records: Iterator[Record], header: Mapping[str, str],
+def _read_pipe_utilization(path: Path, records: Iterator[Record], header: Mapping[str, str],
                            spec: OperatorSpec, manifest: Manifest,
                            skipped: list[str]) -> list[Measurement]:
     entry = manifest.per_file.get(path.name)
@@ -376,3 +396,17 @@ def _load_pipe_utilization(path: Path, records: Iterator[Record], header: Mappin
         skipped.append(f"{path}: {exc}")
         return []
     return [Measurement(f"{path}", shape, config, manifest.free, time_us, pipes)]
+
+
+# The registry of measurement layouts, tried in order (the first whose ``matches`` accepts the
+# header reads the file; the last accepts any header and explains per row what it misses).
+# tests/test_registries.py holds every reader to the same checks.
+READERS: tuple[Reader, ...] = (
+    Reader("pipe_utilization", "msprof op PipeUtilization.csv: one row per block, shape and "
+           "configuration from the manifest",
+           lambda header: "block_id" in header and "sub_block_id" in header,
+           _read_pipe_utilization),
+    Reader("summary", "one row per kernel launch: msprof op_summary, torch_npu "
+           "kernel_details, or a plain CSV with shape columns and time_us",
+           lambda header: True, _read_summary),
+)

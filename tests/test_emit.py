@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ascend_tune import emit, results
+from ascend_tune.emit_styles import STYLES
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.selection import BASELINE, EXACT, NONE, field_value, select
 from ascend_tune.spec import OperatorSpec
@@ -36,7 +37,7 @@ def docs(hw: HardwareProfile, add_spec: OperatorSpec, matmul_spec: OperatorSpec
 
 
 @pytest.mark.parametrize("which", ["add", "matmul"])
-@pytest.mark.parametrize("style", ["macro", "struct"])
+@pytest.mark.parametrize("style", sorted(STYLES))
 def test_golden_files(which: str, style: str, docs: dict[str, dict[str, Any]],
                       update_golden: bool) -> None:
     bundle = emit.load_bundle(docs[which], "results.json")
@@ -129,7 +130,7 @@ def _python_line(spec: OperatorSpec, hw: HardwareProfile, doc: dict[str, Any],
 
 @needs_gxx
 @pytest.mark.parametrize("which", ["add", "matmul"])
-@pytest.mark.parametrize("style", ["macro", "struct"])
+@pytest.mark.parametrize("style", sorted(STYLES))
 def test_emitted_code_compiles_and_selects_like_python(
         which: str, style: str, tmp_path: Path, docs: dict[str, dict[str, Any]],
         hw: HardwareProfile) -> None:
@@ -198,7 +199,7 @@ int main() {{
 
 
 @needs_gxx
-@pytest.mark.parametrize("style", ["macro", "struct"])
+@pytest.mark.parametrize("style", sorted(STYLES))
 def test_generated_tiling_func_fills_the_context(style: str, tmp_path: Path,
                                                  docs: dict[str, dict[str, Any]],
                                                  hw: HardwareProfile) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ascend_tune import emit, results
+from ascend_tune.emit_styles import STYLES
 from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.shapes import load_shape_file
@@ -73,7 +74,7 @@ def test_emitted_code_compiles(ref: str, hw: HardwareProfile, tmp_path: Path) ->
                            "shapes": [tune_shape(spec, hw, s, TuneSettings("auto", 100, 0))
                                       for s in shapes]}
     bundle = emit.load_bundle(json.loads(results.to_text(doc)), "results.json")
-    for style in ("macro", "struct"):
+    for style in STYLES:
         out = tmp_path / style
         emit.write(out, emit.render(bundle, style, op_host=True))
         for path in sorted(out.rglob("*.[hc]*")):

@@ -24,6 +24,7 @@ import pytest
 
 from ascend_tune import emit
 from ascend_tune.emit import Bundle
+from ascend_tune.emit_styles import STYLES
 from ascend_tune.selection import BASELINE, EXACT, NEAREST, NONE, field_value, select
 from ascend_tune.spec import OperatorSpec, spec_paths
 from tests.conftest import ROOT, STUB, needs_gxx
@@ -229,7 +230,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Bundle], dic
     """One project folder per style with every operator's emitted files."""
     bundles = _bundles()
     roots = {}
-    for style in ("macro", "struct"):
+    for style in STYLES:
         root = tmp_path_factory.mktemp(f"project_{style}")
         for b in bundles:
             files = emit.render(b, style, op_host=True)

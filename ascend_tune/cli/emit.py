@@ -10,6 +10,7 @@ import typer
 
 from ascend_tune import console
 from ascend_tune.cli import ExitWith, app
+from ascend_tune.emit_styles import STYLES
 
 
 @app.command()
@@ -17,7 +18,9 @@ def emit(
     results_path: Path = typer.Argument(..., metavar="RESULTS", help="Results file of search."),
     out_dir: Path = typer.Option(..., "-o", "--output",
                                  help="Operator project folder (op_host/, op_kernel/)."),
-    style: str = typer.Option("macro", "--style", help="macro (CANN 8.x) | struct."),
+    style: str = typer.Option("macro", "--style", help="How the TilingData is declared: "
+                              + "; ".join(f"{s.name}: {s.doc}" for s in STYLES.values())
+                              + "."),
     check_only: bool = typer.Option(False, "--check",
                                     help="Write nothing; exit 1 if files are stale or missing."),
     op_host: bool = typer.Option(False, "--op-host",
