@@ -1,7 +1,7 @@
 """Pure cost formulas, vectorised: transfers, Mmad, vector instructions, launch overhead.
 
 Every constant comes from the hardware profile; the sources are in ``hw_profiles/*.yaml`` and
-``../shared/reference``. All functions take and return numpy arrays (one entry per candidate).
+``docs/model.md``. All functions take and return numpy arrays (one entry per candidate).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ascend_tune.hardware import HardwareProfile
 from ascend_tune.vocabulary import TWO_SOURCE_CLASSES
 
 GM_PATHS = frozenset({"gm_to_l1", "gm_to_ub", "ub_to_gm", "l0c_to_gm"})
+AIC_GM_PATHS = frozenset({"gm_to_l1", "l0c_to_gm"})  # the others are the AIV's
 
 
 @dataclass(frozen=True)
@@ -30,39 +31,94 @@ class TransferCost:
 
 def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarray,
              count: np.ndarray, l2_hit: np.ndarray, active_cores: np.ndarray,
-             aligned: np.ndarray | None = None) -> TransferCost:
+             aligned: np.ndarray | None = None, layout: str | None = None,
+             element_bytes: int = 1) -> TransferCost:
     """cycles = count * (latency + bytes_moved / bandwidth).
 
-    * ``bytes_moved``: each of ``rows`` contiguous runs rounds up to whole 32 B blocks (DataCopy
-      moves blocks; S8/S11).
+    * ``bytes_moved``: each contiguous run (a row, or what ``layout`` makes of the tile's
+      ``rows``: :func:`contiguous_runs`) rounds up to whole 32 B blocks (DataCopy moves
+      blocks; S8/S11).
+    * ND -> NZ: a GM->L1 copy of an ND operand pays ``nd2nz_row_cycles`` per run on MTE2.
     * ``bandwidth``: the profile's size-dependent curve (msKPP single-core measurements), times
       ``gm_unaligned_efficiency`` when a GM-side row is not a multiple of ``gm_align_bytes``
-      (512 B, S10), capped by this core's share of the chip bandwidth: HBM for misses and L2 for
-      the declared hit fraction, split over the active cores (performance_model.md §5.3).
+      (512 B, S10) or the stage declares ``gm_aligned`` false (then the chip rate too), capped
+      by this core's share of the chip bandwidth: HBM for misses and L2 for the declared hit
+      fraction, as the chip delivers it to the active cores
+      (:func:`chip_share_bytes_per_cycle`; docs/model.md "Shared GM bandwidth").
     """
     spec = hw.transfers[path]
     block = float(hw["ub_block_bytes"])
     rows = np.maximum(rows, 1.0)
-    row_bytes = nbytes / rows
-    moved = rows * np.ceil(row_bytes / block) * block
+    runs, row_bytes = contiguous_runs(hw, nbytes, rows, layout, element_bytes)
+    moved = runs * np.ceil(row_bytes / block) * block
     bandwidth = spec.bandwidth(moved)
     peak = np.full_like(moved, float(spec.curve_bytes_per_cycle.max()))
     gm_cycles = np.zeros_like(moved)
     capped = np.zeros(moved.shape, dtype=bool)
     if path in GM_PATHS:
+        declared = aligned is not None
         if aligned is None:
             aligned = np.mod(row_bytes, float(hw["gm_align_bytes"])) == 0
-        bandwidth = bandwidth * np.where(aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
+        efficiency = np.where(aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
+        bandwidth = bandwidth * efficiency
         hit = np.clip(l2_hit, 0.0, 1.0)
         chip_bytes_per_cycle = 1.0 / ((1.0 - hit) / hw.hbm_bytes_per_cycle
                                       + hit / hw.l2_bytes_per_cycle)
-        share = chip_bytes_per_cycle / np.maximum(active_cores, 1.0)
+        if declared:
+            # A start address the spec declares misaligned wastes part of every burst at the
+            # chip too (asc-devkit data_copy: 12288 x 12287 half reads 1.28x (GM->UB) and 1.9x
+            # (GM->L1) slower than 12288^2 at full-chip, chip-bound core counts). Short runs
+            # from aligned starts do not (128 B runs: 1.08x), so the run-length rule above
+            # stays a per-core effect.
+            chip_bytes_per_cycle = chip_bytes_per_cycle * efficiency
+        port = "aic" if path in AIC_GM_PATHS else "aiv"
+        share = chip_share_bytes_per_cycle(hw, chip_bytes_per_cycle, active_cores, port)
         capped = share < bandwidth
         bandwidth = np.minimum(bandwidth, share)
         gm_cycles = count * moved / share
     per_transfer = spec.latency_cycles + moved / bandwidth
+    if path == "gm_to_l1" and layout in ("row_major", "column_major"):
+        # DataCopy ND2NZ scatters every ND run into 16-row fractals on MTE2 (S10 data_copy).
+        per_transfer = per_transfer + runs * float(hw["nd2nz_row_cycles"])
     cycles = count * per_transfer
     return TransferCost(cycles, gm_cycles, moved, bandwidth, moved / per_transfer, capped, peak)
+
+
+def contiguous_runs(hw: HardwareProfile, nbytes: np.ndarray, rows: np.ndarray,
+                    layout: str | None, element_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(runs, bytes per run) of a tile of ``rows`` logical rows and ``nbytes`` in GM.
+
+    Row-major (and no layout given): one run per row. Column-major: the tile's columns are
+    contiguous, ``rows * element`` bytes each. NZ: one run per C0-wide fractal column
+    (``ub_block_bytes`` wide, all ``rows`` deep)."""
+    if layout == "column_major":
+        run_bytes = rows * float(element_bytes)
+        return np.maximum(nbytes / run_bytes, 1.0), run_bytes
+    if layout == "nz":
+        c0_bytes = float(hw["ub_block_bytes"])
+        return np.maximum(np.ceil(nbytes / rows / c0_bytes), 1.0), rows * c0_bytes
+    return rows, nbytes / rows
+
+
+def chip_share_bytes_per_cycle(hw: HardwareProfile, chip_bytes_per_cycle: Any,
+                               active_cores: Any, port: str = "aiv") -> np.ndarray:
+    """One core's share of what the chip delivers to ``k`` active cores.
+
+    The chip delivers ``X(k) = softmin(k * b_core, C)``, ``softmin(a, c) = (a^-p + c^-p)^(-1/p)``:
+    ``b_core`` is what one core's GM port offers (read and write queues together; ``port`` is
+    ``aic`` or ``aiv``), ``C`` the chip rate. With a hard minimum every core count past
+    ``C / b_core`` ties, and any launch cost that grows with block dim then picks the fewest
+    cores that reach the cap; requests
+    queue as the chip nears its cap, so the approach is gradual and one more core always adds
+    outstanding requests (Little's law). Both constants are the profile's.
+    """
+    k = np.maximum(np.asarray(active_cores, dtype=np.float64), 1.0)
+    p = float(hw["gm_contention_exponent"])
+    offered = k * float(hw[f"{port}_gm_port_bytes_per_cycle"])
+    delivered = (offered ** -p + np.asarray(chip_bytes_per_cycle, dtype=np.float64) ** -p) \
+        ** (-1.0 / p)
+    out: np.ndarray = delivered / k
+    return out
 
 
 def mmad_cycles(hw: HardwareProfile, dtype: str, m: np.ndarray, n: np.ndarray,
@@ -89,9 +145,13 @@ def vector_cycles(hw: HardwareProfile, op: str, element_bytes: int,
 
 
 def head_us(hw: HardwareProfile, cores: Any, side: str) -> np.ndarray:
-    """Launch (head) overhead: base + full * cores / chip cores. The form is CATLASS's
-    CommonMatmul head model and S26's "head grows with launched cores"; the constants are the
-    profile's (re-derived from measured device Durations; the leaves state where sources
-    disagree)."""
+    """Launch (head) overhead: base + full * cores / chip cores (+ the cube kernel floor on a
+    cube side). The form is CATLASS's CommonMatmul head model and S26's "head grows with
+    launched cores"; the constants are the profile's (from measured device Durations and a
+    fit on dev rows; the leaves state where sources disagree)."""
     chip = float(hw[f"{side}_cores"])
-    return float(hw["head_base_us"]) + float(hw["head_full_chip_us"]) * np.asarray(cores) / chip
+    # A side on the cube core also pays the cube kernel's fixed prologue and drain (L1/L0
+    # set-up, first load, last FixPipe), once per kernel: every core pays it at the same time.
+    floor = float(hw["cube_kernel_floor_us"]) if side == "cube" else 0.0
+    return (float(hw["head_base_us"]) + floor
+            + float(hw["head_full_chip_us"]) * np.asarray(cores) / chip)

@@ -4,12 +4,12 @@
 of parameter values (one row per candidate configuration) and returns latency, per-pipe busy
 time, the bounding pipe and which constraint ruled a row out, all as arrays.
 
-Loop semantics (DESIGN.md "The pipeline model"): a loop of ``trips`` iterations over its
+Loop semantics (docs/model.md "Loops and overlap"): a loop of ``trips`` iterations over its
 stages costs, with one buffer, ``trips * sum(stage)``; with two or more buffers, the fill of
 one trip plus ``(trips - 1)`` times the steady state per trip: the busiest resource (a pipe or
 the shared GM bandwidth, nested loops' busy time counted per pipe, since both levels issue to
 the same hardware queues) or the serial chain of a single-buffered nested loop, whichever is
-longer (performance_model.md §5.2 rules 1-3). Every trip also pays the scalar loop cost and
+longer (docs/model.md names the sources). Every trip also pays the scalar loop cost and
 one flag handoff per change of pipe between consecutive stages (through nested loops).
 """
 
@@ -104,6 +104,11 @@ class ShapeModel:
         self._grid_hi = np.array([int(g.max()) for g in self.grids], dtype=np.int64)
         self._space_proven = bool(self.space_size) and self._prove(
             tuple(expr_mod.outer_span(int(g.min()), int(g.max())) for g in self.grids))
+        cores = {"cube": hw["cube_cores"], "vector": hw["vector_cores"]}
+        self._launch_all: list[launch.Check | None] = list(launch.checks(spec, cores))
+        self._launch_in_space = launch.checks_to_run(spec, cores, {
+            **self._base_spans, **{p: expr_mod.outer_span(int(g.min()), int(g.max()))
+                                   for p, g in zip(spec.params, self.grids, strict=True)}})
 
     # ---- space ------------------------------------------------------------------------------
 
@@ -146,8 +151,12 @@ class ShapeModel:
         for name, e in self.spec.derive:
             env[name] = e.evaluate(env)
         checks = [e.evaluate(env) for _, e in self.spec.constraints]
-        checks += launch.evaluate(self.spec, env, {"cube": self.hw["cube_cores"],
-                                                   "vector": self.hw["vector_cores"]})
+        # Inside the domains, the launch checks proven once per shape are skipped.
+        inside = (values.shape[0] > 0 and values.shape[1] == len(self.spec.params)
+                  and bool((values.min(axis=0) >= self._grid_lo).all()
+                           and (values.max(axis=0) <= self._grid_hi).all()))
+        checks += [True if c is None else c.passes(env) for c in
+                   (self._launch_in_space if inside else self._launch_all)]
         return env, checks
 
     def _batch_proven(self, values: np.ndarray) -> bool:
@@ -311,7 +320,10 @@ class ShapeModel:
                    else np.zeros(n))
             aligned = (np.broadcast_to(np.asarray(stage.gm_aligned.evaluate(env), bool), (n,))
                        if stage.gm_aligned is not None else None)
-            t = costs.transfer(hw, stage.path, nbytes, rows, count, hit, ctx.cores, aligned)
+            element = (DTYPE_BYTES[self.spec.stage_dtype(self.spec.dtypes[stage.operand])]
+                       if stage.operand is not None else 1)
+            t = costs.transfer(hw, stage.path, nbytes, rows, count, hit, ctx.cores, aligned,
+                               stage.layout, element)
             cycles, gm = t.cycles, t.gm_cycles
             if ctx.detail:
                 extra = {"bytes_per_transfer": float(t.bytes_per_transfer[0]),

@@ -62,6 +62,13 @@ SCALARS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         "l2_bandwidth_gbps": (_NUM, "aggregate L2 bandwidth, GB/s (1e9)"),
         "gm_align_bytes": (_INT, "GM alignment that reaches full bandwidth"),
         "gm_unaligned_efficiency": (_NUM, "bandwidth fraction when rows are not aligned"),
+        "gm_contention_exponent": (_NUM, "p of the chip's delivered GM rate, softmin(k * "
+                                         "port rate, chip rate)"),
+        "aic_gm_port_bytes_per_cycle": (_NUM, "GM bytes/cycle one AIC's MTE2 and FixPipe "
+                                              "offer together"),
+        "aiv_gm_port_bytes_per_cycle": (_NUM, "GM bytes/cycle one AIV's MTE2 and MTE3 "
+                                              "offer together"),
+        "nd2nz_row_cycles": (_NUM, "MTE2 cycles per ND row a GM->L1 ND2NZ copy converts"),
         "ub_block_bytes": (_INT, "UB DataBlock size; transfers move whole blocks"),
     },
     "cube": {
@@ -82,6 +89,8 @@ SCALARS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         "head_base_us": (_NUM, "kernel head overhead, constant part"),
         "head_full_chip_us": (_NUM, "head overhead added at full core count (scales linearly)"),
         "mix_extra_us": (_NUM, "extra launch cost of MIX (cube + vector) kernels"),
+        "cube_kernel_floor_us": (_NUM, "fixed per-kernel cost of a kernel with a cube side "
+                                       "(prologue and drain)"),
     },
 }
 
@@ -146,6 +155,10 @@ LIMITS: dict[str, Limit] = {
     "l2_bandwidth_gbps": BANDWIDTH,
     "gm_align_bytes": SIZE,
     "gm_unaligned_efficiency": FRACTION,
+    "gm_contention_exponent": Limit(0, 64, True, False),
+    "aic_gm_port_bytes_per_cycle": BYTES_PER_CYCLE,
+    "aiv_gm_port_bytes_per_cycle": BYTES_PER_CYCLE,
+    "nd2nz_row_cycles": CYCLES,
     "ub_block_bytes": SIZE,
     "fractal_mn": COUNT,
     "mmad_overhead_cycles": CYCLES,
@@ -158,6 +171,7 @@ LIMITS: dict[str, Limit] = {
     "head_base_us": MICROSECONDS,
     "head_full_chip_us": MICROSECONDS,
     "mix_extra_us": MICROSECONDS,
+    "cube_kernel_floor_us": MICROSECONDS,
 }
 TABLE_LIMITS = {"k0": COUNT, "cycles_per_fractal": RATE_CYCLES, "cycles_per_repeat": RATE_CYCLES}
 MAX_BASE_DEPTH = 16
@@ -184,6 +198,8 @@ def _profile_schema(partial: bool) -> schema.Obj:
     sections["transfers"] = (schema.Obj(fields={p: (transfer, not partial)
                                                 for p in TRANSFER_PATHS}), not partial)
     return schema.Obj(fields={
+        "version": (schema.Scalar(("integer",), enum=(1,), doc="file format version (1); a "
+                                  "newer file needs a newer ascend-tune"), False),
         "name": (schema.Scalar(("string",)), True),
         "base": (schema.Scalar(("string",), doc="profile to start from"), False),
         "description": (schema.Scalar(("string",)), False),
@@ -422,10 +438,49 @@ def load_profile(ref: str) -> HardwareProfile:
     return load_profile_data(data, files[-1])
 
 
+# What a profile says about the chip: its values. Provenance (sources, notes, confidence, the
+# calibration record), the description and the format version leave the hash alone, so
+# documenting a leaf keeps results cached and emitted banners unchanged.
+_PROVENANCE = frozenset({"version", "description", "sources", "source", "note", "confidence",
+                         "calibration"})
+
+
+def _meaning(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _meaning(v) for k, v in node.items() if k not in _PROVENANCE}
+    if isinstance(node, list):
+        return [_meaning(v) for v in node]
+    return node
+
+
+# Leaves added after profiles and results files were written (issue 13). A complete profile
+# that lacks them -- a user's file without ``base``, or the copy a results file embeds -- takes
+# them from the reference profile, with a note saying so, instead of failing to load.
+ADDED_LEAVES = (("memory", "gm_contention_exponent"), ("memory", "aic_gm_port_bytes_per_cycle"),
+                ("memory", "aiv_gm_port_bytes_per_cycle"), ("memory", "nd2nz_row_cycles"),
+                ("launch", "cube_kernel_floor_us"))
+REFERENCE_PROFILE = "ascend910b3"
+
+
+def _with_added_leaves(data: dict[str, Any]) -> dict[str, Any]:
+    missing = [(s, k) for s, k in ADDED_LEAVES
+               if isinstance(data.get(s, {}), dict) and not _leaf_value(data, s, k)[0]]
+    if not missing:
+        return data
+    reference, _files = _read_chain(REFERENCE_PROFILE, ())
+    out = dict(data)
+    for section, key in missing:
+        leaf = {**reference[section][key],
+                "note": f"taken from {REFERENCE_PROFILE}: this profile predates the leaf"}
+        out[section] = {**out.get(section, {}), key: leaf}
+    return out
+
+
 def load_profile_data(data: Any, origin: str) -> HardwareProfile:
     """Build a profile from merged data (a file and its bases, or a results file's copy)."""
     if not isinstance(data, dict):
         raise ProfileError(f"{origin}: expected a profile mapping")
+    data = _with_added_leaves(data)
     errors = validate_profile_data(data, origin, {}, partial=False)
     if errors:
         raise ProfileError(errors[0])
@@ -439,7 +494,7 @@ def load_profile_data(data: Any, origin: str) -> HardwareProfile:
         curve = np.asarray(entry["bandwidth_curve"]["value"], dtype=np.float64)
         transfers[path] = TransferPath(float(entry["latency_cycles"]["value"]),
                                        curve[:, 0], curve[:, 1])
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(_meaning(data), sort_keys=True, separators=(",", ":"))
     return HardwareProfile(
         name=str(data["name"]),
         description=str(data.get("description", "")),

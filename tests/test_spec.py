@@ -6,10 +6,17 @@ from pathlib import Path
 import pytest
 
 from ascend_tune.checking import check_file
-from ascend_tune.errors import SpecError
+from ascend_tune.errors import ProfileError, SpecError
 from ascend_tune.hardware import load_profile, profile_paths, sourced_leaves
 from ascend_tune.schema_files import FOLDER, generated
-from ascend_tune.spec import ShapeSource, load_spec, load_spec_text, snake_case, spec_paths
+from ascend_tune.spec import (
+    OperatorSpec,
+    ShapeSource,
+    load_spec,
+    load_spec_text,
+    snake_case,
+    spec_paths,
+)
 from tests.conftest import DATA
 
 BROKEN = {
@@ -29,9 +36,9 @@ BROKEN = {
     "not_a_spec.yaml": "broken/not_a_spec.yaml: neither an operator spec (has 'operator') nor a "
     "hardware profile (has 'chip' or 'base')",
     "unknown_key.yaml": "broken/unknown_key.yaml:22: constraint: unknown key 'constraint' "
-    "(did you mean 'constraints'?); allowed: operator, description, core, dtypes, shape, params, "
-    "derive, constraints, pipeline, baseline, tiling, kernel_constants, tiling_key, kernel, io, "
-    "variants",
+    "(did you mean 'constraints'?); allowed: version, operator, description, core, dtypes, "
+    "layouts, shape, params, derive, constraints, pipeline, baseline, tiling, kernel_constants, "
+    "tiling_key, kernel, io, variants",
     "unknown_name.yaml": "broken/unknown_name.yaml:23: constraints.ub_fits: unknown name "
     "'tileLenght' (did you mean 'tileLength'?) at 'tileLenght' in expression "
     "'3 * bufferNum * tileLenght * sizeof.x <= hw.ub_bytes'",
@@ -44,7 +51,9 @@ BROKEN = {
     "profile_unknown_key.yaml": "broken/profile_unknown_key.yaml:4: memory.ub_byte: unknown key "
     "'ub_byte' (did you mean 'ub_bytes'?); allowed: l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes, "
     "ub_bytes, bt_bytes, fb_bytes, l2_bytes, hbm_bandwidth_gbps, l2_bandwidth_gbps, "
-    "gm_align_bytes, gm_unaligned_efficiency, ub_block_bytes",
+    "gm_align_bytes, gm_unaligned_efficiency, gm_contention_exponent, "
+    "aic_gm_port_bytes_per_cycle, aiv_gm_port_bytes_per_cycle, nd2nz_row_cycles, "
+    "ub_block_bytes",
 }
 
 
@@ -149,7 +158,68 @@ def test_shipped_json_schemas_match_the_loaders() -> None:
         assert (FOLDER / name).read_text() == text, "regenerate: python -m ascend_tune.schema_files"
     spec_schema = json.loads((FOLDER / "spec.schema.json").read_text())
     assert set(spec_schema["properties"]) == {
+        "version", "layouts",
         "operator", "description", "core", "dtypes", "shape", "params", "derive", "constraints",
         "pipeline", "baseline", "tiling", "kernel_constants", "tiling_key", "kernel", "io",
         "variants"}
     assert spec_schema["additionalProperties"] is False
+
+
+def _grouped_text() -> str:
+    return spec_paths()[0].with_name("grouped_matmul.yaml").read_text()
+
+
+def test_layouts_resolve_per_operand_and_per_variant() -> None:
+    def layouts(spec: OperatorSpec) -> dict[str, str | None]:
+        (side,) = spec.sides
+        (_walk, tile) = side.body
+        k_l1 = tile.body[0]
+        return {s.operand: s.layout for s in k_l1.body if getattr(s, "operand", None)}
+
+    plain = load_spec("grouped_matmul")
+    assert plain.layouts["a"] == plain.layouts["b"] == "row_major"
+    assert layouts(plain) == {"a": "row_major", "b": "row_major"}
+    assert layouts(load_spec("grouped_matmul:weight_nz")) == {"a": "row_major", "b": "nz"}
+    text = _grouped_text().replace("\ndtypes:", "\nlayouts: {b: column_major}\ndtypes:", 1)
+    assert layouts(load_spec_text(text, "g.yaml")) == {"a": "row_major", "b": "column_major"}
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("\ndtypes:", "\nlayouts: {bb: nz}\ndtypes:"),
+     "g.yaml:14: layouts.bb: layout for unknown tensor 'bb' (did you mean 'b'?); tensors: a, b, "
+     "c, acc, groups"),
+    (("\ndtypes:", "\nlayouts: {b: zN}\ndtypes:"),
+     "g.yaml:14: layouts.b: 'zN' is not one of: row_major, column_major, nz"),
+    (("operand: b,", "operand: w,"),
+     "g.yaml:73: pipeline.cube.body.1.body.0.body.1.operand: operand 'w' is not a tensor; "
+     "tensors: a, b, c, acc, groups"),
+    (("path: l1_to_l0a,", "path: l1_to_l0a, operand: a,"), None),
+])
+def test_bad_layouts_are_load_errors(edit: tuple[str, str], message: str | None) -> None:
+    text = _grouped_text().replace(*edit, 1)
+    if message is None:  # an operand on an on-chip path is allowed (its layout is unused)
+        load_spec_text(text, "g.yaml")
+        return
+    with pytest.raises(SpecError) as err:
+        load_spec_text(text, "g.yaml")
+    assert str(err.value) == message
+
+
+def test_a_profile_written_before_the_issue_13_leaves_still_loads(tmp_path: Path) -> None:
+    # A complete profile (no base) from before the contention / layout / floor leaves, as a
+    # user file or a results file's embedded copy: it takes them from the reference profile.
+    full = load_profile("ascend910b3")
+    old = json.loads(json.dumps(full.data))
+    del old["memory"]["gm_contention_exponent"], old["launch"]["cube_kernel_floor_us"]
+    old["name"] = "old"
+    path = tmp_path / "old.yaml"
+    path.write_text(json.dumps(old))
+    p = load_profile(str(path))
+    assert p["gm_contention_exponent"] == full["gm_contention_exponent"]
+    assert p["cube_kernel_floor_us"] == full["cube_kernel_floor_us"]
+    assert "predates" in p.data["launch"]["cube_kernel_floor_us"]["note"]
+    # Any other missing leaf is still an error.
+    del old["memory"]["ub_bytes"]
+    path.write_text(json.dumps(old))
+    with pytest.raises(ProfileError, match="missing required key 'ub_bytes'"):
+        load_profile(str(path))

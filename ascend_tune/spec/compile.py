@@ -102,12 +102,14 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
     if variant is not None:
         apply_variant(data, variant, c)
     name, dtypes = _operator(c, data)
+    layouts = _layouts(c, data.get("layouts") or {}, dtypes)
     shape = _shape(c, data["shape"], dtypes)
     domains = _params(c, data["params"], shape.symbols)
     symbols = {**shape.symbols, **{p: Kind.INT for p in domains}}
     derive = _derive(c, data.get("derive") or {}, symbols)
     constraints = _constraints(c, data.get("constraints") or {}, symbols)
-    pipe = _pipeline(c, data["pipeline"], data["core"], symbols, shape.symbols, dtypes)
+    pipe = _pipeline(c, data["pipeline"], data["core"], symbols, shape.symbols, dtypes,
+                     layouts)
     baseline = _baseline(c, data["baseline"], tuple(domains), shape.symbols)
     til = _tiling(c, data["tiling"], symbols)
     kconsts, tiling_key = _kernel_constants(c, data, shape.base_symbols, symbols)
@@ -148,6 +150,7 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
         origin=origin,
         variant=variant,
         sha256=meaning_sha256(data),
+        layouts=layouts,
     )
 
 
@@ -161,7 +164,9 @@ def meaning_sha256(data: Mapping[str, Any]) -> str:
         if isinstance(node, list):
             return [strip(v) for v in node]
         return node
-    canonical = json.dumps(strip(data), separators=(",", ":"), default=str)
+    # ``version: 1`` and no version mean the same (the only format so far).
+    meaning = {k: v for k, v in strip(data).items() if k != "version"}
+    canonical = json.dumps(meaning, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -182,6 +187,9 @@ def apply_variant(data: dict[str, Any], variant: str, c: _Compiler) -> None:
                              f"'{key}'{did_you_mean(key, data[section])}",
                              "variants", variant, section, key)
             data[section][key] = value
+    if over.get("layouts"):
+        # Layouts may name any tensor (a base spec without ``layouts:`` is all row-major).
+        data["layouts"] = {**(data.get("layouts") or {}), **over["layouts"]}
     if over.get("kernel"):
         data["kernel"] = {**(data.get("kernel") or {}), **over["kernel"]}
     if over.get("description"):
@@ -199,6 +207,16 @@ def _operator(c: _Compiler, data: Mapping[str, Any]) -> tuple[str, dict[str, str
     for tensor in dtypes:
         c.ident(tensor, "tensor name", "dtypes", tensor)
     return name, dtypes
+
+
+def _layouts(c: _Compiler, raw: Mapping[str, Any], dtypes: Mapping[str, str]
+             ) -> dict[str, str]:
+    """Every tensor's GM layout: the ``layouts:`` entry, else row-major."""
+    for tensor in raw:
+        if tensor not in dtypes:
+            raise c.fail(f"layout for unknown tensor '{tensor}'{did_you_mean(tensor, dtypes)}; "
+                         f"tensors: {', '.join(dtypes)}", "layouts", tensor)
+    return {t: str(raw.get(t, "row_major")) for t in dtypes}
 
 
 # --- shape -----------------------------------------------------------------------------------
@@ -313,7 +331,8 @@ class _Pipeline:
 
 
 def _pipeline(c: _Compiler, pipe: Mapping[str, Any], core_kind: str, symbols: Symbols,
-              shape_symbols: Symbols, dtypes: Mapping[str, str]) -> _Pipeline:
+              shape_symbols: Symbols, dtypes: Mapping[str, str],
+              layouts: Mapping[str, str]) -> _Pipeline:
     sides = []
     for core in ("cube", "vector"):
         if core in pipe:
@@ -323,7 +342,8 @@ def _pipeline(c: _Compiler, pipe: Mapping[str, Any], core_kind: str, symbols: Sy
                 cores=c.expr(sd["cores"], symbols, "pipeline", core, "cores"),
                 items=(c.expr(sd["items"], symbols, "pipeline", core, "items")
                        if "items" in sd else None),
-                body=_body(c, sd["body"], symbols, dtypes, core, ("pipeline", core, "body"))))
+                body=_body(c, sd["body"], symbols, dtypes, core, ("pipeline", core, "body"),
+                           layouts)))
     want = {"cube": ["cube"], "vector": ["vector"], "mix": ["cube", "vector"]}[core_kind]
     if [s.core for s in sides] != want:
         raise c.fail(f"core '{core_kind}' needs pipeline section(s): {', '.join(want)}",
@@ -350,8 +370,8 @@ def _pipeline(c: _Compiler, pipe: Mapping[str, Any], core_kind: str, symbols: Sy
 
 
 def _body(c: _Compiler, items: list[Any], symbols: Mapping[str, Kind],
-          dtypes: Mapping[str, str], core: str, path: tuple[str, ...]
-          ) -> tuple[Stage | Loop, ...]:
+          dtypes: Mapping[str, str], core: str, path: tuple[str, ...],
+          layouts: Mapping[str, str]) -> tuple[Stage | Loop, ...]:
     """A loop body: stages and (recursively) loops, each checked for the core it runs on."""
     out: list[Stage | Loop] = []
     for i, item in enumerate(items):
@@ -359,14 +379,15 @@ def _body(c: _Compiler, items: list[Any], symbols: Mapping[str, Kind],
         if not isinstance(item, dict):
             raise c.fail("expected a stage or loop mapping", *here)
         if "loop" in item:
-            out.append(_loop(c, item, symbols, dtypes, core, here))
+            out.append(_loop(c, item, symbols, dtypes, core, here, layouts))
         else:
-            out.append(_stage(c, item, symbols, dtypes, core, here))
+            out.append(_stage(c, item, symbols, dtypes, core, here, layouts))
     return tuple(out)
 
 
 def _loop(c: _Compiler, item: Mapping[str, Any], symbols: Mapping[str, Kind],
-          dtypes: Mapping[str, str], core: str, here: tuple[str, ...]) -> Loop:
+          dtypes: Mapping[str, str], core: str, here: tuple[str, ...],
+          layouts: Mapping[str, str]) -> Loop:
     # The loop's own keys here; its body items are checked by the recursive call.
     errors = schema.validate(item, LOOP_SHALLOW, c.origin, c.lines, here)
     if errors:
@@ -376,12 +397,13 @@ def _loop(c: _Compiler, item: Mapping[str, Any], symbols: Mapping[str, Kind],
         trips=c.expr(item["trips"], symbols, *here, "trips"),
         buffers=(c.expr(item["buffers"], symbols, *here, "buffers")
                  if "buffers" in item else None),
-        body=_body(c, item["body"], symbols, dtypes, core, (*here, "body")),
+        body=_body(c, item["body"], symbols, dtypes, core, (*here, "body"), layouts),
         where=c.where(*here))
 
 
 def _stage(c: _Compiler, item: Mapping[str, Any], symbols: Mapping[str, Kind],
-           dtypes: Mapping[str, str], core: str, here: tuple[str, ...]) -> Stage:
+           dtypes: Mapping[str, str], core: str, here: tuple[str, ...],
+           layouts: Mapping[str, str]) -> Stage:
     errors = schema.validate(item, STAGE, c.origin, c.lines, here)
     if errors:
         raise SpecError(errors[0])
@@ -405,10 +427,16 @@ def _stage(c: _Compiler, item: Mapping[str, Any], symbols: Mapping[str, Kind],
         raise c.fail(f"unknown tensor or dtype '{item['dtype']}'"
                      f"{did_you_mean(item['dtype'], [*dtypes, *DTYPE_BYTES])}",
                      *here, "dtype")
+    operand = item.get("operand")
+    if operand is not None and operand not in dtypes:
+        raise c.fail(f"operand '{operand}' is not a tensor{did_you_mean(operand, dtypes)}; "
+                     f"tensors: {', '.join(dtypes)}", *here, "operand")
     exprs = {k: c.expr(v, symbols, *here, k) for k, v in item.items()
              if k not in STAGE_NAME_KEYS}
     return Stage(name=str(item["stage"]), pipe=pipe, where=c.where(*here),
-                 path=item.get("path"), dtype=item.get("dtype"), op=item.get("op"), **exprs)
+                 path=item.get("path"), dtype=item.get("dtype"), op=item.get("op"),
+                 operand=operand, layout=layouts[operand] if operand is not None else None,
+                 **exprs)
 
 
 # --- baseline --------------------------------------------------------------------------------
@@ -540,8 +568,8 @@ def _kernel(c: _Compiler, kernel: Mapping[str, Any], core_kind: str) -> tuple[st
     system_workspace: str = kernel.get("system_workspace",
                                        "lib_api" if kernel_mode == "mix" else "none")
     if kernel_mode == "mix" and system_workspace != "lib_api":
-        # On 910B user workspace starts past the system part (cann_integration.md §2): a mix
-        # kernel that reserves none is written out of bounds.
+        # On 910B user workspace starts past the system part (docs/spec_reference.md, "CANN
+        # facts"): a mix kernel that reserves none is written out of bounds.
         raise c.fail("a mix kernel needs system_workspace: lib_api", "kernel",
                      "system_workspace")
     return kernel_mode, system_workspace

@@ -21,7 +21,11 @@ FIELD_TYPES = tuple(cann.FIELD_CTYPES)
 STAGE_KEYS = {name: set(kind.keys) for name, kind in STAGE_KINDS.items()}
 STAGE_REQUIRED = {name: kind.required for name, kind in STAGE_KINDS.items()}
 # Stage keys that hold names rather than expressions.
-STAGE_NAME_KEYS = ("stage", "pipe", "path", "dtype", "op")
+STAGE_NAME_KEYS = ("stage", "pipe", "path", "dtype", "op", "operand")
+# How an operand is stored in GM (``layouts:``): ND row-major, ND column-major (a transposed
+# matrix: the tile's logical rows are strided, its columns contiguous) or the fractal NZ
+# format (16 x C0 fractals, C0 = 32 bytes; no ND->NZ conversion on the way into L1).
+LAYOUTS = ("row_major", "column_major", "nz")
 MAX_DOMAIN_VALUES = 100_000
 # A shape variable's ``from:``: which input tensor and what of its shape (see ShapeSource).
 # Dimension indices have at most two digits, as in io.outputs dims.
@@ -59,6 +63,9 @@ STAGE = schema.Obj(fields={
     "count": (_EXPR, False),
     "l2_hit": (_EXPR, False),
     "gm_aligned": (_EXPR, False),
+    "operand": (_S(("string",), doc="tensor (a dtypes key) this transfer moves: its layout "
+                   "decides the contiguous runs and the ND->NZ cost; rows are then the tile's "
+                   "logical rows"), False),
     "m": (_EXPR, False),
     "n": (_EXPR, False),
     "k": (_EXPR, False),
@@ -105,11 +112,21 @@ IO = schema.Obj(fields={
         "dims": (schema.Arr(_STR, min_items=1), False)})), True),
 }, doc="the OpDef: inputs in order (tensor names from dtypes), outputs with their shape")
 
+# The file format version this ascend-tune reads. A file without ``version`` is version 1; a
+# later format gets a new number, so an older ascend-tune refuses it by name instead of
+# misreading it.
+FORMAT_VERSIONS = (1,)
+VERSION = _S(("integer",), enum=FORMAT_VERSIONS,
+             doc="file format version (1); a newer file needs a newer ascend-tune")
+
 SPEC_SCHEMA = schema.Obj(fields={
+    "version": (VERSION, False),
     "operator": (_STR, True),
     "description": (_STR, False),
     "core": (_S(("string",), enum=("vector", "cube", "mix")), True),
     "dtypes": (schema.Obj(extra=_S(("string",), enum=tuple(DTYPE_BYTES))), True),
+    "layouts": (schema.Obj(extra=_S(("string",), enum=LAYOUTS),
+                           doc="GM layout per tensor (default row_major)"), False),
     "shape": (schema.Obj(extra=schema.Obj(fields={
         "min": (_S(("integer",)), False),
         "max": (_S(("integer",)), False),
@@ -145,6 +162,7 @@ SPEC_SCHEMA = schema.Obj(fields={
     "variants": (schema.Obj(extra=schema.Obj(fields={
         "description": (_STR, False),
         "dtypes": (schema.Obj(extra=_S(("string",), enum=tuple(DTYPE_BYTES))), False),
+        "layouts": (schema.Obj(extra=_S(("string",), enum=LAYOUTS)), False),
         "params": (schema.Obj(extra=DOMAIN), False),
         "derive": (schema.Obj(extra=_EXPR), False),
         "baseline": (schema.Obj(extra=_EXPR), False),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Literal
 
 import numpy as np
@@ -119,6 +120,8 @@ class Stage:
     count: Expr | None = None
     l2_hit: Expr | None = None
     gm_aligned: Expr | None = None
+    operand: str | None = None  # tensor moved (its layout shapes the runs)
+    layout: str | None = None  # that tensor's GM layout, resolved from ``layouts:``
     m: Expr | None = None
     n: Expr | None = None
     k: Expr | None = None
@@ -209,6 +212,7 @@ class OperatorSpec:
     origin: str
     variant: str | None
     sha256: str
+    layouts: Mapping[str, str] = dataclass_field(default_factory=dict)  # tensor -> GM layout
 
     @property
     def display_name(self) -> str:
