@@ -20,17 +20,27 @@ if TYPE_CHECKING:
 
 _MANIFEST_HELP = "YAML: config, free, files, shapes, where."
 _WHERE_HELP = "Use rows with COLUMN=VALUE,..."
+_FROM_RESULTS_HELP = ("Results file of `ascend-tune measure`: its measured candidates are rows "
+                      "too. Repeatable.")
 
 
 def _load(files: list[Path], spec: OperatorSpec, hw: HardwareProfile, manifest: Path | None,
-          where: str | None, quiet: bool) -> LoadReport:
+          where: str | None, quiet: bool, from_results: list[Path] | None = None) -> LoadReport:
+    from ascend_tune.errors import AscendTuneError
     from ascend_tune.measurement_rows import load_rows, require_rows
 
+    if not files and not from_results:
+        raise AscendTuneError("give measurement files, or --from-results RESULTS (measured "
+                              "candidates of `ascend-tune measure`)")
     report = load_rows(files, spec, hw, manifest, where)
+    if from_results:
+        from ascend_tune.hil.candidates import extend_report
+
+        extend_report(report, from_results, spec, hw)
     if not quiet:
         for line in report.skipped:
             console.warn(f"skipped {line}")
-    require_rows(report, files)
+    require_rows(report, [*files, *(from_results or [])])
     if report.skipped and not quiet:
         total = len(report.rows) + len(report.skipped)
         console.warn(f"used {len(report.rows)} of {total} row(s), skipped {len(report.skipped)}")
@@ -38,76 +48,135 @@ def _load(files: list[Path], spec: OperatorSpec, hw: HardwareProfile, manifest: 
 
 
 def _error_cells(e: Any) -> list[str]:
-    return [f"{e.mape:.1%}", f"{e.max_error:.1%}", f"{e.spearman:.3f}",
+    return [f"{e.mape:.1%}", f"{e.max_error:.1%}", f"{e.bias:+.1%}", f"{e.spearman:.3f}",
             f"{e.pairwise_agreement:.0%}"]
+
+
+def _mean_cells(e: dict[str, float]) -> list[str]:
+    return [f"{e['mape']:.1%}", f"{e['max_error']:.1%}", f"{e['bias']:+.1%}",
+            f"{e['spearman']:.3f}", f"{e['pairwise_agreement']:.0%}"]
+
+
+_ERROR_COLUMNS = ["MAPE", "max error", "bias", "Spearman", "pair order"]
+_FILES_HELP = ("Measured times: msprof op_summary, msprof op PipeUtilization, torch_npu or "
+               "plain CSV.")
+_FIT_ALL_HELP = "Also fit coefficients that scale high-confidence profile values."
+_INCLUDE_HELP = ("Fit this coefficient (or the one scaling this leaf, e.g. "
+                 "cube.cycles_per_fractal) even if it is high-confidence. Repeatable.")
+_EXCLUDE_HELP = "Never fit this coefficient (or leaf). Repeatable."
+
+
+def _fit_options(holdout: float, seed: int, fit_all: bool, include: list[str] | None,
+                 exclude: list[str] | None) -> Any:
+    from ascend_tune.calibrate import FitOptions
+
+    return FitOptions(holdout, seed, fit_all, tuple(include or ()), tuple(exclude or ()))
 
 
 @app.command()
 def calibrate(
-    files: list[Path] = typer.Argument(..., metavar="MEASUREMENTS...",
-                                       help="Measured times: msprof op_summary, msprof "
-                                            "op PipeUtilization, torch_npu or plain CSV."),
+    files: list[Path] | None = typer.Argument(None, metavar="MEASUREMENTS...",
+                                              help=_FILES_HELP),
+    from_results: list[Path] | None = typer.Option(None, "--from-results", metavar="RESULTS",
+                                                   help=_FROM_RESULTS_HELP),
     spec_ref: str = typer.Option(..., "--spec", help="Spec file or built-in name."),
     hw_ref: str = typer.Option(..., "--hw", help="Hardware profile to start from."),
     output: Path = typer.Option(..., "-o", "--output", help="Calibrated profile YAML."),
     manifest: Path | None = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
     where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
     name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No notes about skipped rows."),
+    holdout: float = typer.Option(0.25, "--holdout", metavar="SHARE",
+                                  help="Share of rows (whole shape sweeps when there are "
+                                       "enough) held out of the fit to judge it; 0 fits every "
+                                       "row."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the held-out split."),
+    fit_all: bool = typer.Option(False, "--fit-all", help=_FIT_ALL_HELP),
+    include: list[str] | None = typer.Option(None, "--include", metavar="NAME",
+                                             help=_INCLUDE_HELP),
+    exclude: list[str] | None = typer.Option(None, "--exclude", metavar="NAME",
+                                             help=_EXCLUDE_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     as_json: bool = typer.Option(False, "--json",
-                                 help="Print errors before/after and the fitted scales as JSON."),
+                                 help="Print the split, held-out and in-sample errors, what "
+                                      "was fitted and what not (with why) as JSON."),
 ) -> None:
-    """Fit profile coefficients to measured times; write a profile that records the fit."""
+    """Fit profile coefficients to measured times; write a profile that records the fit.
+
+    Only coefficients the rows determine are fitted; high-confidence profile values are left
+    alone unless included. The held-out error (rows the fit did not see) is reported first."""
     from ascend_tune import calibrate as cal
 
+    options = _fit_options(holdout, seed, fit_all, include, exclude)
     spec = load_spec(spec_ref)
     hw = load_profile(hw_ref)
     results.check_writable(output)
-    report = _load(files, spec, hw, manifest, where, quiet or as_json)
-    fit = cal.fit(spec, hw, report.rows)
+    report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
+    fit = cal.fit(spec, hw, report.rows, options)
     cal.write_profile(output, fit, hw_ref, name or f"{hw.name}_calibrated", report.files,
                       len(report.rows), len(report.skipped))
     if as_json:
         sys.stdout.write(json.dumps({
             "spec": spec.display_name, "hw": hw.name, "output": str(output),
-            "rows": len(report.rows), "skipped": len(report.skipped),
-            "before": fit.before.as_dict(), "after": fit.after.as_dict(),
+            "rows": len(report.rows), "skipped": len(report.skipped), **fit.document(),
             "scales": fit.scales}, indent=1) + "\n")
         return
-    rows = [["before (" + hw.name + ")", *_error_cells(fit.before)],
-            ["after (" + output.name + ")", *_error_cells(fit.after)]]
-    console.table(f"{spec.display_name}: model error on {len(report.rows)} measurement(s)",
-                  ["profile", "MAPE", "max error", "Spearman", "pair order"], rows,
-                  right=(1, 2, 3, 4))
-    console.line("fitted: " + ", ".join(f"{k} x{v:.3g}" for k, v in fit.scales.items()))
+    if quiet:
+        return
+    for warning in fit.warnings:
+        console.warn(warning)
+    title = spec.display_name
+    if fit.held_out_before is not None and fit.held_out_after is not None:
+        console.table(f"{title}: held-out error on {fit.held_out_before.n} row(s) the fit did "
+                      f"not see (split {fit.split.method})", ["profile", *_ERROR_COLUMNS],
+                      [[f"before ({hw.name})", *_error_cells(fit.held_out_before)],
+                       [f"after ({output.name})", *_error_cells(fit.held_out_after)]],
+                      right=(1, 2, 3, 4, 5))
+    console.table(f"{title}: in-sample error on the {fit.before.n} fit row(s) (in-sample: the "
+                  "fit has seen these rows, so this flatters it)", ["profile", *_ERROR_COLUMNS],
+                  [[f"before ({hw.name})", *_error_cells(fit.before)],
+                   [f"after ({output.name})", *_error_cells(fit.after)]], right=(1, 2, 3, 4, 5))
+    console.line("fitted: " + ", ".join(
+        f"{k} x{fit.scales[k]:.3g} ({len(fit.rows_by_coefficient[k])} rows)"
+        for k in fit.fitted))
+    for k, reason in fit.not_fitted.items():
+        console.line(f"not fitted: {k}: {reason}")
     console.line(f"wrote {output}")
 
 
 @app.command()
 def validate(
-    files: list[Path] = typer.Argument(..., metavar="MEASUREMENTS...",
-                                       help="Measured times: msprof op_summary, msprof "
-                                            "op PipeUtilization, torch_npu or plain CSV."),
+    files: list[Path] | None = typer.Argument(None, metavar="MEASUREMENTS...",
+                                              help=_FILES_HELP),
+    from_results: list[Path] | None = typer.Option(None, "--from-results", metavar="RESULTS",
+                                                   help=_FROM_RESULTS_HELP),
     spec_ref: str = typer.Option(..., "--spec", help="Spec file or built-in name."),
     hw_ref: str = typer.Option(..., "--hw", help="Hardware profile file or built-in name."),
     manifest: Path | None = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
     where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
-    holdout: float | None = typer.Option(None, "--holdout",
+    holdout: float | None = typer.Option(None, "--holdout", metavar="SHARE",
                                          help="Calibrate on the rest, report on this share."),
-    kfold: int | None = typer.Option(None, "--kfold", help="K-fold cross-validation."),
+    kfold: int | None = typer.Option(None, "--kfold", metavar="K",
+                                     help="K-fold cross-validation of the calibration."),
     seed: int = typer.Option(0, "--seed", help="Seed of the row shuffle for --holdout/--kfold."),
+    fit_all: bool = typer.Option(False, "--fit-all", help=_FIT_ALL_HELP),
+    include: list[str] | None = typer.Option(None, "--include", metavar="NAME",
+                                             help=_INCLUDE_HELP),
+    exclude: list[str] | None = typer.Option(None, "--exclude", metavar="NAME",
+                                             help=_EXCLUDE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print errors and every row as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No notes about skipped rows."),
 ) -> None:
-    """Model error against measurements: MAPE, max error, Spearman, pairwise ordering."""
+    """Model error against measurements: MAPE, max error, bias, Spearman, pairwise ordering;
+    with --holdout or --kfold, the error on rows held out of a calibration on the rest."""
     from ascend_tune import validation
 
     validation.check_split(holdout, kfold)
+    options = _fit_options(0.0, seed, fit_all, include, exclude)
     spec = load_spec(spec_ref)
     hw = load_profile(hw_ref)
-    report = _load(files, spec, hw, manifest, where, quiet or as_json)
+    report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
     result = validation.validate(spec, hw, report.rows, len(report.skipped), holdout, kfold,
-                                 seed)
+                                 seed, options)
     out = result.document
     if as_json:
         sys.stdout.write(json.dumps(out, indent=1) + "\n")
@@ -119,10 +188,28 @@ def validate(
     console.table(f"{spec.display_name} on {hw.name}", ["row", "shape", "measured us",
                                                         "predicted us", "error"], table_rows,
                   right=(2, 3, 4))
-    console.table("model error", ["set", "MAPE", "max error", "Spearman", "pair order"],
-                  [["all rows", *_error_cells(result.overall)]], right=(1, 2, 3, 4))
     if "held_out" in out:
-        h = out["held_out"]
-        console.line(f"held out ({h['folds']} fold(s)): MAPE {h['before']['mape']:.1%} with "
-                     f"{hw.name}, {h['after']['mape']:.1%} after calibrating on the rest; "
-                     f"Spearman {h['before']['spearman']:.3f} -> {h['after']['spearman']:.3f}")
+        h, ins = out["held_out"], out["in_sample"]
+        if not quiet:
+            for warning in out["warnings"]:
+                console.warn(warning)
+        console.table(f"held-out error: {h['rows']} row(s) in {h['folds']} fold(s), each "
+                      f"unseen by its fold's calibration (split {h['method']})",
+                      ["profile", *_ERROR_COLUMNS],
+                      [[hw.name, *_mean_cells(h["before"])],
+                       ["calibrated on the rest", *_mean_cells(h["after"])]],
+                      right=(1, 2, 3, 4, 5))
+        console.table("in-sample error of the same calibrations (their own fit rows: this "
+                      "flatters them)", ["profile", *_ERROR_COLUMNS],
+                      [[hw.name, *_mean_cells(ins["before"])],
+                       ["calibrated", *_mean_cells(ins["after"])]], right=(1, 2, 3, 4, 5))
+        fitted = ", ".join(f"{k} x{min(s):.3g}..{max(s):.3g}" if len(set(s)) > 1
+                           else f"{k} x{s[0]:.3g}"
+                           for k, v in out["fitted"].items()
+                           for s in [[x for x in v["scales"] if x is not None]])
+        console.line(f"fitted per fold: {fitted}")
+        for k, reason in out["not_fitted"].items():
+            console.line(f"not fitted: {k}: {reason}")
+    console.table(f"model error of {hw.name} on all {len(out['points'])} row(s) (uncalibrated)",
+                  ["set", *_ERROR_COLUMNS], [["all rows", *_error_cells(result.overall)]],
+                  right=(1, 2, 3, 4, 5))

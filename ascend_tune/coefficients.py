@@ -1,0 +1,116 @@
+"""What a calibration may scale: groups of hardware-profile leaves, each moved by one
+multiplicative coefficient, and the two ways of applying the scales (to profile data, as
+written; to a parsed profile, for a trial inside a fit). See docs/model.md "Calibration".
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ascend_tune.hardware import HardwareProfile
+
+# Each scale stays within these factors of the sourced value.
+SCALE_BOUNDS = (0.2, 5.0)
+
+
+@dataclass(frozen=True)
+class Coefficient:
+    name: str
+    doc: str
+    leaves: tuple[tuple[str, ...], ...]  # key paths of profile leaves it scales
+    pipes: tuple[str, ...]  # measured pipe columns it explains (empty: end-to-end only)
+    bound_by: str  # what a row must be bound by (or measure) for this coefficient to show
+
+
+COEFFICIENTS = (
+    Coefficient("gm_to_l1_bandwidth", "GM->L1 bandwidth curve",
+                (("transfers", "gm_to_l1", "bandwidth_curve"),), ("aic_mte2_time_us",), "mte2"),
+    Coefficient("gm_to_l1_latency", "GM->L1 fixed latency",
+                (("transfers", "gm_to_l1", "latency_cycles"),), ("aic_mte2_time_us",), "mte2"),
+    Coefficient("gm_to_ub_bandwidth", "GM->UB bandwidth curve",
+                (("transfers", "gm_to_ub", "bandwidth_curve"),), ("aiv_mte2_time_us",), "mte2"),
+    Coefficient("gm_to_ub_latency", "GM->UB fixed latency",
+                (("transfers", "gm_to_ub", "latency_cycles"),), ("aiv_mte2_time_us",), "mte2"),
+    Coefficient("ub_write_bandwidth", "UB->GM bandwidth curve",
+                (("transfers", "ub_to_gm", "bandwidth_curve"),), ("aiv_mte3_time_us",), "mte3"),
+    Coefficient("fixpipe_bandwidth", "L0C->GM bandwidth curve",
+                (("transfers", "l0c_to_gm", "bandwidth_curve"),), ("aic_fixpipe_time_us",),
+                "fixpipe"),
+    Coefficient("mte1_bandwidth", "L1->L0A/L0B bandwidth curves",
+                (("transfers", "l1_to_l0a", "bandwidth_curve"),
+                 ("transfers", "l1_to_l0b", "bandwidth_curve")), ("aic_mte1_time_us",), "mte1"),
+    Coefficient("cube_rate", "Cube cycles per fractal", (("cube", "cycles_per_fractal"),),
+                ("aic_mac_time_us",), "cube"),
+    Coefficient("mmad_overhead", "per-Mmad instruction overhead",
+                (("cube", "mmad_overhead_cycles"),), ("aic_mac_time_us",), "cube"),
+    Coefficient("vector_time", "Vector cycles per repeat and issue overhead",
+                (("vector", "cycles_per_repeat"), ("vector", "issue_cycles")),
+                ("aiv_vec_time_us",), "vector"),
+    Coefficient("hbm_bandwidth", "aggregate GM (HBM) bandwidth",
+                (("memory", "hbm_bandwidth_gbps"),), (), "the shared GM bandwidth"),
+    Coefficient("head_overhead", "kernel head (launch) overhead",
+                (("launch", "head_base_us"), ("launch", "head_full_chip_us")), (),
+                "the launch overhead"),
+)
+BY_NAME = {c.name: c for c in COEFFICIENTS}
+
+
+def _scale_value(value: Any, factor: float, curve: bool) -> Any:
+    if curve:  # [[bytes, bytes_per_cycle], ...]: scale the bandwidth column only
+        return [[point[0], round(point[1] * factor, 6)] for point in value]
+    if isinstance(value, dict):
+        return {k: _scale_value(v, factor, False) for k, v in value.items()}
+    return round(float(value) * factor, 9)
+
+
+def leaf(data: Mapping[str, Any], path: Sequence[str]) -> Any:
+    """The node at key ``path`` of profile data (a ``{value, source, confidence}`` leaf)."""
+    node: Any = data
+    for key in path:
+        node = node[key]
+    return node
+
+
+def apply(data: Mapping[str, Any], scales: Mapping[str, float]) -> dict[str, Any]:
+    """A copy of merged profile data with each coefficient's leaves scaled (what is written)."""
+    out = copy.deepcopy(dict(data))
+    for coef in COEFFICIENTS:
+        factor = scales.get(coef.name, 1.0)
+        if factor == 1.0:
+            continue
+        for path in coef.leaves:
+            node = leaf(out, path)
+            node["value"] = _scale_value(node["value"], factor, path[-1] == "bandwidth_curve")
+    return out
+
+
+def scaled_profile(hw: HardwareProfile, scales: Mapping[str, float]) -> HardwareProfile:
+    """``hw`` with the coefficients' numbers scaled, built directly from the parsed profile:
+    no YAML, validation or hashing, so a least-squares residual costs only the model. Its
+    ``data`` and ``sha256`` are ``hw``'s (a trial profile is never written or cached)."""
+    scalars = dict(hw.scalars)
+    transfers = dict(hw.transfers)
+    cycles_per_fractal = dict(hw.cycles_per_fractal)
+    vector = {k: dict(v) for k, v in hw.vector_cycles_per_repeat.items()}
+    for coef in COEFFICIENTS:
+        f = float(scales.get(coef.name, 1.0))
+        if f == 1.0:
+            continue
+        for path in coef.leaves:
+            if path[0] == "transfers":
+                t = transfers[path[1]]
+                transfers[path[1]] = (
+                    replace(t, curve_bytes_per_cycle=t.curve_bytes_per_cycle * f)
+                    if path[2] == "bandwidth_curve"
+                    else replace(t, latency_cycles=t.latency_cycles * f))
+            elif path == ("cube", "cycles_per_fractal"):
+                cycles_per_fractal = {k: v * f for k, v in cycles_per_fractal.items()}
+            elif path == ("vector", "cycles_per_repeat"):
+                vector = {k: {b: c * f for b, c in v.items()} for k, v in vector.items()}
+            else:
+                scalars[path[-1]] = float(scalars[path[-1]]) * f
+    return replace(hw, scalars=scalars, transfers=transfers,
+                   cycles_per_fractal=cycles_per_fractal, vector_cycles_per_repeat=vector)
