@@ -1,0 +1,45 @@
+"""`ascend-tune report`: one self-contained HTML page about results files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ascend_tune import console
+from ascend_tune.cli import app
+from ascend_tune.report import DEFAULT_CHART_SHAPES
+
+
+@app.command()
+def report(
+    results_paths: list[Path] = typer.Argument(..., metavar="RESULTS...",
+                                               help="Results files of search (one section "
+                                                    "each)."),
+    output: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
+    measurements: list[Path] = typer.Option([], "--measurements",
+                                            help="Measured times (as for validate; "
+                                                 "repeatable): adds a fidelity section for "
+                                                 "the first RESULTS file's spec and profile."),
+    manifest: Path | None = typer.Option(None, "--manifest",
+                                         help="YAML: config, free, files, shapes, where."),
+    where: str | None = typer.Option(None, "--where", help="Use rows with COLUMN=VALUE,..."),
+    chart_shapes: int = typer.Option(DEFAULT_CHART_SHAPES, "--charts",
+                                     help="Per-shape charts for the N shapes with the longest "
+                                          "tuned latency per operator; the table lists all."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line."),
+) -> None:
+    """Write a self-contained HTML report: shapes, pipes, roofline, search history,
+    sensitivity, and the model against measurements."""
+    from ascend_tune import report as rep
+    from ascend_tune.results import write_atomic
+
+    rep.check_output(output)
+    built = rep.build(results_paths, measurements, manifest, where, chart_shapes)
+    write_atomic(output, built.html)
+    if not quiet:
+        if built.skipped_rows:
+            console.warn(f"fidelity: skipped {len(built.skipped_rows)} measurement row(s); "
+                         "the page lists why")
+        console.line(f"wrote {output}: {built.operators} operator(s), {built.shapes} shape(s), "
+                     f"{built.charts} chart(s)")
