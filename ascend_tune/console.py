@@ -46,8 +46,9 @@ class Reporter:
     """Progress for a multi-shape run: a bar with ETA on a terminal, plain lines otherwise,
     nothing when quiet."""
 
-    def __init__(self, total: int, quiet: bool) -> None:
+    def __init__(self, total: int, quiet: bool, label: str = "tuning") -> None:
         self.total = total
+        self.label = label  # what the bar says it is doing
         self.quiet = quiet
         self.done = 0
         self.interactive = stderr.is_terminal and not quiet
@@ -57,7 +58,7 @@ class Reporter:
     @contextmanager
     def running(self) -> Iterator[Reporter]:
         if self.interactive:
-            self._progress = Progress(TextColumn("[bold]tuning"), BarColumn(),
+            self._progress = Progress(TextColumn(f"[bold]{self.label}"), BarColumn(),
                                       MofNCompleteColumn(), TimeRemainingColumn(),
                                       TextColumn("{task.description}"), console=stderr,
                                       transient=True)

@@ -9,6 +9,7 @@ formatted, expressions rendered to C++); the Jinja templates only loop and branc
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import math
@@ -153,7 +154,10 @@ def _checked_config(spec: OperatorSpec, best: Any, where: str) -> dict[str, int]
     return out
 
 
+@functools.cache
 def _environment() -> jinja2.Environment:
+    # One per process: compiling the templates costs ~0.2 s, and `measure` renders the
+    # headers of every candidate (the environment is read-only once built).
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resources.data_dir("templates"))),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
@@ -176,7 +180,7 @@ def layout(spec: OperatorSpec) -> tuple[list[Slot], int]:
     Nested API structs first, then scalars widest first, so every member lands naturally
     aligned without holes and the macro class, the build's generated kernel struct and the
     struct-style header agree byte for byte; then padding to a multiple of 8 bytes, which
-    the replay generator needs (cann_integration.md §3)."""
+    the replay generator needs (docs/spec_reference.md, CANN facts)."""
     slots: list[Slot] = []
     offset = 0
     for n in spec.tiling_nested:

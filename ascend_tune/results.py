@@ -34,13 +34,18 @@ _TEMP_SUFFIX = re.compile(r"[a-z0-9_]{8}")
 
 def header(spec_name: str, spec_sha: str, spec_text: str, hw_name: str, hw_sha: str,
            hw_data: Mapping[str, Any], strategy: str, seed: int, budget: int,
-           variant: str | None = None) -> dict[str, Any]:
+           variant: str | None = None, top_k: int = 1) -> dict[str, Any]:
+    search: dict[str, Any] = {"strategy": strategy, "seed": seed, "budget": budget}
+    if top_k != 1:
+        # Recorded only when it differs from the default, so files written before --top-k
+        # keep their meaning (and their cache); a different top_k retunes every shape.
+        search["top_k"] = top_k
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ascend-tune", "version": __version__},
         "spec": {"name": spec_name, "variant": variant, "sha256": spec_sha, "text": spec_text},
         "hw": {"name": hw_name, "sha256": hw_sha, "data": hw_data},
-        "search": {"strategy": strategy, "seed": seed, "budget": budget},
+        "search": search,
     }
 
 
@@ -222,7 +227,10 @@ def _open(path: Path) -> IO[str]:
 
 def read_head(path: Path) -> dict[str, Any]:
     """The header only (cheap even for a huge file in the line layout)."""
-    return stream(path)[0]
+    head, entries = stream(path)
+    if isinstance(entries, _LineEntries):
+        entries.close()  # not read: close now rather than when collected
+    return head
 
 
 def stream(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
@@ -278,6 +286,9 @@ class _LineEntries:
     def lines(self) -> Iterator[str]:
         for _line_no, text in self._numbered():
             yield text
+
+    def close(self) -> None:
+        self._fh.close()
 
     def _numbered(self) -> Iterator[tuple[int, str]]:
         line_no = self._line_no
@@ -362,7 +373,9 @@ def read_all(path: Path) -> dict[str, Any]:
             raise _corrupt(path, f"shape {key} is listed twice")
         by_key[key] = entry
     for _offset, _length, entry in read_journal(path, head):
-        by_key.setdefault(shape_key(entry["shape"]), entry)
+        # A journal line is newer than the file's entry for its shape (`measure` journals
+        # whole entries it updated); later lines are newer than earlier ones.
+        by_key[shape_key(entry["shape"])] = entry
     return {**head, "shapes": sorted(by_key.values(), key=sort_key)}
 
 

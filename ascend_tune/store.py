@@ -10,6 +10,8 @@ per shape, nothing lost to a kill.
 * The journal is merged into the file (streamed, sorted merge) when it holds as many entries as
   the file, and at the end: the total merge work stays linear in the number of shapes.
 * Only shape keys and journal offsets are held in memory, never the cached entries.
+* ``replace`` journals a whole entry that supersedes the shape's earlier one (`measure` saves
+  each measured candidate this way); merges and readers keep the newest line per shape.
 """
 
 from __future__ import annotations
@@ -125,6 +127,12 @@ class ResultsStore:
         key = shape_key(entry["shape"])
         if key in self.keys:
             return
+        self.replace(entry)
+
+    def replace(self, entry: Mapping[str, Any]) -> None:
+        """Save ``entry``, replacing the one its shape has (`measure` adds what it measured
+        to entries as it goes; a killed run keeps every line it journaled)."""
+        key = shape_key(entry["shape"])
         assert self._journal is not None
         data = (results.entry_line(entry) + "\n").encode("utf-8")
         try:
@@ -212,10 +220,9 @@ class ResultsStore:
             raise AscendTuneError(f"{jpath}: cannot write the search journal: "
                                   f"{exc.strerror}") from None
         for offset, length, entry in replay:
-            key = shape_key(entry["shape"])
-            if key not in self.keys:
-                self.keys.add(key)
-                self._pending.append((results.sort_key(entry), offset, length))
+            # Every line, even for a shape the file holds: a journaled entry is newer.
+            self.keys.add(shape_key(entry["shape"]))
+            self._pending.append((results.sort_key(entry), offset, length))
 
     def _journal_lines(self) -> Iterator[tuple[tuple[int, ...], str]]:
         if not self._pending:
@@ -236,14 +243,32 @@ class ResultsStore:
                     continue
             yield results.line_sort_key(line), line
 
+    def _latest_lines(self) -> Iterator[str]:
+        """File and journal lines in shape order, one per shape: the newest (journal after
+        file, later journal lines after earlier ones; the merge is stable on the key)."""
+        merged = heapq.merge(self._file_lines(), self._journal_lines(), key=lambda t: t[0])
+        held: tuple[tuple[int, ...], str] | None = None
+        for item in merged:
+            if held is not None and held[0] != item[0]:
+                yield held[1]
+            held = item
+        if held is not None:
+            yield held[1]
+
     def _merged(self) -> Iterator[dict[str, Any]]:
-        for _key, line in heapq.merge(self._file_lines(), self._journal_lines()):
+        for line in self._latest_lines():
             yield json.loads(line)  # type: ignore[misc]
 
     def _merge(self) -> None:
-        lines = (line for _key, line in heapq.merge(self._file_lines(), self._journal_lines()))
-        results.write_atomic(self.path, results.render_lines(self.head, lines))
-        self._file_entries += len(self._pending)
+        written = [0]
+
+        def counted() -> Iterator[str]:
+            for line in self._latest_lines():
+                written[0] += 1
+                yield line
+
+        results.write_atomic(self.path, results.render_lines(self.head, counted()))
+        self._file_entries = written[0]  # replaced entries do not add to the file
         self._file_valid = True
         self._pending = []
         assert self._journal is not None

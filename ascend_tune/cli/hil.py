@@ -1,0 +1,154 @@
+"""`ascend-tune measure`: run the model's top candidates on NPUs; the fastest measured wins."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ascend_tune import console, executors
+from ascend_tune.cli import ExitWith, app
+from ascend_tune.emit_styles import STYLES, emit_style
+from ascend_tune.errors import AscendTuneError
+from ascend_tune.hil import candidates as cands
+from ascend_tune.hil import command as cmd
+from ascend_tune.hil import run as hil_run
+from ascend_tune.shapes import shape_key
+
+
+@app.command()
+def measure(
+    results_path: Path = typer.Argument(..., metavar="RESULTS",
+                                        help="Results file of `search` (best with --top-k)."),
+    run: str = typer.Option(..., "--run", metavar="CMD",
+                            help="Command measuring one candidate, with placeholders {shape}, "
+                                 "{M}.., {config_json}, {tiling_blob}, {headers_dir}, "
+                                 "{work_dir}, {device}, {repeat} (see the README)."),
+    pattern: str | None = typer.Option(None, "--pattern", metavar="REGEX",
+                                       help="Time in us from the output: the last match of "
+                                            "this one-group regex (default: 'time_us: X')."),
+    csv: str | None = typer.Option(None, "--csv", metavar="GLOB",
+                                   help="Read the time from this msprof CSV (op_summary, "
+                                        "kernel_details, PipeUtilization); relative: in "
+                                        "{work_dir}."),
+    where: str | None = typer.Option(None, "--where", metavar="COL=VAL,..",
+                                     help="Use the CSV rows with these column values."),
+    repeat: int = typer.Option(3, "--repeat", help="Runs per candidate; the median counts."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds per run."),
+    retries: int = typer.Option(1, "--retries",
+                                help="Extra attempts of a candidate whose run failed."),
+    devices: str | None = typer.Option(None, "--devices", metavar="IDS",
+                                       help="One worker per device (0-7, 0,2,4), each run "
+                                            "with ASCEND_RT_VISIBLE_DEVICES set."),
+    executor: str = typer.Option("local", "--executor",
+                                 help="local | ray (several hosts; a device is the Ray "
+                                      "resource NPU)."),
+    address: str | None = typer.Option(None, "--address",
+                                       help="Ray cluster address (default: start a local one)."),
+    style: str = typer.Option("macro", "--style", help="Headers in {headers_dir}: "
+                              + " | ".join(STYLES) + "."),
+    fresh: bool = typer.Option(False, "--fresh", help="Measure every candidate again."),
+    retry_failed: bool = typer.Option(False, "--retry-failed",
+                                      help="Measure the candidates that failed again."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress or table."),
+) -> None:
+    """Measure each shape's candidates with your command; the fastest measured becomes the
+    winner `emit` writes. Resumable: measured candidates are saved in RESULTS."""
+    emit_style(style)
+    bundle = hil_run.load(results_path)
+    where_pairs = _where(where)
+    if where_pairs and csv is None:
+        raise AscendTuneError("--where selects CSV rows: it needs --csv")
+    command = cmd.parse(run, hil_run.names(bundle), pattern=pattern, csv=csv,
+                        where=where_pairs, timeout_s=timeout, repeat=repeat, retries=retries)
+    engine = _executor(executor, devices, address)
+    progress = _Progress(quiet or as_json)
+    out = hil_run.run_measure(results_path, command, engine, fresh=fresh,
+                              retry_failed=retry_failed, style=style, progress=progress)
+    if out.interrupted:
+        console.error(f"interrupted: {out.measured} candidate(s) measured by this run saved "
+                      f"to {results_path}")
+        raise ExitWith(130)
+    if as_json:
+        sys.stdout.write(json.dumps({
+            "results": str(results_path), "measured": out.measured,
+            "failures": out.failures, "invocations": out.invocations,
+            "shapes": list(cands.summary(out.entries))}, indent=1) + "\n")
+    elif not quiet:
+        _print_table(bundle.spec.display_name, out.entries)
+    for message in out.failures:
+        console.error(message)
+    if out.failures:
+        raise ExitWith(1)
+
+
+def _where(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    from ascend_tune.measurement_rows import parse_where
+
+    return parse_where(text)
+
+
+def _executor(engine: str, devices: str | None, address: str | None) -> executors.Executor:
+    if engine == "ray":
+        if devices is not None:
+            raise AscendTuneError("--devices is for --executor local; Ray assigns each task "
+                                  "a device (the NPU resource of each host)")
+        return executors.make("ray", slots=[None], address=address,
+                              resources={"NPU": 1})
+    slots: list[str | None] = list(executors.parse_devices(devices)) if devices else [None]
+    return executors.make(engine, slots=slots, address=address)
+
+
+class _Progress(hil_run.Progress):
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.reporter = console.Reporter(0, quiet, "measuring")
+
+    def opened(self, total: int, done: int) -> None:
+        if done and not self.quiet:
+            console.warn(f"{done} of {total} candidate(s) already measured; measuring the "
+                         "rest (--fresh measures all again)")
+
+    @contextlib.contextmanager
+    def running(self, todo: int) -> Iterator[None]:
+        self.reporter = console.Reporter(todo, self.quiet, "measuring")
+        with self.reporter.running():
+            yield
+
+    def candidate_done(self, outcome: cmd.Outcome, entry: Mapping[str, Any]) -> None:
+        where = f"{outcome.key} #{outcome.index}"
+        if outcome.device:
+            where += f" (device {outcome.device})"
+        if outcome.error is not None:
+            self.reporter.shape_done(f"{where}: failed: {outcome.error}")
+        else:
+            self.reporter.shape_done(f"{where}: {outcome.time_us:.2f} us")
+
+
+def _print_table(name: str, entries: Sequence[Mapping[str, Any]]) -> None:
+    rows = []
+    moved = 0
+    for item in cands.summary(entries):
+        winner = item["winner"]
+        moved += winner not in (None, 0)
+        for c in item["candidates"]:
+            rows.append([shape_key(item["shape"]) if c["candidate"] == 0 else "",
+                         c["candidate"],
+                         " ".join(f"{k}={v}" for k, v in c["config"].items()),
+                         f"{c['predicted_us']:.2f}" if c["predicted_us"] is not None else "",
+                         f"{c['measured_us']:.2f}" if "measured_us" in c
+                         else ("failed" if "error" in c else "-"),
+                         "<- winner" if c["candidate"] == winner else ""])
+    console.table(f"{name}: predicted vs measured (candidate 0 is the model's pick)",
+                  ["shape", "#", "config", "predicted us", "measured us", ""], rows,
+                  right=(1, 3, 4))
+    console.line(f"the device chose another candidate than the model on {moved} of "
+                 f"{len(entries)} shape(s)")
