@@ -13,11 +13,14 @@ count, not by the raw product size).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ascend_tune import expr as expr_mod
 from ascend_tune import launch
 from ascend_tune.expr import Expr
 from ascend_tune.spec import OperatorSpec
@@ -46,6 +49,17 @@ def _reads(e: Expr, params: set[str], deps: Mapping[str, frozenset[str]]) -> fro
     return frozenset(out)
 
 
+def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence[np.ndarray],
+                cores: Mapping[str, Any]) -> list[launch.Check]:
+    """The spec's constraints and the launch checks, without the launch checks interval
+    arithmetic proves for every configuration of these domains (most C-type ranges)."""
+    spans = {k: expr_mod.value_span(v) for k, v in base_env.items()}
+    spans.update({p: expr_mod.outer_span(int(g.min()), int(g.max())) if g.size else (0, 0)
+                  for p, g in zip(spec.params, grids, strict=True)})
+    every = [launch.Check(n, e, boolean=True) for n, e in spec.constraints]
+    return every + [c for c in launch.checks_to_run(spec, cores, spans) if c is not None]
+
+
 class Enumerator:
     """Enumerate the valid configurations of ``spec`` on one shape.
 
@@ -60,10 +74,10 @@ class Enumerator:
         self.grids = [np.asarray(g, dtype=np.int64) for g in grids]
         params = set(spec.params)
         self._deps = _param_deps(spec)
-        every = [launch.Check(n, e, boolean=True) for n, e in spec.constraints]
-        every += launch.checks(spec, cores)
-        checks = [(c, _reads(c.expr, params, self._deps)) for c in every]
+        every = _all_checks(spec, base_env, self.grids, cores)
+        checks = self.checks = [(c, _reads(c.expr, params, self._deps)) for c in every]
         self.order = self._choose_order(checks)
+        self._index = {p: i for i, p in enumerate(spec.params)}
         position = {p: i for i, p in enumerate(self.order)}
         # Checks that read no parameter run at the first step (they can only reject all).
         self._at: list[list[launch.Check]] = [[] for _ in self.order]
@@ -152,31 +166,159 @@ class Enumerator:
         """Every valid configuration as parameter values (n, params) in spec order, sorted;
         raises :class:`TooMany` when more than ``cap`` prefixes survive a step."""
         prefix = np.zeros((1, 0), dtype=np.int64)
-        index = {p: i for i, p in enumerate(self.spec.params)}
         for k, p in enumerate(self.order, start=1):
-            grid = self.grids[index[p]]
+            grid = self.grids[self._index[p]]
             if prefix.shape[0] * grid.size > cap:
                 raise TooMany(prefix.shape[0] * grid.size)
-            prefix = np.concatenate([np.repeat(prefix, grid.size, axis=0),
-                                     np.tile(grid, prefix.shape[0])[:, None]], axis=1)
-            prefix = prefix[self._keep(prefix, k)]
+            prefix = self._step(prefix, k)
             if prefix.shape[0] == 0:
                 break
+        out = self._spec_order(prefix)
+        return out[np.lexsort(out.T[::-1])]
+
+    def blocks(self, rows: int = 1_000_000) -> Iterator[np.ndarray]:
+        """The valid set in blocks of parameter values (spec order), each built from at most
+        ``rows`` prefixes at a time: exact for any size, in bounded memory (depth first)."""
+        yield from self._blocks(np.zeros((1, 0), dtype=np.int64), 1, rows)
+
+    def _blocks(self, prefix: np.ndarray, k: int, rows: int) -> Iterator[np.ndarray]:
+        if k > len(self.order):
+            if prefix.shape[0]:
+                yield self._spec_order(prefix)
+            return
+        size = self.grids[self._index[self.order[k - 1]]].size
+        chunk = max(rows // max(size, 1), 1)
+        for start in range(0, prefix.shape[0], chunk):
+            part = self._step(prefix[start:start + chunk], k)
+            if part.shape[0]:
+                yield from self._blocks(part, k + 1, rows)
+
+    def _step(self, prefix: np.ndarray, k: int) -> np.ndarray:
+        """Extend every prefix by each value of the k-th parameter; keep the feasible ones."""
+        grid = self.grids[self._index[self.order[k - 1]]]
+        prefix = np.concatenate([np.repeat(prefix, grid.size, axis=0),
+                                 np.tile(grid, prefix.shape[0])[:, None]], axis=1)
+        return prefix[self._keep(prefix, k)]  # type: ignore[no-any-return]
+
+    def _spec_order(self, prefix: np.ndarray) -> np.ndarray:
         out = np.empty((prefix.shape[0], len(self.spec.params)), dtype=np.int64)
-        for j, p in enumerate(self.order[:prefix.shape[1]]):
-            out[:, index[p]] = prefix[:, j]
         if prefix.shape[1] < len(self.spec.params):
             return out[:0]
-        return out[np.lexsort(out.T[::-1])]
+        for j, p in enumerate(self.order):
+            out[:, self._index[p]] = prefix[:, j]
+        return out
+
+
+class CheckSet:
+    """The checks of one shape seen from index genomes, for proposals built inside the valid
+    set (:mod:`ascend_tune.strategies.construct`): which genes each check reads, the
+    assignment order that decides checks early, and the checks evaluated on chosen rows."""
+
+    def __init__(self, enum: Enumerator, proven: bool = False) -> None:
+        spec = self.spec = enum.spec
+        self.base_env = enum.base_env
+        self.grids = enum.grids
+        # Every expression is proven free of int64 overflow over these domains.
+        self._proven = proven
+        params = list(spec.params)
+        self.checks = [c for c, _r in enum.checks]
+        self.reads = np.zeros((len(self.checks), len(params)), dtype=bool)
+        for i, (_c, reads) in enumerate(enum.checks):
+            for p in reads:
+                self.reads[i, params.index(p)] = True
+        self.order: Sequence[int] = [params.index(p) for p in enum.order]
+        self.pairs: Sequence[tuple[int, int]] = mirror_pairs(params, self.grids)
+        # Derived values each check needs (transitively), as positions in spec.derive.
+        derived = [name for name, _ in spec.derive]
+        direct = {name: {n for n in e.names if n in derived} for name, e in spec.derive}
+        closure: dict[str, set[str]] = {}
+        for name in derived:  # derive is in dependency order
+            closure[name] = set(direct[name]).union(*(closure[d] for d in direct[name]))
+        self._needs: list[set[int]] = []
+        for c in self.checks:
+            names = {n for n in c.expr.names if n in closure}
+            names = names.union(*(closure[n] for n in names))
+            self._needs.append({derived.index(n) for n in names})
+
+    def passes(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
+        """(rows, len(which)) booleans: does each row pass each chosen check."""
+        n = genomes.shape[0]
+        env: dict[str, Any] = dict(self.base_env)
+        for j, (p, g) in enumerate(zip(self.spec.params, self.grids, strict=True)):
+            env[p] = g[genomes[:, j]]
+        needed = sorted(set().union(*(self._needs[i] for i in which)))
+        out = np.ones((n, len(which)), dtype=bool)
+        with expr_mod.unchecked() if self._proven else contextlib.nullcontext():
+            for d in needed:
+                name, e = self.spec.derive[d]
+                env[name] = e.evaluate(env)
+            for col, i in enumerate(which):
+                out[:, col] = np.broadcast_to(self.checks[i].passes(env), (n,))
+        return out
+
+
+# Letters whose swap mirrors a name: M/N (rows/columns of C), A/B (the two inputs).
+_MIRROR = {"M": "N", "N": "M", "m": "n", "n": "m", "A": "B", "B": "A", "a": "b", "b": "a"}
+
+
+def mirror_pairs(params: Sequence[str], grids: Sequence[np.ndarray]) -> list[tuple[int, int]]:
+    """Pairs of genes that play mirrored roles (baseM/baseN, mDim/nDim, stepKa/stepKb,
+    dbL0A/dbL0B): the names differ in one mirror letter at a word boundary (a capital, a
+    lower-case letter before a capital or at the ends) and the domains are equal. Found from
+    the names and domains of any spec, so a swap move needs no per-spec table."""
+    out = []
+    for i, a in enumerate(params):
+        for j in range(i + 1, len(params)):
+            b = params[j]
+            if len(a) != len(b) or not np.array_equal(grids[i], grids[j]):
+                continue
+            diff = [k for k in range(len(a)) if a[k] != b[k]]
+            if len(diff) == 1 and _MIRROR.get(a[diff[0]]) == b[diff[0]] and _word_letter(
+                    a, diff[0]):
+                out.append((i, j))
+    return out
+
+
+def _word_letter(name: str, k: int) -> bool:
+    """A letter that stands for a word in a camelCase name, not a letter inside a word."""
+    if name[k].isupper():
+        return True
+    before = k == 0 or not name[k - 1].islower()
+    after = k + 1 == len(name) or bool(re.match(r"[A-Z0-9_]", name[k + 1]))
+    return before or after
+
+
+def _cores(model: Any) -> dict[str, Any]:
+    return {"cube": model.hw["cube_cores"], "vector": model.hw["vector_cores"]}
+
+
+def enumerator(model: Any) -> Enumerator:
+    """The enumerator of a :class:`~ascend_tune.engine.ShapeModel`."""
+    return Enumerator(model.spec, model.base_env, model.grids, _cores(model))
+
+
+def check_set(model: Any, enum: Enumerator | None = None) -> CheckSet:
+    """The :class:`CheckSet` of a :class:`~ascend_tune.engine.ShapeModel` (reusing the
+    order of ``enum``, its enumerator, when there is one)."""
+    return CheckSet(enum or enumerator(model),
+                    proven=bool(getattr(model, "_space_proven", False)))
+
+
+def index_blocks(model: Any, enum: Enumerator | None = None,
+                 rows: int = 1_000_000) -> Iterator[np.ndarray]:
+    """The valid set of a model as blocks of index genomes (see :meth:`Enumerator.blocks`)."""
+    for block in (enum or enumerator(model)).blocks(rows):
+        yield to_indices(model, block)
+
+
+def to_indices(model: Any, values: np.ndarray) -> np.ndarray:
+    """Parameter values (n, params) of domain members to index genomes."""
+    idx = np.empty_like(values)
+    for j, g in enumerate(model.grids):
+        idx[:, j] = np.searchsorted(g, values[:, j])
+    return idx
 
 
 def valid_indices(model: Any, cap: int = 5_000_000) -> np.ndarray:
     """The valid set of a :class:`~ascend_tune.engine.ShapeModel` as index genomes."""
-    hw = model.hw
-    enum = Enumerator(model.spec, model.base_env, model.grids,
-                      {"cube": hw["cube_cores"], "vector": hw["vector_cores"]})
-    vals = enum.values(cap)
-    idx = np.empty_like(vals)
-    for j, g in enumerate(model.grids):
-        idx[:, j] = np.searchsorted(g, vals[:, j])
-    return idx
+    return to_indices(model, enumerator(model).values(cap))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ascend_tune import cann
+from ascend_tune import expr as expr_mod
 from ascend_tune.expr import Expr
 from ascend_tune.spec import OperatorSpec
 
@@ -101,3 +102,38 @@ def evaluate(spec: OperatorSpec, env: Mapping[str, Any], cores: Mapping[str, Any
              ) -> list[Any]:
     """One boolean (array or scalar) per :func:`check_names` entry."""
     return [check.passes(env) for check in checks(spec, cores)]
+
+
+def always_pass(check: Check, spans: Mapping[str, Any]) -> bool:
+    """True when interval arithmetic proves ``check`` (a range check) holds for every input
+    within ``spans`` (parameter, derived and environment names -> [lo, hi])."""
+    if check.boolean:
+        return False
+    span = _span(check.expr, spans)
+    lo, hi = float(span[0]), float(span[1])
+    return bool(np.isfinite(lo) and np.isfinite(hi) and lo >= check.lo and hi <= check.hi)
+
+
+def derived_spans(spec: OperatorSpec, spans: Mapping[str, Any]) -> dict[str, Any]:
+    """``spans`` extended with the span of every derived value (unbounded where interval
+    arithmetic cannot bound it)."""
+    known = dict(spans)
+    for name, e in spec.derive:
+        known[name] = _span(e, known)
+    return known
+
+
+def _span(e: Expr, spans: Mapping[str, Any]) -> Any:
+    # prove() says the span computation stays within int64; only then is it meaningful.
+    if not all(n in spans for n in e.names) or not expr_mod.prove([(None, e)], spans):
+        return (-np.inf, np.inf)
+    return e.root.span(spans)
+
+
+def checks_to_run(spec: OperatorSpec, cores: Mapping[str, Any], spans: Mapping[str, Any]
+                  ) -> list[Check | None]:
+    """:func:`checks` with ``None`` in place of every check proven to pass for all inputs
+    within ``spans`` (typically a shape's whole search space: the C-type ranges of most
+    TCubeTiling fields), so the per-batch evaluation skips them."""
+    known = derived_spans(spec, spans)
+    return [None if always_pass(c, known) else c for c in checks(spec, cores)]

@@ -16,20 +16,19 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from ascend_tune import results
 from ascend_tune.engine import ShapeModel
 from ascend_tune.errors import AscendTuneError, NoValidConfigError
+from ascend_tune.executors import Executor, LocalExecutor
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.shapes import shape_key
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.store import ResultsStore, survey
-from ascend_tune.tuner import TuneSettings, describe, tune_shape
+from ascend_tune.tuner import TuneSettings, describe, resolve_strategy, tune_shape
 
 Entry = dict[str, Any]
 Finish = Callable[[str, "Entry | str", float], None]
@@ -107,7 +106,8 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[str, int]],
                settings: TuneSettings, head: Mapping[str, Any], *, jobs: int = 1,
                output: Path | None = None, fresh: bool = False,
-               progress: Progress | None = None) -> SearchOutcome:
+               progress: Progress | None = None,
+               executor: Executor | None = None) -> SearchOutcome:
     """Tune every shape of ``shapes`` that ``output`` does not already hold (all of them with
     ``fresh`` or without ``output``), saving each as it finishes. Ctrl-C and SIGTERM end the
     run early with ``interrupted`` set; everything finished is kept."""
@@ -140,7 +140,7 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
                                             len(shapes) - len(todo), len(shapes)))
             try:
                 with progress.running(len(todo)):
-                    _run_shapes(todo, spec, hw, settings, jobs, finish)
+                    _run_shapes(todo, spec, hw, settings, jobs, finish, executor)
             except KeyboardInterrupt:
                 out.interrupted = True
     finally:
@@ -185,27 +185,26 @@ def _worker_init() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _tune_task(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
+               settings: TuneSettings, *, slot: str | None = None
+               ) -> tuple[str, Entry | str, float]:
+    return _tune_worker(spec, hw, shape, settings)
+
+
 def _run_shapes(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProfile,
-                settings: TuneSettings, jobs: int, finish: Finish) -> None:
-    if jobs == 1 or len(todo) <= 1:
-        for s in todo:
-            finish(*_tune_worker(spec, hw, s, settings))
-        return
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
-                               initializer=_worker_init)
-    try:
-        futures = [pool.submit(_tune_worker, spec, hw, s, settings) for s in todo]
-        for fut in as_completed(futures):
-            finish(*fut.result())
-    except BaseException:
-        # Python 3.11 has no public way to stop running workers (3.14 adds
-        # terminate_workers); they would finish their shape for nothing.
-        workers = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in workers:
-            proc.terminate()
-        raise
-    pool.shutdown()
+                settings: TuneSettings, jobs: int, finish: Finish,
+                executor: Executor | None = None) -> None:
+    if executor is None:
+        if jobs == 1 or len(todo) <= 1:
+            for s in todo:
+                finish(*_tune_worker(spec, hw, s, settings))
+            return
+        executor = LocalExecutor([None] * jobs, processes=True, initializer=_worker_init)
+    # Local processes (--jobs) or e.g. a Ray cluster for a long shape list; leaving the block
+    # early (Ctrl-C, SIGTERM, an error) stops the workers: they would finish for nothing.
+    with executor:
+        for _index, result in executor.run(_tune_task, [(spec, hw, s, settings) for s in todo]):
+            finish(*result)
 
 
 # ---- --locked -------------------------------------------------------------------------------
@@ -252,13 +251,11 @@ class PlannedShape:
 def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[str, int]],
          strategy: str) -> list[PlannedShape]:
     """Search space size, strategy and baseline of each shape; nothing is tuned."""
-    from ascend_tune.strategies import default_strategy
-
     planned = []
     for s in shapes:
         model = ShapeModel(spec, hw, s)
         base = describe(model, model.baseline_values())
-        chosen = strategy if strategy != "auto" else default_strategy(model.space_size)
+        chosen = resolve_strategy(model, strategy)[0]
         valid = bool(base["valid"])
         planned.append(PlannedShape(
             shape_key(s), model.space_size, chosen,

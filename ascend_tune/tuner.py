@@ -12,11 +12,18 @@ import numpy as np
 from ascend_tune.engine import Evaluation, ShapeModel
 from ascend_tune.errors import AscendTuneError, NoValidConfigError
 from ascend_tune.expr import scalar_value
-from ascend_tune.feasibility import valid_indices
+from ascend_tune.feasibility import (
+    Enumerator,
+    TooMany,
+    check_set,
+    enumerator,
+    index_blocks,
+    to_indices,
+)
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.shapes import shape_key
 from ascend_tune.spec import OperatorSpec
-from ascend_tune.strategies import STRATEGIES, Problem, default_strategy
+from ascend_tune.strategies import COUNT_PREFIX_CAP, STRATEGIES, Problem, default_strategy
 from ascend_tune.strategies.base import NoValidFound, decode_flat, run
 from ascend_tune.vocabulary import BOUND_NAMES, PIPE_COLUMNS
 
@@ -29,6 +36,7 @@ class TuneSettings:
     strategy: str  # "auto" resolves per shape
     budget: int
     seed: int
+    top_k: int = 1  # distinct configurations kept per shape (> 1 adds "candidates")
 
 
 def shape_rng(seed: int, shape: Mapping[str, int]) -> np.random.Generator:
@@ -83,13 +91,9 @@ def describe_evaluation(model: ShapeModel, ev: Evaluation) -> dict[str, Any]:
 def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
                settings: TuneSettings) -> dict[str, Any]:
     model = ShapeModel(spec, hw, shape)
-    name = settings.strategy if settings.strategy != "auto" else default_strategy(
-        model.space_size)
-    if name not in STRATEGIES:
-        raise AscendTuneError(f"unknown strategy '{name}'; choose from {', '.join(STRATEGIES)}")
+    name, enum, valid = resolve_strategy(model, settings.strategy)
     baseline_values = model.baseline_values()
-    problem = Problem(model.sizes, model.objective, model.nearest_indices(baseline_values),
-                      valid_genomes=lambda cap: valid_indices(model, cap))
+    problem = search_problem(model, name, enum, valid)
     try:
         result = run(STRATEGIES[name](), problem, settings.budget, shape_rng(settings.seed, shape))
     except NoValidFound:
@@ -111,7 +115,9 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
     else:
         base_summary["violates"] = baseline["violates"]
         entry["speedup"] = None
-    return {
+    candidates = (top_candidates(model, problem, entry, settings.top_k)
+                  if settings.top_k > 1 else None)
+    out = {
         "shape": dict(shape),
         "strategy": name,
         "best": entry.pop("config"),
@@ -123,7 +129,70 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
         # Best latency so far against evaluations, each time it improved (the report's
         # convergence chart); the baseline counts as the first evaluation.
         "history": [[n, round(lat, 6)] for n, lat in result.history],
+        # Only when it happened: fresh sampling inside the valid set hit its walk cap
+        # (strategies.base.WALKS_PER_BUDGET), on spaces where valid configurations are rare.
+        **({"sampling_capped": True} if result.walks_capped else {}),
     }
+    if candidates is not None:
+        out["candidates"] = candidates
+    return out
+
+
+def top_candidates(model: ShapeModel, problem: Problem, winner: Mapping[str, Any],
+                   k: int) -> list[dict[str, Any]]:
+    """The ``k`` best distinct configurations the search scored, described, fastest first by
+    the model; the first is always the entry's winner (the baseline when it beat the search).
+    Ties keep the search's deterministic order."""
+    described = [winner] + [describe(model, dict(zip(model.spec.params, (int(v) for v in row),
+                                                      strict=True)))
+                            for row in model.values(np.array([g for g, _ in problem.top(k)]))]
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[int, ...]] = set()
+    for cand in described:
+        key = tuple(cand["config"][p] for p in model.spec.params)
+        if key in seen or not cand["valid"]:
+            continue
+        seen.add(key)
+        out.append({key2: cand[key2] for key2 in _CANDIDATE_KEYS if key2 in cand})
+    return out[:k]
+
+
+# What a candidate records: describe()'s output without the entry-level extras.
+_CANDIDATE_KEYS = ("config", "derived", "tiling", "block_dim", "tiling_key", "predicted")
+
+
+def resolve_strategy(model: ShapeModel, strategy: str
+                     ) -> tuple[str, Enumerator | None, np.ndarray | None]:
+    """The strategy to run (``auto`` resolved by counting the valid set with the pruned
+    enumeration, stopped early when it is large), the enumerator it built and the valid set
+    when it was counted in full."""
+    if strategy != "auto":
+        if strategy not in STRATEGIES:
+            raise AscendTuneError(
+                f"unknown strategy '{strategy}'; choose from {', '.join(STRATEGIES)}")
+        return strategy, None, None
+    enum = enumerator(model)
+    try:
+        valid = to_indices(model, enum.values(COUNT_PREFIX_CAP))
+    except TooMany:
+        return default_strategy(None), enum, None
+    return default_strategy(len(valid)), enum, valid
+
+
+def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = None,
+                   valid: np.ndarray | None = None) -> Problem:
+    """The problem a strategy sees: the GA builds its proposals inside the valid set from the
+    constraints' structure, exhaustive search scores the enumerated valid set."""
+    base = model.nearest_indices(model.baseline_values())
+    if strategy == "exhaustive":
+        if valid is not None:
+            known = valid
+            return Problem(model.sizes, model.objective, base, valid_genomes=lambda _cap: known)
+        return Problem(model.sizes, model.objective, base,
+                       valid_blocks=lambda: index_blocks(model, enum))
+    if strategy == "ga":
+        return Problem(model.sizes, model.objective, base, feasible=check_set(model, enum))
+    return Problem(model.sizes, model.objective, base)
 
 
 def no_valid_message(model: ShapeModel, sample: int = 200_000) -> str:

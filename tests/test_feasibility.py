@@ -78,3 +78,65 @@ def test_too_large_a_valid_set_is_said(hw: HardwareProfile) -> None:
     model = ShapeModel(load_spec("matmul"), hw, {"M": 4096, "N": 4096, "K": 4096})
     with pytest.raises(TooMany):
         valid_indices(model, cap=100_000)
+
+
+def test_blocks_are_the_valid_set_in_bounded_pieces(hw: HardwareProfile) -> None:
+    from ascend_tune.feasibility import enumerator
+
+    model = ShapeModel(load_spec("matmul"), hw, {"M": 96, "N": 200, "K": 64})
+    enum = enumerator(model)
+    whole = enum.values()
+    blocks = list(enum.blocks(rows=5000))
+    assert len(blocks) > 3
+    pieces = np.concatenate(blocks)
+    assert np.array_equal(pieces[np.lexsort(pieces.T[::-1])], whole)
+
+
+def test_launch_checks_proven_once_hold_everywhere(hw: HardwareProfile) -> None:
+    from ascend_tune import expr as expr_mod
+    from ascend_tune import launch
+
+    model = ShapeModel(load_spec("matmul"), hw, {"M": 4096, "N": 4096, "K": 4096})
+    cores = {"cube": hw["cube_cores"], "vector": hw["vector_cores"]}
+    spans = {k: expr_mod.value_span(v) for k, v in model.base_env.items()}
+    spans.update({p: expr_mod.outer_span(int(g.min()), int(g.max()))
+                  for p, g in zip(model.spec.params, model.grids, strict=True)})
+    kept = launch.checks_to_run(model.spec, cores, spans)
+    proven = [c for c, k in zip(launch.checks(model.spec, cores), kept, strict=True) if k is None]
+    assert len(proven) >= 20, "most TCubeTiling fields are proven to fit their C type"
+    rng = np.random.default_rng(0)
+    values = model.values(rng.integers(0, model.sizes, size=(20_000, model.sizes.size)))
+    env = model.evaluate(values).env
+    for check in proven:
+        assert np.all(check.passes(env)), check.name
+    # A range the value does not fit is not proven (issuerCores = 40 against [0, 1]).
+    tiny = launch.Check("tiny", model.spec.derive[0][1], 0, 1)
+    assert launch.always_pass(tiny, launch.derived_spans(model.spec, spans)) is False
+
+
+@pytest.mark.parametrize("shape", [{"M": 1, "N": 4096, "K": 4096},
+                                   {"M": 2, "N": 32, "K": 16}])
+def test_walks_stay_inside_the_valid_set(shape: dict[str, int], hw: HardwareProfile) -> None:
+    from ascend_tune.feasibility import check_set
+    from ascend_tune.strategies import construct
+
+    model = ShapeModel(load_spec("matmul"), hw, shape)
+    feasible = check_set(model)
+    rng = np.random.default_rng(3)
+
+    def valid(genomes: np.ndarray) -> np.ndarray:
+        return model.evaluate(model.values(genomes)).valid
+
+    # The checks seen from index genomes agree with the model on arbitrary configurations.
+    raw = rng.integers(0, model.sizes, size=(5000, model.sizes.size))
+    assert np.array_equal(~construct.violated(feasible, raw).any(axis=1), valid(raw))
+    found, walks = construct.sample(feasible, model.sizes, 50, rng, max_walks=200_000)
+    assert len(found) == 50 and walks >= 50 and valid(found).all()
+    assert len(np.unique(found, axis=0)) == 50
+    genes = rng.integers(0, model.sizes.size, size=len(found))
+    moved, ok = construct.mutate(feasible, model.sizes, found, genes, rng)
+    assert ok.any() and valid(moved[ok]).all()
+    changed = (moved != found).sum(axis=1)
+    assert changed.max() == 1, "a mutation moves one gene"
+    repaired, ok = construct.repair(feasible, model.sizes, raw[:500], rng)
+    assert ok.any() and valid(repaired[ok]).all()

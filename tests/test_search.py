@@ -9,10 +9,11 @@ import pytest
 from ascend_tune.engine import ShapeModel
 from ascend_tune.errors import NoValidConfigError
 from ascend_tune.hardware import HardwareProfile
+from ascend_tune.search_run import plan
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.strategies import STRATEGIES, Problem
 from ascend_tune.strategies.base import run
-from ascend_tune.tuner import TuneSettings, tune_shape
+from ascend_tune.tuner import TuneSettings, search_problem, tune_shape
 
 
 def _true_optimum(model: ShapeModel) -> float:
@@ -94,3 +95,114 @@ def test_json_roundtrip_has_no_wall_clock(tmp_path: Path, hw: HardwareProfile,
     entry = tune_shape(add_spec, hw, {"totalLength": 1000}, TuneSettings("auto", 100, 0))
     text = json.dumps(entry)
     assert "time_s" not in text and "seconds" not in text
+
+
+# ---- proposals inside the valid set, the budget, auto, mirror moves (issue 15) -------------
+
+TINY = {"M": 2, "N": 32, "K": 16}  # 640 valid configurations among ~10^8
+
+
+def test_ga_proposes_only_valid_configurations_where_few_are(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    model = ShapeModel(matmul_spec, hw, TINY)
+    problem = search_problem(model, "ga")
+    res = run(STRATEGIES["ga"](), problem, 300, np.random.default_rng(0))
+    assert model.space_size > 10_000_000
+    assert res.rejected == 0, "every proposal built inside the valid set"
+    assert res.evaluations >= 100
+    # The old GA scored ~23 valid ones after 400 000 rejections here.
+    exact = tune_shape(matmul_spec, hw, TINY, TuneSettings("exhaustive", 1, 0))
+    assert res.latency_us <= exact["predicted"]["latency_us"] * 1.01
+
+
+@pytest.mark.parametrize("name", ["ga", "random"])
+def test_budget_bounds_every_configuration_looked_at(
+        name: str, hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    model = ShapeModel(matmul_spec, hw, {"M": 1, "N": 4096, "K": 4096})
+    looked: list[int] = []
+
+    def objective(genomes: np.ndarray) -> np.ndarray:
+        looked.append(len(genomes))
+        return model.objective(genomes)
+
+    tuned = search_problem(model, name)
+    problem = Problem(model.sizes, objective, tuned.baseline, feasible=tuned.feasible)
+    res = run(STRATEGIES[name](), problem, 500, np.random.default_rng(1))
+    assert sum(looked) == res.evaluations + res.rejected <= 500
+    assert sum(looked) == 500, "the whole budget is used"
+
+
+def test_auto_counts_the_valid_set_not_the_raw_space(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    small = tune_shape(matmul_spec, hw, TINY, TuneSettings("auto", 2000, 0))
+    assert small["space_size"] > 10_000_000 and small["strategy"] == "exhaustive"
+    assert small["evaluations"] == 640
+    large = tune_shape(matmul_spec, hw, {"M": 2048, "N": 4096, "K": 4096},
+                       TuneSettings("auto", 300, 0))
+    assert large["strategy"] == "ga"
+    planned = plan(matmul_spec, hw, [TINY, {"M": 2048, "N": 4096, "K": 4096}], "auto")
+    assert [p.strategy for p in planned] == ["exhaustive", "ga"]
+
+
+def test_same_seed_same_search(hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    shape = {"M": 512, "N": 4096, "K": 1024}
+    first = tune_shape(matmul_spec, hw, shape, TuneSettings("ga", 600, 7))
+    again = tune_shape(matmul_spec, hw, shape, TuneSettings("ga", 600, 7))
+    assert json.dumps(first) == json.dumps(again)
+    other = tune_shape(matmul_spec, hw, shape, TuneSettings("ga", 600, 8))
+    assert other["history"] != first["history"], "the seed matters"
+
+
+def test_top_k_after_the_ga_is_distinct_and_sorted(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    model = ShapeModel(matmul_spec, hw, {"M": 512, "N": 4096, "K": 1024})
+    problem = search_problem(model, "ga")
+    res = run(STRATEGIES["ga"](), problem, 400, np.random.default_rng(0))
+    top = problem.top(10)
+    assert len(top) == 10
+    assert len({tuple(g.tolist()) for g, _ in top}) == 10
+    lat = [v for _, v in top]
+    assert lat == sorted(lat) and lat[0] == res.latency_us
+    for g, v in top:
+        assert float(model.objective(g[None, :])[0]) == v
+
+
+class _Mirrored:
+    """Two genes with mirrored roles (or none) and no constraint."""
+
+    def __init__(self, pairs: list[tuple[int, int]]) -> None:
+        self.reads = np.zeros((0, 2), dtype=bool)
+        self.order = [0, 1]
+        self.pairs = pairs
+
+    def passes(self, genomes: np.ndarray, which: list[int]) -> np.ndarray:
+        return np.ones((len(genomes), len(which)), dtype=bool)
+
+
+def _two_basins(genomes: np.ndarray) -> np.ndarray:
+    # A local optimum at (0, 7) (latency 10) and the global one at its mirror (7, 0).
+    a, b = genomes[:, 0].astype(float), genomes[:, 1].astype(float)
+    return np.minimum(10 + a + (7 - b), 1 + (7 - a) + b)
+
+
+def test_mirror_move_reaches_the_mirrored_optimum() -> None:
+    from ascend_tune.strategies.genetic import polish
+
+    for pairs, want in (([(0, 1)], 1.0), ([], 10.0)):
+        problem = Problem(np.array([8, 8]), _two_basins, np.array([0, 7]),
+                          feasible=_Mirrored(pairs))
+        problem.budget = 30
+        problem.evaluate(problem.baseline[None, :])
+        polish(problem, np.random.default_rng(0))
+        assert problem.best_latency == want, pairs  # without the swap: stuck at (0, 7)
+
+
+def test_mirror_pairs_found_from_names_and_domains(matmul_spec: OperatorSpec,
+                                                   hw: HardwareProfile) -> None:
+    from ascend_tune.feasibility import mirror_pairs
+
+    model = ShapeModel(matmul_spec, hw, {"M": 512, "N": 4096, "K": 1024})
+    names = {(matmul_spec.params[i], matmul_spec.params[j])
+             for i, j in mirror_pairs(matmul_spec.params, model.grids)}
+    assert names == {("baseM", "baseN"), ("stepM", "stepN"), ("stepKa", "stepKb"),
+                     ("dbL0A", "dbL0B"), ("mDim", "nDim")}

@@ -28,10 +28,20 @@ def search(
     shapes_files: list[Path] = typer.Option([], "--shapes", help="YAML, JSON or CSV shapes."),
     shape: list[str] = typer.Option([], "--shape", help="One shape as K=V,... (repeatable)."),
     strategy: str = typer.Option("auto", "--strategy",
-                                 help="ga | exhaustive | random | auto (by space size)."),
-    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", help="Model evaluations per shape."),
+                                 help="ga | exhaustive | random | auto (by valid-set size)."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget",
+                               help="Configurations looked at per shape (scored or ruled out)."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed (0 .. 2**63-1)."),
     jobs: int = typer.Option(1, "--jobs", help="Processes (results do not depend on it)."),
+    top_k: int = typer.Option(1, "--top-k", metavar="K",
+                              help="Keep the K best distinct configurations per shape as "
+                                   "'candidates' (for `measure`); 1 keeps the winner only."),
+    executor: str = typer.Option("local", "--executor",
+                                 help="local (--jobs processes) | ray (spread the shapes over "
+                                      "a Ray cluster)."),
+    address: str | None = typer.Option(None, "--address",
+                                       help="Ray cluster address for --executor ray "
+                                            "(default: start a local one)."),
     output: Path | None = typer.Option(None, "-o", "--output",
                                        help="Results file (also the cache)."),
     fresh: bool = typer.Option(False, "--fresh",
@@ -49,6 +59,9 @@ def search(
     from ascend_tune.shapes import collect
 
     _check_options(strategy, budget, jobs, seed)
+    if top_k < 1:
+        raise AscendTuneError(f"--top-k must be at least 1, got {top_k}")
+    engine = _executor(executor, address)
     spec = load_spec(spec_ref)
     hw = load_profile(hw_ref)
     shapes = collect(spec, shapes_files, shape)
@@ -56,14 +69,14 @@ def search(
         _print_plan(spec, hw.name, search_run.plan(spec, hw, shapes, strategy))
         return
     head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
-                          hw.data, strategy, seed, budget, spec.variant)
+                          hw.data, strategy, seed, budget, spec.variant, top_k=top_k)
     if locked:
         _print_lock_check(output, search_run.check_locked(
             output, head, {shape_key(s) for s in shapes}, fresh))
         return
-    run = search_run.run_search(spec, hw, shapes, TuneSettings(strategy, budget, seed), head,
-                                jobs=jobs, output=output, fresh=fresh,
-                                progress=_Progress(quiet or as_json))
+    run = search_run.run_search(spec, hw, shapes, TuneSettings(strategy, budget, seed, top_k),
+                                head, jobs=jobs, output=output, fresh=fresh,
+                                progress=_Progress(quiet or as_json), executor=engine)
     if run.interrupted:
         where = f"saved to {output}" if output is not None else "not saved (no -o)"
         console.error(f"interrupted: {run.saved} shape(s) tuned by this run {where}")
@@ -78,6 +91,17 @@ def search(
         console.error(message)
     if run.failures:
         raise ExitWith(1)
+
+
+def _executor(name: str, address: str | None) -> Any:
+    """None for the local process pool (--jobs); else the named executor."""
+    from ascend_tune import executors
+
+    if name == "local":
+        if address is not None:
+            raise AscendTuneError("--address is for --executor ray")
+        return None
+    return executors.make(name, slots=[None], address=address, resources={"CPU": 1})
 
 
 def _check_options(strategy: str, budget: int, jobs: int, seed: int) -> None:
@@ -165,6 +189,15 @@ def _print_summary(spec: OperatorSpec, rows: Sequence[dict[str, Any]],
             f"{r['speedup']:.2f}x" if r["speedup"] is not None else "n/a",
             pred["bound"].replace("_time_us", ""), f"{pred['efficiency']:.0%}",
             f"{times[key]:.2f}" if key in times else "cached"])
-    console.table(f"{spec.display_name}: best configuration per shape",
-                  ["shape", "changed from baseline", "us", "baseline us", "speedup",
-                   "bound", "eff.", "search s"], table_rows, right=(2, 3, 4, 6, 7))
+    columns = ["shape", "changed from baseline", "us", "baseline us", "speedup", "bound",
+               "eff.", "search s"]
+    right: tuple[int, ...] = (2, 3, 4, 6, 7)
+    if any("time_us" in r.get("measured", {}) for r in rows):
+        # `measure` ran: the winner is the device's; show its time beside the prediction.
+        columns[2:3] = ["predicted us", "measured us"]
+        right = (2, 3, 4, 5, 7, 8)
+        for r, row in zip(rows, table_rows, strict=True):
+            row.insert(3, f"{r['measured']['time_us']:.2f}"
+                       if "time_us" in r.get("measured", {}) else "-")
+    console.table(f"{spec.display_name}: best configuration per shape", columns, table_rows,
+                  right=right)

@@ -18,12 +18,21 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "random": RandomSearch,
 }
 
-# Below this many configurations exhaustive search is exact and fast; above, the GA.
-EXHAUSTIVE_DEFAULT_LIMIT = 200_000
+# `auto` scores the whole valid set (exact) when it holds at most this many configurations
+# (about 0.05 s of model time), else runs the GA. The raw product size does not matter: a
+# space of 10^8 configurations can have a few hundred valid ones.
+EXHAUSTIVE_VALID_LIMIT = 20_000
+# The valid set is counted by the pruned enumeration, given up past this many prefixes at one
+# step (then the set is certainly larger than the limit): a few milliseconds either way.
+COUNT_PREFIX_CAP = 100_000
 
 
-def default_strategy(space_size: int) -> str:
-    return "exhaustive" if space_size <= EXHAUSTIVE_DEFAULT_LIMIT else "ga"
+def default_strategy(valid_count: int | None) -> str:
+    """The strategy ``auto`` runs, from the size of the valid set (None: known to be large)."""
+    if valid_count is not None and valid_count <= EXHAUSTIVE_VALID_LIMIT:
+        return "exhaustive"
+    return "ga"
 
 
-__all__ = ["STRATEGIES", "Problem", "SearchResult", "Strategy", "default_strategy"]
+__all__ = ["COUNT_PREFIX_CAP", "EXHAUSTIVE_VALID_LIMIT", "STRATEGIES", "Problem", "SearchResult",
+           "Strategy", "default_strategy"]

@@ -2,29 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
 from ascend_tune.errors import AscendTuneError
+from ascend_tune.strategies.construct import Feasible, Unconstrained
 
 Objective = Callable[[np.ndarray], np.ndarray]
+# Sampling walks allowed per unit of budget (a walk costs about one check evaluation per
+# gene value; dead ends on spaces where few configurations are valid are retried).
+WALKS_PER_BUDGET = 16
 
 
 class Problem:
-    """What a strategy may see: gene domain sizes, the baseline genome and the objective.
+    """What a strategy may see: gene domain sizes, the baseline genome, the objective and,
+    optionally, the structure of the constraints (:class:`~.construct.Feasible`).
 
     ``evaluate`` memoises every genome it has scored, so a strategy never pays twice for the
     same configuration. ``evaluations`` counts unique configurations the model scored (valid
     ones); ``rejected`` counts unique genomes a constraint ruled out before the model ran.
+    The budget bounds both together (``spent``): every configuration looked at counts.
     """
 
     def __init__(self, sizes: np.ndarray, objective: Objective,
                  baseline: np.ndarray | None = None,
-                 valid_genomes: Callable[[int], np.ndarray] | None = None) -> None:
+                 valid_genomes: Callable[[int], np.ndarray] | None = None,
+                 feasible: Feasible | None = None,
+                 valid_blocks: Callable[[], Iterator[np.ndarray]] | None = None) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.feasible: Feasible = feasible if feasible is not None else Unconstrained(
+            int(self.sizes.size))
+        # Optional: the whole valid set in blocks of index genomes (exact, bounded memory).
+        self.valid_blocks = valid_blocks
         # Optional: the valid set as index genomes, enumerated with pruning (raises
         # ascend_tune.feasibility.TooMany past the given number of prefixes).
         self.valid_genomes = valid_genomes
@@ -39,7 +51,11 @@ class Problem:
         self.rejected = 0
         self.best_genome: np.ndarray | None = None
         self.best_latency = np.inf
-        self.budget: int | None = None  # set by run(); scoring never exceeds it
+        self.budget: int | None = None  # set by run(); ``spent`` never exceeds it
+        # Walks that build fresh samples inside the valid set (construct.sample) are not
+        # configurations, but they cost time: at most WALKS_PER_BUDGET x budget of them.
+        self.walks = 0
+        self.walks_capped = False  # the cap stopped sampling (reported, never silent)
         # (evaluations so far, best latency) each time the best improves: the convergence
         # curve the report draws. Deterministic for a seed, as the search itself is.
         self.history: list[tuple[int, float]] = []
@@ -48,6 +64,21 @@ class Problem:
         if self._radix is not None:
             return (genomes @ self._radix).tolist()  # type: ignore[no-any-return]
         return [row.tobytes() for row in genomes]
+
+    @property
+    def spent(self) -> int:
+        """Configurations looked at so far: scored by the model or ruled out by a check."""
+        return self.evaluations + self.rejected
+
+    @property
+    def left(self) -> int:
+        """What the budget still allows (unbounded without a budget)."""
+        return (self.budget - self.spent) if self.budget is not None else 2**62
+
+    @property
+    def walks_left(self) -> int:
+        budget = self.budget if self.budget is not None else 2**40
+        return max(WALKS_PER_BUDGET * budget - self.walks, 0)
 
     @property
     def seen_count(self) -> int:
@@ -74,20 +105,13 @@ class Problem:
                 todo.setdefault(k, i)
             else:
                 out[i] = cached
+        if todo and self.left < len(todo):
+            # Rows past the budget are not looked at, counted, cached or returned.
+            todo = dict(list(todo.items())[:max(self.left, 0)])
         if todo:
             rows = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
             lat = np.asarray(self._objective(genomes[rows]), dtype=np.float64)
             finite = np.isfinite(lat)
-            if self.budget is not None:
-                # Valid rows past the budget are not counted, cached or returned.
-                over = np.flatnonzero(finite)[max(self.budget - self.evaluations, 0):]
-                if over.size:
-                    keep = np.ones(len(rows), dtype=bool)
-                    keep[over] = False
-                    dropped = [k for k, ok in zip(todo, keep, strict=False) if not ok]
-                    for k in dropped:
-                        del todo[k]
-                    rows, lat, finite = rows[keep], lat[keep], finite[keep]
             self.evaluations += int(finite.sum())
             self.rejected += int((~finite).sum())
             for k, v in zip(todo, lat.tolist(), strict=False):
@@ -98,11 +122,11 @@ class Problem:
                     self.best_latency = float(lat[j])
                     self.best_genome = genomes[rows[j]].copy()
                     self.history.append((self.evaluations, self.best_latency))
-            for i, k in enumerate(keys):
-                if k not in self._seen:
-                    out[i] = np.inf
-                elif k in todo:
-                    out[i] = self._seen[k]
+        for i, k in enumerate(keys):
+            if k not in self._seen:
+                out[i] = np.inf  # past the budget: not looked at
+            elif k in todo:
+                out[i] = self._seen[k]
         return out
 
     def top(self, k: int) -> list[tuple[np.ndarray, float]]:
@@ -140,6 +164,7 @@ class SearchResult:
     evaluations: int
     rejected: int
     history: tuple[tuple[int, float], ...] = ()
+    walks_capped: bool = False  # the sampling-walk cap ended fresh sampling early
 
 
 class Strategy(Protocol):
@@ -148,7 +173,7 @@ class Strategy(Protocol):
     def __init__(self, **options: object) -> None: ...
 
     def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
-        """Drive ``problem.evaluate`` until ``problem.evaluations`` reaches ``budget``."""
+        """Drive ``problem.evaluate`` until ``problem.spent`` reaches ``budget``."""
 
 
 def run(strategy: Strategy, problem: Problem, budget: int,
@@ -163,7 +188,7 @@ def run(strategy: Strategy, problem: Problem, budget: int,
     if problem.best_genome is None:
         raise NoValidFound(problem.evaluations, problem.rejected)
     return SearchResult(problem.best_genome, problem.best_latency, problem.evaluations,
-                        problem.rejected, tuple(problem.history))
+                        problem.rejected, tuple(problem.history), problem.walks_capped)
 
 
 class NoValidFound(Exception):

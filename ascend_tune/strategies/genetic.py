@@ -1,162 +1,219 @@
 """Genetic algorithm over index genomes (one gene per parameter, an index into its domain).
 
-Index encoding keeps locality: mutating a gene by +-1 moves to the neighbouring domain value
-(x2 or /2 for power-of-two domains). Settings follow what worked in the tuner literature
-(autotuner_landscape.md §5.1): wide, shallow populations; tournament selection; uniform
-crossover; elitism; constraint-aware repair; a visited set so no genome is scored twice.
+Index encoding keeps locality: a nearby index is a neighbouring domain value (x2 or /2 for
+power-of-two domains). Settings follow what worked in the tuner literature
+(autotuner_landscape.md §5.1): tournament selection, uniform crossover, elitism, a visited
+set so no genome is scored twice. Every proposal is built inside the valid set where the
+problem knows its constraints (:mod:`ascend_tune.strategies.construct`): the initial
+population is sampled along the feasibility order, a mutation moves one gene to a nearby value
+feasible given the others (or, for a share of children, the genes one check reads are
+re-sampled together), a crossover child is repaired by re-sampling the genes its violated
+checks read. So the budget, which counts every configuration looked at, is spent on valid
+configurations.
+
+A run evolves until it stagnates, then polishes the best with local moves (one-gene moves to
+the nearest feasible values; mirror swaps of paired genes such as baseM/baseN or mDim/nDim,
+since the mirror image of a good tiling is often the better one; two-gene moves on genes a
+check reads together, such as a core split traded between mDim and bDim), then restarts from
+a fresh population seeded with the best found, until the budget is spent.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ascend_tune.strategies import construct
 from ascend_tune.strategies.base import Problem
 
 
 class Genetic:
     name = "ga"
 
-    def __init__(self, population: int = 0, elite_fraction: float = 0.1, tournament: int = 4,
-                 crossover_rate: float = 0.9, mutation_rate: float = 0.0,
-                 stagnation: int = 30, repair_rounds: int = 8,
-                 max_proposals_factor: int = 200) -> None:
+    def __init__(self, population: int = 0, elite_fraction: float = 0.1, tournament: int = 3,
+                 crossover_rate: float = 0.9, mutation_rate: float = 0.5,
+                 stagnation: int = 6, duplicate_rounds: int = 3, keep_on_restart: int = 4,
+                 near: float = 0.5, pop_divisor: int = 20, group: float = 0.2) -> None:
+        self.group = float(group)  # share of mutations that re-sample one check's genes
+        self.near = float(near)  # share of mutations that prefer nearby values
+        self.pop_divisor = int(pop_divisor)
         self.population = int(population)
         self.elite_fraction = float(elite_fraction)
         self.tournament = int(tournament)
         self.crossover_rate = float(crossover_rate)
-        self.mutation_rate = float(mutation_rate)
-        self.stagnation = int(stagnation)
-        self.repair_rounds = int(repair_rounds)
-        self.max_proposals_factor = int(max_proposals_factor)
+        self.mutation_rate = float(mutation_rate)  # chance a child gets one-gene mutation
+        self.stagnation = int(stagnation)  # generations without improvement before a restart
+        self.duplicate_rounds = int(duplicate_rounds)  # re-mutations of already seen children
+        self.keep_on_restart = int(keep_on_restart)
 
     def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
-        # Evolve until the budget or stagnation, then polish the best with local moves.
-        self._evolve(problem, budget, rng)
-        self._polish(problem, budget)
+        del budget  # problem.left says what remains
+        seeds = np.zeros((0, problem.n_genes), dtype=np.int64)
+        if problem.baseline is not None:
+            seeds = problem.baseline[None, :].astype(np.int64)
+        while problem.left > 0 and not problem.exhausted:
+            before = problem.spent
+            self._evolve(problem, seeds, rng)
+            polish(problem, rng)
+            if problem.spent == before:
+                return  # nothing new left to look at
+            # Restart: a fresh population around the best few found so far.
+            seeds = np.array([g for g, _ in problem.top(self.keep_on_restart)],
+                             dtype=np.int64).reshape(-1, problem.n_genes)
 
-    def _pop_size(self, budget: int) -> int:
-        return self.population or int(np.clip(budget // 10, 16, 256))
+    def _pop_size(self, problem: Problem) -> int:
+        budget = problem.budget if problem.budget is not None else 2000
+        return self.population or int(np.clip(budget // self.pop_divisor, 16, 256))
 
-    def _evolve(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
-        pop_size = self._pop_size(budget)
-        mut_rate = self.mutation_rate or max(1.0 / problem.n_genes, 0.05)
-        cap = budget * self.max_proposals_factor
-        self._proposals = 0
-
-        pop, fit = self._initial(problem, pop_size, budget, rng, cap)
+    def _evolve(self, problem: Problem, seeds: np.ndarray, rng: np.random.Generator) -> None:
+        pop_size = self._pop_size(problem)
+        pop, fit = self._initial(problem, seeds, pop_size, rng)
         if len(pop) == 0:
             return
-        best = float(fit.min())
-        stale = 0
+        best, stale = float(fit.min()), 0
         n_elite = max(1, round(self.elite_fraction * pop_size))
-        while problem.evaluations < budget and self._proposals < cap:
-            if problem.exhausted:
-                return
+        while problem.left > 0 and not problem.exhausted and stale < self.stagnation:
             order = np.argsort(fit, kind="stable")
             elite, elite_fit = pop[order[:n_elite]], fit[order[:n_elite]]
-            n_children = pop_size - n_elite
-            parents_a = pop[self._tournament(fit, n_children, rng)]
-            parents_b = pop[self._tournament(fit, n_children, rng)]
-            cross = rng.random(n_children) < self.crossover_rate
-            mask = rng.random(parents_a.shape) < 0.5
-            children = np.where(cross[:, None] & mask, parents_b, parents_a)
-            children = self._mutate(children, problem.sizes, mut_rate, rng)
-            children, child_fit = self._repair(problem, children, budget, rng, cap)
+            children = self._children(problem, pop, fit, pop_size - n_elite, rng)
+            if len(children) == 0:
+                return
+            child_fit = problem.evaluate(children)
             pop = np.concatenate([elite, children])
             fit = np.concatenate([elite_fit, child_fit])
             keep = np.isfinite(fit)
             pop, fit = pop[keep], fit[keep]
             now = float(fit.min())
-            if now < best:
-                best, stale = now, 0
-            else:
-                stale += 1
-                if stale >= self.stagnation:
-                    return
+            best, stale = (now, 0) if now < best else (best, stale + 1)
 
-    @staticmethod
-    def _polish(problem: Problem, budget: int) -> None:
-        """Spend what the evolution left on steepest descent over one-gene moves (+-1, +-2
-        domain steps) from the best genome: cheap, and it closes the last few percent."""
-        while problem.evaluations < budget and problem.best_genome is not None:
-            best = problem.best_genome
-            moves = []
-            for j in range(problem.n_genes):
-                for step in (-2, -1, 1, 2):
-                    k = best[j] + step
-                    if 0 <= k < problem.sizes[j]:
-                        moved = best.copy()
-                        moved[j] = k
-                        moves.append(moved)
-            if not moves:
-                return
-            candidates = np.array(moves)
-            before = problem.best_latency
-            problem.evaluate(candidates[~problem.seen(candidates)])
-            if not problem.best_latency < before:
-                return
+    def _initial(self, problem: Problem, seeds: np.ndarray, pop_size: int,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        fresh, walks = construct.sample(problem.feasible, problem.sizes,
+                                        max(pop_size - len(seeds), 1), rng, problem.walks_left)
+        problem.walks += walks
+        problem.walks_capped |= len(fresh) < pop_size - len(seeds) and problem.walks_left == 0
+        genomes = np.concatenate([seeds, fresh])
+        fit = problem.evaluate(genomes)
+        keep = np.isfinite(fit)
+        return genomes[keep], fit[keep]
 
-    def _initial(self, problem: Problem, pop_size: int, budget: int,
-                 rng: np.random.Generator, cap: int) -> tuple[np.ndarray, np.ndarray]:
-        pop = [problem.baseline[None, :]] if problem.baseline is not None else []
-        fit = [problem.evaluate(pop[0])] if pop else []
-        have = int(np.isfinite(fit[0]).sum()) if fit else 0
-        while have < pop_size and problem.evaluations < budget and self._proposals < cap:
-            if problem.exhausted:
+    def _children(self, problem: Problem, pop: np.ndarray, fit: np.ndarray, n: int,
+                  rng: np.random.Generator) -> np.ndarray:
+        feasible, sizes = problem.feasible, problem.sizes
+        parents_a = pop[self._tournament(fit, n, rng)]
+        parents_b = pop[self._tournament(fit, n, rng)]
+        cross = rng.random(n) < self.crossover_rate
+        mask = rng.random(parents_a.shape) < 0.5
+        children = np.where(cross[:, None] & mask, parents_b, parents_a)
+        children, ok = construct.repair(feasible, sizes, children, rng)
+        children[~ok] = parents_a[~ok]  # a dead-end repair falls back to a parent
+        # Mutate some children, and every child equal to a configuration already seen (up to
+        # a few times), so each generation brings new configurations.
+        todo = rng.random(n) < self.mutation_rate
+        for _ in range(self.duplicate_rounds + 1):
+            rows = np.flatnonzero(todo)
+            if rows.size == 0:
                 break
-            batch = problem.random_genomes(rng, max(4 * (pop_size - have), 64))
-            fresh = batch[~problem.seen(batch)]
-            self._proposals += len(batch)
-            lat = problem.evaluate(fresh)
-            ok = np.isfinite(lat)
-            take = np.flatnonzero(ok)[: pop_size - have]
-            pop.append(fresh[take])
-            fit.append(lat[take])
-            have += len(take)
-        genomes = np.concatenate(pop) if pop else np.zeros((0, problem.n_genes), np.int64)
-        values = np.concatenate(fit) if fit else np.zeros(0)
-        keep = np.isfinite(values)
-        return genomes[keep], values[keep]
+            genes = rng.integers(0, problem.n_genes, size=rows.size)
+            moved, ok = construct.mutate(feasible, sizes, children[rows], genes, rng,
+                                         near=bool(rng.random() < self.near))
+            children[rows[ok]] = moved[ok]
+            todo = problem.seen(children) | _duplicated(children)
+        # Group moves: re-sample together the genes one check reads (coupled genes such as
+        # base sizes, steps and buffers under l1_fits), the rest kept: a jump one-gene
+        # mutations cannot make without leaving the valid set.
+        reads = feasible.reads
+        rows = np.flatnonzero(rng.random(n) < self.group) if reads.shape[0] else np.zeros(0, int)
+        if rows.size:
+            free = reads[rng.integers(0, reads.shape[0], size=rows.size)]
+            moved, ok = construct.complete(feasible, sizes, children[rows], free, rng)
+            children[rows[ok]] = moved[ok]
+        fresh = ~(problem.seen(children) | _duplicated(children))
+        return np.asarray(children[fresh], dtype=np.int64)
 
     def _tournament(self, fit: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         k = min(self.tournament, len(fit))
         picks = rng.integers(0, len(fit), size=(n, k))
         return picks[np.arange(n), np.argmin(fit[picks], axis=1)]  # type: ignore[no-any-return]
 
-    @staticmethod
-    def _mutate(genomes: np.ndarray, sizes: np.ndarray, rate: float,
-                rng: np.random.Generator) -> np.ndarray:
-        """Move mutated genes to a neighbouring domain value (+-1 or +-2); rarely reset."""
-        hit = rng.random(genomes.shape) < rate
-        step = rng.choice(np.array([-2, -1, 1, 2]), size=genomes.shape)
-        moved = np.clip(genomes + step, 0, sizes - 1)
-        reset = rng.random(genomes.shape) < 0.1
-        fresh = rng.integers(0, sizes, size=genomes.shape)
-        return np.where(hit, np.where(reset, fresh, moved), genomes)  # type: ignore[no-any-return]
 
-    def _repair(self, problem: Problem, children: np.ndarray, budget: int,
-                rng: np.random.Generator, cap: int) -> tuple[np.ndarray, np.ndarray]:
-        """Score children; an invalid or already-seen child is nudged to a neighbour (one gene,
-        +-1) and rescored, up to ``repair_rounds`` times, so the search keeps moving."""
-        fit = np.full(len(children), np.inf)
-        todo = np.arange(len(children))
-        for _ in range(self.repair_rounds + 1):
-            if todo.size == 0 or problem.evaluations >= budget or self._proposals >= cap:
-                break
-            cand = children[todo]
-            fresh = ~problem.seen(cand)
-            self._proposals += len(cand)
-            lat = np.full(len(cand), np.inf)
-            if fresh.any():
-                lat[fresh] = problem.evaluate(cand[fresh])
-            fit[todo] = lat
-            bad = ~(fresh & np.isfinite(lat))
-            todo = todo[bad]
-            if todo.size:
-                gene = rng.integers(0, problem.n_genes, size=todo.size)
-                step = rng.choice(np.array([-1, 1]), size=todo.size)
-                rows = children[todo].copy()
-                rows[np.arange(todo.size), gene] = np.clip(
-                    rows[np.arange(todo.size), gene] + step, 0, problem.sizes[gene] - 1)
-                children[todo] = rows
-        return children, fit
+def _duplicated(rows: np.ndarray) -> np.ndarray:
+    """True for every row equal to an earlier row."""
+    if rows.shape[0] == 0:
+        return np.zeros(0, dtype=bool)
+    _, first = np.unique(rows, axis=0, return_index=True)
+    out = np.ones(rows.shape[0], dtype=bool)
+    out[first] = False
+    return out
+
+
+def polish(problem: Problem, rng: np.random.Generator, pairs: bool = True) -> None:
+    """Steepest descent from the best genome over local moves until none improves or the
+    budget ends: cheap, and it closes the last few percent. When no one-gene or mirror move
+    improves, two-gene moves on genes a check reads together (a core split traded between
+    mDim and bDim, a base size against its step) get one try."""
+    while problem.left > 0 and problem.best_genome is not None:
+        moves = local_moves(problem, problem.best_genome, rng)
+        moves = moves[~problem.seen(moves)]
+        before = problem.best_latency
+        if len(moves):
+            problem.evaluate(moves)
+        if problem.best_latency < before:
+            continue
+        if not pairs:
+            return
+        moves = coupled_moves(problem, problem.best_genome)
+        moves = moves[~problem.seen(moves)]
+        if len(moves) == 0:
+            return
+        problem.evaluate(moves)
+        if not problem.best_latency < before:
+            return
+
+
+def coupled_moves(problem: Problem, genome: np.ndarray, max_reads: int = 4) -> np.ndarray:
+    """Both genes of every pair some check reads together (checks reading at most
+    ``max_reads`` genes) moved one or two domain steps each, kept where every check passes."""
+    feasible, sizes = problem.feasible, problem.sizes
+    pairs: set[tuple[int, int]] = set()
+    for row in feasible.reads:
+        genes = np.flatnonzero(row)
+        if 2 <= genes.size <= max_reads:
+            pairs.update((int(a), int(b)) for i, a in enumerate(genes) for b in genes[i + 1:])
+    steps = np.array([(da, db) for da in (-2, -1, 1, 2) for db in (-2, -1, 1, 2)])
+    rows = []
+    for a, b in sorted(pairs):
+        cand = np.repeat(genome[None, :], len(steps), axis=0)
+        cand[:, a] += steps[:, 0]
+        cand[:, b] += steps[:, 1]
+        inside = ((cand[:, a] >= 0) & (cand[:, a] < sizes[a]) & (cand[:, b] >= 0)
+                  & (cand[:, b] < sizes[b]))
+        rows.append(cand[inside])
+    if not rows:
+        return np.zeros((0, sizes.size), dtype=np.int64)
+    out = np.concatenate(rows)
+    out = out[~_duplicated(out)]
+    return np.asarray(out[~construct.violated(feasible, out).any(axis=1)], dtype=np.int64)
+
+
+def local_moves(problem: Problem, genome: np.ndarray, rng: np.random.Generator,
+                reach: int = 2) -> np.ndarray:
+    """Mirror swaps first (each pair alone, and all pairs together), repaired inside the valid
+    set with the swapped genes kept; then, for each gene, the ``reach`` nearest values on each
+    side that are feasible given the other genes."""
+    feasible, sizes = problem.feasible, problem.sizes
+    rows = []
+    pairs = list(feasible.pairs)
+    swaps = [[p] for p in pairs] + ([pairs] if len(pairs) > 1 else [])
+    if swaps:
+        mirrored = np.repeat(genome[None, :], len(swaps), axis=0)
+        pinned = np.zeros(mirrored.shape, dtype=bool)
+        for i, group in enumerate(swaps):
+            for a, b in group:
+                mirrored[i, a], mirrored[i, b] = genome[b], genome[a]
+                pinned[i, [a, b]] = True
+        mirrored, ok = construct.repair(feasible, sizes, mirrored, rng, pinned)
+        rows.append(mirrored[ok])
+    rows.append(construct.neighbours(feasible, sizes, genome, reach))
+    out = np.concatenate(rows)
+    return np.asarray(out[~_duplicated(out) & (out != genome[None, :]).any(axis=1)],
+                      dtype=np.int64)

@@ -1,0 +1,185 @@
+"""Proposals built inside the valid set, from the structure of the constraints.
+
+A :class:`Feasible` says which genes each check reads, an assignment order in which checks
+decide early, and evaluates chosen checks on rows. :func:`complete` assigns the free genes of
+each row one at a time in that order, choosing among the values that keep every check already
+decidable (all the genes it reads assigned or pinned) satisfied: sampling (every gene free),
+mutation (one gene free, the rest pinned) and crossover repair (the genes read by the checks a
+child violates free) all produce configurations that pass every check, unless a walk reaches a
+gene with no feasible value (a dead end, reported to the caller).
+
+Cost: one walk evaluates each check on at most (rows x domain size) candidate rows per gene it
+reads, a bounded constant per proposal; the model is never involved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+
+class Feasible(Protocol):
+    reads: np.ndarray  # (checks, genes) bool: check i reads gene j (directly or derived)
+    order: Sequence[int]  # gene indices, the assignment order
+    pairs: Sequence[tuple[int, int]]  # genes with mirrored roles (baseM/baseN, mDim/nDim)
+
+    def passes(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
+        """(rows, len(which)) booleans for the chosen checks on index genomes."""
+
+
+class Unconstrained:
+    """No known constraint structure: every value is feasible as far as the walk knows (the
+    objective still rejects invalid configurations)."""
+
+    def __init__(self, n_genes: int) -> None:
+        self.reads = np.zeros((0, n_genes), dtype=bool)
+        self.order: Sequence[int] = list(range(n_genes))
+        self.pairs: Sequence[tuple[int, int]] = []
+
+    def passes(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
+        return np.ones((genomes.shape[0], len(which)), dtype=bool)
+
+
+def violated(feasible: Feasible, genomes: np.ndarray) -> np.ndarray:
+    """(rows, checks) booleans: which checks each full row fails."""
+    n_checks = feasible.reads.shape[0]
+    if not n_checks or not genomes.shape[0]:
+        return np.zeros((genomes.shape[0], n_checks), dtype=bool)
+    return ~feasible.passes(genomes, list(range(n_checks)))
+
+
+def complete(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, free: np.ndarray,
+             rng: np.random.Generator, near: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Assign the ``free`` genes of every row (in the feasibility order) among feasible values.
+
+    ``near``: prefer values close (in domain index) to the row's current value and avoid
+    keeping it (a local mutation); otherwise uniform among the feasible values. Returns the
+    rows and a mask of rows that completed (False: a free gene had no feasible value)."""
+    rows = np.array(genomes, dtype=np.int64, copy=True)
+    known = ~free
+    alive = np.ones(rows.shape[0], dtype=bool)
+    reads = feasible.reads
+    for j in feasible.order:
+        r = np.flatnonzero(free[:, j] & alive)
+        if r.size == 0:
+            continue
+        size = int(sizes[j])
+        checks = np.flatnonzero(reads[:, j])
+        ok = np.ones((r.size, size), dtype=bool)
+        if checks.size:
+            kn = known[r].copy()
+            kn[:, j] = True
+            # A check is decidable for a row once every gene it reads is known there.
+            decide = ~(reads[checks][None, :, :] & ~kn[:, None, :]).any(axis=2)
+            use = np.flatnonzero(decide.any(axis=0))
+            if use.size:
+                busy = np.flatnonzero(decide[:, use].any(axis=1))
+                cand = np.repeat(rows[r[busy]], size, axis=0)
+                cand[:, j] = np.tile(np.arange(size), busy.size)
+                res = feasible.passes(cand, checks[use].tolist()).reshape(busy.size, size,
+                                                                         use.size)
+                good = (res | ~decide[busy][:, None, :][:, :, use]).all(axis=2)
+                ok[busy] = good
+        choice, found = _choose(ok, rows[r, j], rng, near)
+        rows[r, j] = np.where(found, choice, rows[r, j])
+        known[r, j] = True
+        alive[r[~found]] = False
+    return rows, alive
+
+
+def _choose(ok: np.ndarray, current: np.ndarray, rng: np.random.Generator,
+            near: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One feasible column per row: uniform, or weighted towards ``current`` (not itself)."""
+    n, size = ok.shape
+    u = rng.random((n, size))
+    if near:
+        dist = np.abs(np.arange(size)[None, :] - current[:, None]).astype(np.float64)
+        # Weights 1/d^2 for other values; the current value only when nothing else is feasible.
+        weight = np.where(dist > 0, 1.0 / np.maximum(dist, 1.0) ** 2, 1e-9)
+        key = np.log(np.maximum(u, 1e-300)) / weight  # largest key ~ weighted draw
+    else:
+        key = u
+    key = np.where(ok, key, -np.inf)
+    pick = np.argmax(key, axis=1)
+    return pick, np.asarray(ok.any(axis=1), dtype=bool)
+
+
+def sample(feasible: Feasible, sizes: np.ndarray, n: int, rng: np.random.Generator,
+           max_walks: int) -> tuple[np.ndarray, int]:
+    """Up to ``n`` distinct configurations built inside the valid set, and the walks it took.
+
+    A walk can dead-end (a gene whose every value fails a check decided by it, because of
+    earlier choices); dead ends are retried with fresh walks, ``max_walks`` in all."""
+    found = np.zeros((0, sizes.size), dtype=np.int64)
+    walks = 0
+    while len(found) < n and walks < max_walks:
+        batch = int(min(max(4 * (n - len(found)), 64), max_walks - walks))
+        genomes = np.zeros((batch, sizes.size), dtype=np.int64)
+        rows, ok = complete(feasible, sizes, genomes, np.ones_like(genomes, dtype=bool), rng)
+        walks += batch
+        found = np.concatenate([found, rows[ok]])
+        found = found[np.sort(np.unique(found, axis=0, return_index=True)[1])]
+    return found[:n], walks
+
+
+def mutate(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, genes: np.ndarray,
+           rng: np.random.Generator, near: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Move gene ``genes[i]`` of row i to a nearby value feasible given the row's other genes
+    (every value of the gene checked at once: one evaluation of the checks for the batch).
+    ``ok`` is False where no other value is feasible."""
+    genomes = np.asarray(genomes, dtype=np.int64)
+    n = genomes.shape[0]
+    if n == 0:
+        return genomes.copy(), np.zeros(0, dtype=bool)
+    width = int(sizes.max())
+    counts = sizes[genes]
+    owner = np.repeat(np.arange(n), counts)
+    value = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    cand = genomes[owner].copy()
+    cand[np.arange(owner.size), genes[owner]] = value
+    good = ~violated(feasible, cand).any(axis=1)
+    ok = np.zeros((n, width), dtype=bool)
+    ok[owner, value] = good
+    current = genomes[np.arange(n), genes]
+    pick, found = _choose(ok, current, rng, near=near)
+    out = genomes.copy()
+    out[np.arange(n), genes] = np.where(found, pick, current)
+    return out, found & (pick != current)
+
+
+def repair(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray,
+           rng: np.random.Generator, pinned: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Re-sample, inside the valid set, the genes read by the checks each row violates
+    (except ``pinned`` ones); rows that pass every check are returned unchanged."""
+    bad = violated(feasible, genomes)
+    free = (bad.astype(np.int64) @ feasible.reads.astype(np.int64)) > 0
+    if pinned is not None:
+        free &= ~pinned
+    rows, ok = complete(feasible, sizes, genomes, free, rng)
+    # A violated check whose genes are all pinned stays violated; so may one whose genes
+    # were re-sampled if a later choice broke it: check the changed rows once more.
+    again = np.flatnonzero(ok & free.any(axis=1))
+    ok[again] &= ~violated(feasible, rows[again]).any(axis=1)
+    ok &= ~(bad & ~((free.astype(np.int64) @ feasible.reads.T.astype(np.int64)) > 0)).any(axis=1)
+    return rows, ok
+
+
+def neighbours(feasible: Feasible, sizes: np.ndarray, genome: np.ndarray,
+               reach: int) -> np.ndarray:
+    """For each gene, the ``reach`` nearest values below and above its current one that are
+    feasible with every other gene kept (one-gene moves that stay in the valid set)."""
+    genes = np.repeat(np.arange(sizes.size), sizes)
+    value = np.concatenate([np.arange(int(s)) for s in sizes])
+    cand = np.repeat(genome[None, :], genes.size, axis=0)
+    cand[np.arange(genes.size), genes] = value
+    good = ~violated(feasible, cand).any(axis=1)
+    keep = np.zeros(genes.size, dtype=bool)
+    for j in range(sizes.size):
+        idx = np.flatnonzero((genes == j) & good)
+        cur = int(genome[j])
+        below, above = idx[value[idx] < cur][-reach:], idx[value[idx] > cur][:reach]
+        keep[below] = keep[above] = True
+    return np.asarray(cand[keep], dtype=np.int64)
