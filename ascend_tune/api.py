@@ -28,7 +28,7 @@ from typing import Any
 
 from ascend_tune import emit as _emit
 from ascend_tune import results, search_run, validation
-from ascend_tune.calibrate import FitResult, fit
+from ascend_tune.calibrate import DEFAULT_HOLDOUT, FitOptions, FitResult, fit
 from ascend_tune.errors import AscendTuneError
 from ascend_tune.explain import Explanation
 from ascend_tune.explain import explain as _explain
@@ -41,8 +41,8 @@ from ascend_tune.spec import load_spec as _load_spec
 from ascend_tune.tuner import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
 
 __all__ = ["AscendTuneError", "Explanation", "FitResult", "HardwareProfile", "OperatorSpec",
-           "calibrate", "emit", "explain", "load_profile", "load_spec", "render", "tune",
-           "validate"]
+           "calibrate", "check", "emit", "explain", "load_profile", "load_spec",
+           "profile_document", "profiles", "render", "report", "tune", "validate"]
 
 
 def load_spec(ref: str | Path) -> OperatorSpec:
@@ -57,14 +57,16 @@ def load_profile(ref: str | Path) -> HardwareProfile:
 
 def tune(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Mapping[str, int]], *,
          strategy: str = "auto", budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
-         output: Path | None = None, fresh: bool = False, jobs: int = 1
+         output: Path | None = None, fresh: bool = False, jobs: int = 1, top_k: int = 1
          ) -> list[dict[str, Any]]:
     """Tune every shape; return the results entries in the order of ``shapes`` (a shape with
-    no valid configuration raises, after the others are saved)."""
+    no valid configuration raises, after the others are saved). ``top_k`` > 1 keeps that many
+    distinct configurations per shape in ``candidates`` (for ``ascend-tune measure``)."""
     checked = [check_shape(spec, s, "shape") for s in shapes]
     head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
-                          hw.data, strategy, seed, budget, spec.variant)
-    outcome = search_run.run_search(spec, hw, checked, TuneSettings(strategy, budget, seed),
+                          hw.data, strategy, seed, budget, spec.variant, top_k=top_k)
+    outcome = search_run.run_search(spec, hw, checked,
+                                    TuneSettings(strategy, budget, seed, top_k),
                                     head, jobs=jobs, output=output, fresh=fresh)
     if outcome.interrupted:
         raise KeyboardInterrupt
@@ -74,10 +76,35 @@ def tune(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Mapping[str, 
 
 
 def explain(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
-            overrides: Mapping[str, int] | None = None) -> Explanation:
+            overrides: Mapping[str, int] | None = None, *, shape_label: str = "shape",
+            overrides_label: str = "overrides") -> Explanation:
     """The model's breakdown of the baseline configuration, or of ``overrides`` applied to it
-    (pass a tuned entry's ``best`` to explain the winner)."""
-    return _explain(spec, hw, check_shape(spec, shape, "shape"), overrides, "overrides")
+    (pass a tuned entry's ``best`` to explain the winner). The labels name the two inputs in
+    error messages."""
+    return _explain(spec, hw, check_shape(spec, shape, shape_label), overrides,
+                    overrides_label)
+
+
+def check(files: Sequence[Path]) -> list[str]:
+    """Problems in spec and hardware profile files, one line each (empty: all valid),
+    including TilingData class names two specs would both define in one project."""
+    from ascend_tune.checking import check_files
+
+    return check_files(files)
+
+
+def profiles() -> list[dict[str, Any]]:
+    """The headline numbers of every built-in hardware profile (``hw list``)."""
+    from ascend_tune.hardware import builtin_summaries
+
+    return builtin_summaries()
+
+
+def profile_document(hw: HardwareProfile) -> dict[str, Any]:
+    """Every number of a profile with its source and confidence (``hw show --json``)."""
+    from ascend_tune.hardware import show_document
+
+    return show_document(hw)
 
 
 def render(results_doc: Mapping[str, Any], *, style: str = "macro", op_host: bool = False,
@@ -98,20 +125,48 @@ def emit(results_path: Path, out_dir: Path, *, style: str = "macro", op_host: bo
 
 def validate(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path], *,
              manifest: Path | None = None, where: str | None = None,
-             holdout: float | None = None, kfold: int | None = None, seed: int = 0
+             holdout: float | None = None, kfold: int | None = None, seed: int = 0,
+             fit_all: bool = False, include: Sequence[str] = (), exclude: Sequence[str] = ()
              ) -> dict[str, Any]:
     """Model against measurements: the ``validate --json`` document (errors on every row,
-    and with ``holdout`` / ``kfold`` the held-out errors before and after calibration)."""
+    and with ``holdout`` / ``kfold`` the held-out errors before and after calibrating on the
+    rest, those fits' in-sample errors, what they fitted and what not, and warnings).
+    ``fit_all`` / ``include`` / ``exclude`` are as for :func:`calibrate`."""
     validation.check_split(holdout, kfold)
     report = load_rows(files, spec, hw, manifest, where)
     require_rows(report, files)
+    options = FitOptions(0.0, seed, fit_all, tuple(include), tuple(exclude))
     return validation.validate(spec, hw, report.rows, len(report.skipped), holdout, kfold,
-                               seed).document
+                               seed, options).document
 
 
 def calibrate(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path], *,
-              manifest: Path | None = None, where: str | None = None) -> FitResult:
-    """Fit the profile's calibratable coefficients to measurements (see ``FitResult``)."""
+              manifest: Path | None = None, where: str | None = None,
+              holdout: float = DEFAULT_HOLDOUT, seed: int = 0, fit_all: bool = False,
+              include: Sequence[str] = (), exclude: Sequence[str] = ()) -> FitResult:
+    """Fit the profile coefficients the measurements determine (see ``FitResult``).
+
+    ``holdout`` of the rows (whole shape sweeps when there are enough; 0 for none) is set
+    aside before fitting and judged in ``held_out_before`` / ``held_out_after``; ``before`` /
+    ``after`` are in-sample. Coefficients that scale a high-confidence profile value are left
+    alone unless ``fit_all`` or named in ``include`` (a coefficient or a leaf path such as
+    ``"cube.cycles_per_fractal"``); ``exclude`` names ones never to fit. Fewer fit rows than
+    determinable coefficients raise; ``FitResult.warnings`` says when the fit is weak."""
     report = load_rows(files, spec, hw, manifest, where)
     require_rows(report, files)
-    return fit(spec, hw, report.rows)
+    return fit(spec, hw, report.rows,
+               FitOptions(holdout, seed, fit_all, tuple(include), tuple(exclude)))
+
+
+def report(results_paths: Sequence[Path], output: Path, *, measurements: Sequence[Path] = (),
+           manifest: Path | None = None, where: str | None = None,
+           chart_shapes: int | None = None) -> Path:
+    """Write the self-contained HTML report of ``results_paths`` to ``output`` (with
+    ``measurements``, a fidelity section); needs the ``report`` extra (matplotlib)."""
+    from ascend_tune import report as _report
+
+    _report.check_output(output)
+    built = _report.build(results_paths, measurements, manifest, where,
+                          _report.DEFAULT_CHART_SHAPES if chart_shapes is None else chart_shapes)
+    results.write_atomic(output, built.html)
+    return output

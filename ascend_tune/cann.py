@@ -1,6 +1,6 @@
 """CANN facts the emitted code depends on, in one place, each with its public source.
 
-Source keys (see ../shared/reference/cann_integration.md): T81 = CANN 8.1.RC1 toolkit tree,
+Source keys (docs/spec_reference.md, "CANN facts ..."): T81 = CANN 8.1.RC1 toolkit tree,
 ASC = asc-devkit, CO = cann-ops ``matmul_api_constant``, MD = metadef.
 """
 

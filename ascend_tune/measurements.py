@@ -1,6 +1,7 @@
 """Read measured kernel times (msprof, msprof op, torch_npu, plain CSV) into model-ready rows.
 
-Layouts (column names from performance_model.md §2.4, matched after stripping spaces and case):
+Layouts (column names as in docs/model.md "Measured pipe times", matched after stripping spaces
+and case):
 
 * msprof ``op_summary_*.csv``: ``Task Duration(us)``, ``Block Dim`` or ``Block Num``,
   ``Input Shapes`` (``;`` between tensors, ``,`` between dims), per-pipe ``aic_mac_time(us)``

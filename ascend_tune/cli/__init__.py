@@ -6,7 +6,7 @@ a shape with no valid configuration, a results file --locked would change); 2 ba
 usage (one line on stderr); 130 interrupted.
 
 One module per command group registers its commands on ``app``: search, explain, emit,
-measure (calibrate, validate), check, hw.
+measure (calibrate, validate), report, check, hw.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 # The command modules import ``app`` and ``ExitWith`` from here; the order is the help order.
-from ascend_tune.cli import search, explain, emit, measure, check, hw  # noqa: E402, F401, I001
+from ascend_tune.cli import search, explain, emit, measure, hil, report, check, hw  # noqa: E402, F401, I001
 
 
 def main() -> None:

@@ -19,9 +19,9 @@ def check(files: list[Path] = typer.Argument(..., metavar="FILE...",
                                        help="Print {files, problems} as JSON (exit codes as "
                                             "without it).")) -> None:
     """Validate specs and hardware profiles: one line per problem, exit 2 if any."""
-    from ascend_tune.checking import check_files
+    from ascend_tune import api
 
-    problems = check_files(files)
+    problems = api.check(files)
     if as_json:
         sys.stdout.write(json.dumps({"files": [str(f) for f in files], "problems": problems},
                                     indent=1) + "\n")

@@ -9,9 +9,7 @@ import typer
 
 from ascend_tune import console
 from ascend_tune.cli import app
-from ascend_tune.hardware import load_profile
-from ascend_tune.shapes import check_shape, parse_assignments, shape_key
-from ascend_tune.spec import load_spec
+from ascend_tune.shapes import parse_assignments, shape_key
 from ascend_tune.vocabulary import PIPE_COLUMNS
 
 
@@ -25,13 +23,15 @@ def explain(
                                  help="Print the prediction, diagnosis and stages as JSON."),
 ) -> None:
     """Predict one configuration (the spec's baseline unless --set) and say what bounds it."""
-    from ascend_tune.explain import explain as explain_config
+    from ascend_tune import api
 
-    spec = load_spec(spec_ref)
-    hw = load_profile(hw_ref)
-    shp = check_shape(spec, parse_assignments(shape, "--shape"), f"--shape {shape}")
+    spec = api.load_spec(spec_ref)
+    hw = api.load_profile(hw_ref)
+    values = parse_assignments(shape, "--shape")
     overrides = parse_assignments(set_, "--set") if set_ else {}
-    ex = explain_config(spec, hw, shp, overrides, "--set")
+    ex = api.explain(spec, hw, values, overrides,
+                     shape_label=f"--shape {shape}", overrides_label="--set")
+    shp = ex.shape
     for note in ex.notes:
         console.warn(note)
     if as_json:

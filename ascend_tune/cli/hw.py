@@ -9,7 +9,7 @@ import typer
 
 from ascend_tune import console
 from ascend_tune.cli import app
-from ascend_tune.hardware import builtin_summaries, load_profile, show_document, sourced_leaves
+from ascend_tune.hardware import sourced_leaves
 
 hw_app = typer.Typer(no_args_is_help=True, help="List and show hardware profiles.")
 app.add_typer(hw_app, name="hw")
@@ -19,7 +19,9 @@ app.add_typer(hw_app, name="hw")
 def hw_list(as_json: bool = typer.Option(False, "--json",
                                          help="Print the profiles' numbers as JSON.")) -> None:
     """List the built-in hardware profiles."""
-    rows = builtin_summaries()
+    from ascend_tune import api
+
+    rows = api.profiles()
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return
@@ -37,9 +39,11 @@ def hw_show(name: str = typer.Argument(..., help="Profile file or built-in name.
                                          help="Print values, sources and confidences as JSON.")
             ) -> None:
     """Show every number of a profile with its source and confidence."""
-    p = load_profile(name)
+    from ascend_tune import api
+
+    p = api.load_profile(name)
     if as_json:
-        sys.stdout.write(json.dumps(show_document(p), indent=1) + "\n")
+        sys.stdout.write(json.dumps(api.profile_document(p), indent=1) + "\n")
         return
     console.line(f"{p.name}: {p.description}")
     console.table("values", ["key", "value", "confidence", "source"],
