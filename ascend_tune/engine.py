@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune import costs, launch
+from ascend_tune import costs, launch, roofline
 from ascend_tune import expr as expr_mod
 from ascend_tune.errors import SpecError
 from ascend_tune.expr import Expr
@@ -93,7 +93,7 @@ class ShapeModel:
         self.constraint_names: list[str] = [n for n, _ in spec.constraints]
         self.constraint_names += launch.check_names(spec)
         self._check_profile_covers_spec()
-        self.roofline_us = self._roofline_us()
+        self.roofline_us = roofline.roofline_us(spec, hw, self.base_env)
         # Overflow: proving once per batch (from the parameters' min/max) that no integer step
         # can leave int64 lets every expression take the unchecked fast path.
         self._steps = list(_expression_steps(spec))
@@ -373,19 +373,6 @@ class ShapeModel:
                                         f"rate for dtype {dtype}")
         for side in self.spec.sides:
             walk(side.body)
-
-    def _roofline_us(self) -> float:
-        spec, hw, env = self.spec, self.hw, self.base_env
-        terms = [float(spec.roofline_gm_bytes.evaluate(env)) / (hw.hbm_bytes_per_cycle
-                                                                * hw.clock_hz) * 1e6]
-        if spec.roofline_cube_flops is not None and spec.roofline_cube_dtype is not None:
-            dtype = spec.stage_dtype(spec.roofline_cube_dtype)
-            peak_flops = 2.0 * hw.cube_macs_per_cycle(dtype) * float(hw["cube_cores"]) * hw.clock_hz
-            terms.append(float(spec.roofline_cube_flops.evaluate(env)) / peak_flops * 1e6)
-        if spec.roofline_vector_bytes is not None:
-            peak = float(hw["repeat_bytes"]) * float(hw["vector_cores"]) * hw.clock_hz
-            terms.append(float(spec.roofline_vector_bytes.evaluate(env)) / peak * 1e6)
-        return max(terms)
 
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ascend_tune import results
+from ascend_tune import roofline as rf
 from ascend_tune.emit import load_bundle
 from ascend_tune.engine import Evaluation, ShapeModel
 from ascend_tune.errors import AscendTuneError
@@ -163,27 +164,20 @@ def gather(path: Path, chart_shapes: int) -> OperatorResult:
 
 
 def roofline(spec: OperatorSpec, hw: HardwareProfile) -> Roofline:
-    """The ceilings ``ShapeModel._roofline_us`` divides by: Cube FLOP/s when the spec counts
-    Cube work, else vector bytes/s when it counts vector work, and HBM bytes/s."""
-    gm = hw.hbm_bytes_per_cycle * hw.clock_hz
-    if spec.roofline_cube_flops is not None and spec.roofline_cube_dtype is not None:
-        dtype = spec.stage_dtype(spec.roofline_cube_dtype)
-        peak = 2.0 * hw.cube_macs_per_cycle(dtype) * float(hw["cube_cores"]) * hw.clock_hz
-        return Roofline("FLOP", peak, gm)
-    if spec.roofline_vector_bytes is not None:
-        peak = float(hw["repeat_bytes"]) * float(hw["vector_cores"]) * hw.clock_hz
-        return Roofline("vector bytes", peak, gm)
-    return Roofline("GM bytes", None, gm)
+    """The ceiling drawn (ascend_tune.roofline): Cube FLOP/s when the spec counts Cube work,
+    else vector bytes/s when it counts vector work, and HBM bytes/s."""
+    top = rf.ceilings(spec, hw)
+    if top.cube_flops_per_s is not None:
+        return Roofline("FLOP", top.cube_flops_per_s, top.gm_bytes_per_s)
+    if top.vector_bytes_per_s is not None:
+        return Roofline("vector bytes", top.vector_bytes_per_s, top.gm_bytes_per_s)
+    return Roofline("GM bytes", None, top.gm_bytes_per_s)
 
 
 def _work(spec: OperatorSpec, model: ShapeModel) -> tuple[float, float]:
-    env = model.base_env
-    gm_bytes = float(spec.roofline_gm_bytes.evaluate(env))
-    if spec.roofline_cube_flops is not None and spec.roofline_cube_dtype is not None:
-        return float(spec.roofline_cube_flops.evaluate(env)), gm_bytes
-    if spec.roofline_vector_bytes is not None:
-        return float(spec.roofline_vector_bytes.evaluate(env)), gm_bytes
-    return gm_bytes, gm_bytes
+    done = rf.work(spec, model.base_env)
+    shown = done.cube_flops if done.cube_flops is not None else done.vector_bytes
+    return (done.gm_bytes if shown is None else shown), done.gm_bytes
 
 
 def neighbours(model: ShapeModel, config: Mapping[str, int]
