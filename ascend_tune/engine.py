@@ -16,6 +16,8 @@ one flag handoff per change of pipe between consecutive stages (through nested l
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,6 +111,31 @@ class ShapeModel:
         self._launch_in_space = launch.checks_to_run(spec, cores, {
             **self._base_spans, **{p: expr_mod.outer_span(int(g.min()), int(g.max()))
                                    for p, g in zip(spec.params, self.grids, strict=True)}})
+
+    def with_profile(self, hw: HardwareProfile) -> ShapeModel:
+        """The same shape on another profile (a calibration trial). What construction builds
+        (the space, overflow proofs, launch checks) reads the profile only through the hw.*
+        symbols the spec's expressions name and the core counts; when those are equal it is
+        shared, and only the cost numbers read at evaluation and the roofline change."""
+        env = hw.env()
+        if any(env[k] != self.base_env[k] for k in self._hw_read):
+            return ShapeModel(self.spec, hw, self.shape)
+        other = copy.copy(self)
+        other.hw = hw
+        other._check_profile_covers_spec()
+        other.roofline_us = roofline.roofline_us(self.spec, hw, self.base_env)
+        return other
+
+    @functools.cached_property
+    def _hw_read(self) -> frozenset[str]:
+        """The hw.* symbols construction depends on: every expression a shape model evaluates
+        (domains, baseline, the evaluation steps) and the core counts the launch checks use."""
+        spec = self.spec
+        exprs = [e for _, e in self._steps] + list(spec.baseline.values())
+        for d in spec.domains.values():
+            exprs += [*d.exprs, *(x for x in (d.step, d.multiple_of) if x is not None)]
+        names = {n for e in exprs for n in e.names if n.startswith("hw.")}
+        return frozenset(names | {"hw.cube_cores", "hw.vector_cores"})
 
     # ---- space ------------------------------------------------------------------------------
 

@@ -4,13 +4,12 @@ least-squares loop.
 Rows are grouped by shape: one :class:`ShapeModel` per distinct shape and all of that shape's
 measured configurations (with every combination of a row's ``free`` parameters) in one
 vectorised ``evaluate`` call. The candidate matrices are built once; evaluating another profile
-(a calibration trial) reuses them and only swaps the profile into the shape models, so no
-profile is reloaded, re-validated or re-hashed per residual (docs/model.md "Calibration").
+(a calibration trial) reuses them through ``ShapeModel.with_profile``, so no profile is
+reloaded, re-validated or re-hashed per residual (docs/model.md "Calibration").
 """
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -87,10 +86,6 @@ class RowModel:
         self.invalid.sort()
         self._groups = groups
         self.n_rows = len(rows)
-        # Profile scalars the spec's expressions read: a trial profile that changes one of them
-        # needs fresh shape models (their environments and overflow proofs depend on it).
-        self._env_keys = {k for k in hw.env() if k in spec.source_text}
-        self._swap_ok: bool | None = None  # see _check_swap
 
     @property
     def valid_rows(self) -> np.ndarray:
@@ -110,10 +105,8 @@ class RowModel:
         time_us = np.full(self.n_rows, np.nan)
         pipes_us = np.full((self.n_rows, len(PIPE_COLUMNS)), np.nan)
         chosen = self._groups if groups is None else [self._groups[k] for k in groups]
-        if self._swap_ok is None and hw is not None and hw is not self.hw and self._groups:
-            self._check_swap(hw)
         for g in chosen:
-            model = g.model if hw is None or hw is self.hw else self._swap(g.model, hw)
+            model = g.model if hw is None or hw is self.hw else g.model.with_profile(hw)
             ev = model.evaluate(g.values)
             latency = ev.latency_us
             # Best candidate of each row: reduceat gives the minimum per contiguous slice.
@@ -122,25 +115,6 @@ class RowModel:
             time_us[g.rows] = best
             pipes_us[g.rows] = np.stack([ev.pipes_us[c][pick] for c in PIPE_COLUMNS], axis=1)
         return RowTimes(time_us, pipes_us)
-
-    def _swap(self, model: ShapeModel, hw: HardwareProfile) -> ShapeModel:
-        if not self._swap_ok or any(hw.scalars[k[3:]] != self.hw.scalars[k[3:]]
-                                    for k in self._env_keys):
-            return ShapeModel(self.spec, hw, model.shape)
-        trial = copy.copy(model)
-        trial.hw = hw
-        return trial
-
-    def _check_swap(self, hw: HardwareProfile) -> None:
-        """Once: a shape model with the profile swapped in must predict what a model built on
-        that profile does (it would not if the engine cached profile numbers at construction);
-        if not, every trial builds fresh shape models (slower, still right)."""
-        self._swap_ok = False  # while checking, _swap builds fresh models
-        g = self._groups[0]
-        fresh = ShapeModel(self.spec, hw, g.model.shape).evaluate(g.values).latency_us
-        swapped = copy.copy(g.model)
-        swapped.hw = hw
-        self._swap_ok = bool(np.array_equal(swapped.evaluate(g.values).latency_us, fresh))
 
 
 def _candidates(spec: OperatorSpec, model: ShapeModel, base: dict[str, int],

@@ -7,7 +7,7 @@ import pytest
 
 from ascend_tune import costs
 from ascend_tune.engine import ShapeModel
-from ascend_tune.hardware import HardwareProfile, load_profile
+from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
 from ascend_tune.spec import OperatorSpec, load_spec, load_spec_text
 from ascend_tune.vocabulary import PIPE_COLUMNS
 
@@ -269,3 +269,22 @@ def test_column_major_b_costs_more_when_its_runs_are_short(hw: HardwareProfile) 
     # load 210 + 16384 / 192 = 295 cycles row-major, 210 + 16384 / 134.4 = 332 column-major.
     assert out[1] == pytest.approx(out[0] * (210 + 16384 / (192 * 0.7)) / (210 + 16384 / 192),
                                    rel=0.02)
+
+
+@pytest.mark.parametrize("change", ["faster chip", "fewer cores"])
+def test_a_model_moved_to_another_profile_predicts_what_a_fresh_one_does(
+        hw: HardwareProfile, matmul_spec: OperatorSpec, change: str) -> None:
+    if change == "faster chip":
+        other = hw.scaled(1.3)  # cost numbers change; the symbols construction reads do not
+    else:
+        data = {**hw.data, "chip": {**hw.data["chip"], "cube_cores": {
+            **hw.data["chip"]["cube_cores"], "value": 8}}}
+        other = load_profile_data(data, "fewer.yaml")
+    model = ShapeModel(matmul_spec, hw, {"M": 1024, "N": 4096, "K": 1024})
+    moved, fresh = model.with_profile(other), ShapeModel(matmul_spec, other, model.shape)
+    values = model.values(np.random.default_rng(0).integers(0, model.sizes,
+                                                             (400, model.sizes.size)))
+    a, b = moved.evaluate(values), fresh.evaluate(values)
+    np.testing.assert_array_equal(a.latency_us, b.latency_us)
+    np.testing.assert_array_equal(a.valid, b.valid)
+    assert moved.roofline_us == fresh.roofline_us and model.hw is hw
