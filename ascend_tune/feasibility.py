@@ -60,6 +60,20 @@ def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence
     return every + [c for c in launch.checks_to_run(spec, cores, spans) if c is not None]
 
 
+def _needed_derived(spec: OperatorSpec, exprs: Sequence[Expr]) -> list[tuple[str, Expr]]:
+    """The derived values ``exprs`` read, directly or through other derived values, in the
+    spec's derive order (which is dependency order)."""
+    derive = dict(spec.derive)
+    need: set[str] = set()
+    todo = [n for e in exprs for n in e.names if n in derive]
+    while todo:
+        name = todo.pop()
+        if name not in need:
+            need.add(name)
+            todo += [n for n in derive[name].names if n in derive]
+    return [(name, e) for name, e in spec.derive if name in need]
+
+
 class Enumerator:
     """Enumerate the valid configurations of ``spec`` on one shape.
 
@@ -68,8 +82,12 @@ class Enumerator:
     """
 
     def __init__(self, spec: OperatorSpec, base_env: Mapping[str, Any],
-                 grids: Sequence[np.ndarray], cores: Mapping[str, Any]) -> None:
+                 grids: Sequence[np.ndarray], cores: Mapping[str, Any],
+                 proven: bool = False) -> None:
         self.spec = spec
+        # Every expression is proven free of int64 overflow over these domains: evaluate on
+        # the unchecked fast path (no per-array min/max).
+        self.proven = proven
         self.base_env = dict(base_env)
         self.grids = [np.asarray(g, dtype=np.int64) for g in grids]
         params = set(spec.params)
@@ -84,6 +102,13 @@ class Enumerator:
         for check, reads in checks:
             step = max((position[p] for p in reads), default=0)
             self._at[step].append(check)
+        # The derived values each step's checks need (transitively), in derive order: a step
+        # computes those only, not every derived value its parameters happen to determine.
+        self._derive_at = [_needed_derived(spec, [c.expr for c in at]) for at in self._at]
+        # The assigned parameters (positions in the order) each step's checks read.
+        self._read_at: list[list[int]] = [
+            sorted({position[p] for c, reads in checks if any(c is x for x in at)
+                    for p in reads}) for at in self._at]
 
     def _choose_order(self, checks: Sequence[tuple[launch.Check, frozenset[str]]]) -> list[str]:
         """The assignment order that minimises the expected total number of prefixes.
@@ -142,70 +167,78 @@ class Enumerator:
     def _passes(check: launch.Check, env: Mapping[str, Any], n: int) -> np.ndarray:
         return np.broadcast_to(check.passes(env), (n,))
 
-    def _env(self, prefix: np.ndarray, k: int) -> dict[str, Any]:
-        env = dict(self.base_env)
-        assigned = set(self.order[:k])
-        for j, p in enumerate(self.order[:k]):
-            env[p] = prefix[:, j]
-        for name, e in self.spec.derive:
-            if self._deps[name] <= assigned:
-                env[name] = e.evaluate(env)
-        return env
-
-    def _keep(self, prefix: np.ndarray, k: int) -> np.ndarray:
-        n = prefix.shape[0]
-        keep = np.ones(n, dtype=bool)
+    def _keep(self, prefix: Sequence[np.ndarray], parent: np.ndarray, value: np.ndarray,
+              k: int) -> np.ndarray:
+        """Which candidates (prefix row ``parent`` extended by index ``value`` of the k-th
+        parameter) pass the checks the k-th step decides. Only the parameters those checks
+        read are gathered, and only the derived values they need are computed."""
+        keep = np.ones(parent.size, dtype=bool)
         if not self._at[k - 1]:
             return keep
-        env = self._env(prefix, k)
-        for check in self._at[k - 1]:
-            keep &= self._passes(check, env, n)
+        env = dict(self.base_env)
+        for j in self._read_at[k - 1]:
+            p = self.order[j]
+            g = self.grids[self._index[p]]
+            env[p] = g[value] if j == k - 1 else g[prefix[j][parent]]
+        with expr_mod.unchecked() if self.proven else contextlib.nullcontext():
+            for name, e in self._derive_at[k - 1]:
+                env[name] = e.evaluate(env)
+            for check in self._at[k - 1]:
+                keep &= self._passes(check, env, parent.size)
         return keep
 
-    def values(self, cap: int = 5_000_000) -> np.ndarray:
-        """Every valid configuration as parameter values (n, params) in spec order, sorted;
-        raises :class:`TooMany` when more than ``cap`` prefixes survive a step."""
-        prefix = np.zeros((1, 0), dtype=np.int64)
+    def indices(self, cap: int = 5_000_000) -> np.ndarray:
+        """Every valid configuration as index genomes (n, params) in spec order, sorted;
+        raises :class:`TooMany` when more than ``cap`` candidate prefixes arise at a step."""
+        prefix: list[np.ndarray] = []
         for k, p in enumerate(self.order, start=1):
-            grid = self.grids[self._index[p]]
-            if prefix.shape[0] * grid.size > cap:
-                raise TooMany(prefix.shape[0] * grid.size)
+            rows = prefix[0].size if prefix else 1
+            if rows * self.grids[self._index[p]].size > cap:
+                raise TooMany(rows * self.grids[self._index[p]].size)
             prefix = self._step(prefix, k)
-            if prefix.shape[0] == 0:
+            if prefix[0].size == 0:
                 break
         out = self._spec_order(prefix)
         return out[np.lexsort(out.T[::-1])]
 
     def blocks(self, rows: int = 1_000_000) -> Iterator[np.ndarray]:
-        """The valid set in blocks of parameter values (spec order), each built from at most
-        ``rows`` prefixes at a time: exact for any size, in bounded memory (depth first)."""
-        yield from self._blocks(np.zeros((1, 0), dtype=np.int64), 1, rows)
+        """The valid set in blocks of index genomes (spec order), each built from at most
+        ``rows`` candidate prefixes at a time: exact for any size, in bounded memory (depth
+        first)."""
+        yield from self._blocks([], 1, rows)
 
-    def _blocks(self, prefix: np.ndarray, k: int, rows: int) -> Iterator[np.ndarray]:
+    def _blocks(self, prefix: list[np.ndarray], k: int, rows: int) -> Iterator[np.ndarray]:
         if k > len(self.order):
-            if prefix.shape[0]:
+            if prefix and prefix[0].size:
                 yield self._spec_order(prefix)
             return
         size = self.grids[self._index[self.order[k - 1]]].size
         chunk = max(rows // max(size, 1), 1)
-        for start in range(0, prefix.shape[0], chunk):
-            part = self._step(prefix[start:start + chunk], k)
-            if part.shape[0]:
+        n = prefix[0].size if prefix else 1
+        for start in range(0, n, chunk):
+            part = self._step([c[start:start + chunk] for c in prefix], k)
+            if part[0].size:
                 yield from self._blocks(part, k + 1, rows)
 
-    def _step(self, prefix: np.ndarray, k: int) -> np.ndarray:
-        """Extend every prefix by each value of the k-th parameter; keep the feasible ones."""
-        grid = self.grids[self._index[self.order[k - 1]]]
-        prefix = np.concatenate([np.repeat(prefix, grid.size, axis=0),
-                                 np.tile(grid, prefix.shape[0])[:, None]], axis=1)
-        return prefix[self._keep(prefix, k)]  # type: ignore[no-any-return]
+    def _step(self, prefix: list[np.ndarray], k: int) -> list[np.ndarray]:
+        """Extend every prefix (one index column per assigned parameter) by each value of
+        the k-th parameter and keep the feasible ones; the prefix columns are gathered for
+        the survivors only."""
+        size = self.grids[self._index[self.order[k - 1]]].size
+        n = prefix[0].size if prefix else 1
+        parent = np.repeat(np.arange(n, dtype=np.int64), size)
+        value = np.tile(np.arange(size, dtype=np.int64), n)
+        keep = self._keep(prefix, parent, value, k)
+        if not keep.all():
+            parent, value = parent[keep], value[keep]
+        return [c[parent] for c in prefix] + [value]
 
-    def _spec_order(self, prefix: np.ndarray) -> np.ndarray:
-        out = np.empty((prefix.shape[0], len(self.spec.params)), dtype=np.int64)
-        if prefix.shape[1] < len(self.spec.params):
+    def _spec_order(self, prefix: Sequence[np.ndarray]) -> np.ndarray:
+        out = np.empty((prefix[0].size if prefix else 0, len(self.spec.params)), dtype=np.int64)
+        if len(prefix) < len(self.spec.params):
             return out[:0]
         for j, p in enumerate(self.order):
-            out[:, self._index[p]] = prefix[:, j]
+            out[:, self._index[p]] = prefix[j]
         return out
 
 
@@ -294,7 +327,8 @@ def _cores(model: Any) -> dict[str, Any]:
 
 def enumerator(model: Any) -> Enumerator:
     """The enumerator of a :class:`~ascend_tune.engine.ShapeModel`."""
-    return Enumerator(model.spec, model.base_env, model.grids, _cores(model))
+    return Enumerator(model.spec, model.base_env, model.grids, _cores(model),
+                      proven=bool(getattr(model, "_space_proven", False)))
 
 
 def check_set(model: Any, enum: Enumerator | None = None) -> CheckSet:
@@ -307,18 +341,9 @@ def check_set(model: Any, enum: Enumerator | None = None) -> CheckSet:
 def index_blocks(model: Any, enum: Enumerator | None = None,
                  rows: int = 1_000_000) -> Iterator[np.ndarray]:
     """The valid set of a model as blocks of index genomes (see :meth:`Enumerator.blocks`)."""
-    for block in (enum or enumerator(model)).blocks(rows):
-        yield to_indices(model, block)
-
-
-def to_indices(model: Any, values: np.ndarray) -> np.ndarray:
-    """Parameter values (n, params) of domain members to index genomes."""
-    idx = np.empty_like(values)
-    for j, g in enumerate(model.grids):
-        idx[:, j] = np.searchsorted(g, values[:, j])
-    return idx
+    yield from (enum or enumerator(model)).blocks(rows)
 
 
 def valid_indices(model: Any, cap: int = 5_000_000) -> np.ndarray:
     """The valid set of a :class:`~ascend_tune.engine.ShapeModel` as index genomes."""
-    return to_indices(model, enumerator(model).values(cap))
+    return enumerator(model).indices(cap)

@@ -18,7 +18,6 @@ from ascend_tune.feasibility import (
     check_set,
     enumerator,
     index_blocks,
-    to_indices,
 )
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.shapes import shape_key
@@ -173,7 +172,7 @@ def resolve_strategy(model: ShapeModel, strategy: str
         return strategy, None, None
     enum = enumerator(model)
     try:
-        valid = to_indices(model, enum.values(COUNT_PREFIX_CAP))
+        valid = enum.indices(COUNT_PREFIX_CAP)
     except TooMany:
         return default_strategy(None), enum, None
     return default_strategy(len(valid)), enum, valid
@@ -190,8 +189,9 @@ def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = N
             return Problem(model.sizes, model.objective, base, valid_genomes=lambda _cap: known)
         return Problem(model.sizes, model.objective, base,
                        valid_blocks=lambda: index_blocks(model, enum))
-    if strategy == "ga":
-        return Problem(model.sizes, model.objective, base, feasible=check_set(model, enum))
+    if strategy in ("ga", "ils"):
+        return Problem(model.sizes, model.objective, base, feasible=check_set(model, enum),
+                       grids=model.grids)
     return Problem(model.sizes, model.objective, base)
 
 

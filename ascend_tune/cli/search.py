@@ -28,7 +28,8 @@ def search(
     shapes_files: list[Path] = typer.Option([], "--shapes", help="YAML, JSON or CSV shapes."),
     shape: list[str] = typer.Option([], "--shape", help="One shape as K=V,... (repeatable)."),
     strategy: str = typer.Option("auto", "--strategy",
-                                 help="ga | exhaustive | random | auto (by valid-set size)."),
+                                 help="ils | ga | exhaustive | random | auto (exhaustive "
+                                      "where the valid set is small, else ils)."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget",
                                help="Configurations looked at per shape (scored or ruled out)."),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed (0 .. 2**63-1)."),

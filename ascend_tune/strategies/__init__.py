@@ -10,16 +10,20 @@ from __future__ import annotations
 from ascend_tune.strategies.base import Problem, SearchResult, Strategy
 from ascend_tune.strategies.exhaustive import Exhaustive
 from ascend_tune.strategies.genetic import Genetic
+from ascend_tune.strategies.local_search import IteratedLocalSearch
 from ascend_tune.strategies.random_search import RandomSearch
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "ga": Genetic,
+    "ils": IteratedLocalSearch,
     "exhaustive": Exhaustive,
     "random": RandomSearch,
 }
 
 # `auto` scores the whole valid set (exact) when it holds at most this many configurations
-# (about 0.05 s of model time), else runs the GA. The raw product size does not matter: a
+# (about 0.05 s of model time), else runs iterated local search (`ils`, which reaches the optimum
+# far more often than the GA for the same budget: benchmarks/search_vs_peers.py). The raw
+# product size does not matter: a
 # space of 10^8 configurations can have a few hundred valid ones.
 EXHAUSTIVE_VALID_LIMIT = 20_000
 # The valid set is counted by the pruned enumeration, given up past this many prefixes at one
@@ -31,7 +35,7 @@ def default_strategy(valid_count: int | None) -> str:
     """The strategy ``auto`` runs, from the size of the valid set (None: known to be large)."""
     if valid_count is not None and valid_count <= EXHAUSTIVE_VALID_LIMIT:
         return "exhaustive"
-    return "ga"
+    return "ils"
 
 
 __all__ = ["COUNT_PREFIX_CAP", "EXHAUSTIVE_VALID_LIMIT", "STRATEGIES", "Problem", "SearchResult",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,8 +31,12 @@ class Problem:
                  baseline: np.ndarray | None = None,
                  valid_genomes: Callable[[int], np.ndarray] | None = None,
                  feasible: Feasible | None = None,
-                 valid_blocks: Callable[[], Iterator[np.ndarray]] | None = None) -> None:
+                 valid_blocks: Callable[[], Iterator[np.ndarray]] | None = None,
+                 grids: Sequence[np.ndarray] | None = None) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
+        # Optional: each gene's domain values (ascending), for moves that reason in values
+        # (a core split traded between two genes keeps their product).
+        self.grids = grids
         self.feasible: Feasible = feasible if feasible is not None else Unconstrained(
             int(self.sizes.size))
         # Optional: the whole valid set in blocks of index genomes (exact, bounded memory).

@@ -183,3 +183,63 @@ def neighbours(feasible: Feasible, sizes: np.ndarray, genome: np.ndarray,
         below, above = idx[value[idx] < cur][-reach:], idx[value[idx] > cur][:reach]
         keep[below] = keep[above] = True
     return np.asarray(cand[keep], dtype=np.int64)
+
+
+def shift(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, genes: np.ndarray,
+          values: np.ndarray, rounds: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Set gene ``genes[i]`` of row i to ``values[i]`` even where the other genes forbid it,
+    then repair the row with the smallest changes: each round changes one more gene (read by
+    a check the row violates, never a gene already set), to the value that leaves the fewest
+    checks violated, nearest to its current value on ties. ``ok`` marks rows valid after at
+    most ``rounds`` repairs.
+
+    This is the move one-gene mutations cannot make: baseK doubled where baseN must halve to
+    keep L0B, or where L1 must drop its double buffer. Deterministic: no randomness needed."""
+    rows = np.array(genomes, dtype=np.int64, copy=True)
+    n = rows.shape[0]
+    if n == 0:
+        return rows, np.zeros(0, dtype=bool)
+    rows[np.arange(n), genes] = values
+    pinned = np.zeros(rows.shape, dtype=bool)
+    pinned[np.arange(n), genes] = True
+    return settle(feasible, sizes, rows, pinned, rounds)
+
+
+def settle(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, pinned: np.ndarray,
+           rounds: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Repair rows with the smallest changes, never touching ``pinned`` genes: each round
+    changes one more gene of a row (read by a check it violates) to the value that leaves the
+    fewest checks violated, nearest to its current value on ties. ``ok`` marks rows valid
+    after at most ``rounds`` changes."""
+    rows = np.array(genomes, dtype=np.int64, copy=True)
+    pinned = np.array(pinned, dtype=bool, copy=True)
+    n_genes = rows.shape[1]
+    reads = feasible.reads.astype(np.int64)
+    bad = violated(feasible, rows)
+    for _ in range(rounds):
+        todo = np.flatnonzero(bad.any(axis=1))
+        if todo.size == 0:
+            break
+        movable = ((bad[todo].astype(np.int64) @ reads) > 0) & ~pinned[todo]
+        owner_g = np.nonzero(movable)  # (row in todo, gene)
+        if owner_g[0].size == 0:
+            break  # the violated checks read only pinned genes
+        counts = sizes[owner_g[1]]
+        owner = np.repeat(owner_g[0], counts)
+        gene = np.repeat(owner_g[1], counts)
+        value = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        cand = rows[todo[owner]]
+        current = cand[np.arange(owner.size), gene]
+        cand[np.arange(owner.size), gene] = value
+        left = violated(feasible, cand).sum(axis=1)
+        # Best per row: fewest violations, then the nearest value, then the lowest gene.
+        score = (left * 4 * int(sizes.max() + 1) + np.abs(value - current)) * n_genes + gene
+        score = np.where(value == current, np.iinfo(np.int64).max, score)
+        order = np.lexsort((score, owner))
+        first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
+        fixed = first[score[first] != np.iinfo(np.int64).max]
+        target = todo[owner[fixed]]
+        rows[target, gene[fixed]] = value[fixed]
+        pinned[target, gene[fixed]] = True
+        bad[target] = violated(feasible, rows[target])
+    return rows, np.asarray(~bad.any(axis=1), dtype=bool)

@@ -161,12 +161,16 @@ def polish(problem: Problem, rng: np.random.Generator, pairs: bool = True) -> No
             continue
         if not pairs:
             return
-        moves = coupled_moves(problem, problem.best_genome)
-        moves = moves[~problem.seen(moves)]
-        if len(moves) == 0:
-            return
-        problem.evaluate(moves)
-        if not problem.best_latency < before:
+        improved = False
+        for tier in (coupled_moves, ratio_moves, shift_moves):
+            moves = tier(problem, problem.best_genome)
+            moves = moves[~problem.seen(moves)]
+            if len(moves):
+                problem.evaluate(moves)
+            if problem.best_latency < before:
+                improved = True
+                break
+        if not improved:
             return
 
 
@@ -193,6 +197,55 @@ def coupled_moves(problem: Problem, genome: np.ndarray, max_reads: int = 4) -> n
     out = np.concatenate(rows)
     out = out[~_duplicated(out)]
     return np.asarray(out[~construct.violated(feasible, out).any(axis=1)], dtype=np.int64)
+
+
+def ratio_moves(problem: Problem, genome: np.ndarray, reach: int = 3,
+                max_reads: int = 4) -> np.ndarray:
+    """Trades between two genes some check reads together that keep their product: a core
+    split moved from nDim to bDim (nDim 4 -> 2, bDim 8 -> 16), a base tile traded against its
+    K depth. Each gene moves up to ``reach`` domain steps; its partner takes the domain value
+    nearest (in ratio) to the product over it, kept where every check passes."""
+    feasible, sizes, grids = problem.feasible, problem.sizes, problem.grids
+    if grids is None:
+        return np.zeros((0, sizes.size), dtype=np.int64)
+    pairs: set[tuple[int, int]] = set()
+    for row in feasible.reads:
+        genes = np.flatnonzero(row)
+        if 2 <= genes.size <= max_reads:
+            pairs.update((int(a), int(b)) for a in genes for b in genes if a != b)
+    rows = []
+    for a, b in sorted(pairs):
+        ga, gb = grids[a], grids[b]
+        if ga.size < 2 or gb.size < 2 or ga.min() <= 0 or gb.min() <= 0:
+            continue
+        product = float(ga[genome[a]]) * float(gb[genome[b]])
+        new_a = np.arange(max(genome[a] - reach, 0), min(genome[a] + reach + 1, ga.size))
+        new_a = new_a[new_a != genome[a]]
+        want = np.log(product / ga[new_a].astype(np.float64))
+        new_b = np.argmin(np.abs(np.log(gb.astype(np.float64))[None, :] - want[:, None]), axis=1)
+        cand = np.repeat(genome[None, :], new_a.size, axis=0)
+        cand[:, a], cand[:, b] = new_a, new_b
+        rows.append(cand[new_b != genome[b]])
+    if not rows:
+        return np.zeros((0, sizes.size), dtype=np.int64)
+    out = np.concatenate(rows)
+    out = out[~_duplicated(out)]
+    return np.asarray(out[~construct.violated(feasible, out).any(axis=1)], dtype=np.int64)
+
+
+def shift_moves(problem: Problem, genome: np.ndarray, reach: int = 2) -> np.ndarray:
+    """Every gene moved up to ``reach`` domain steps each way, the other genes repaired with
+    the fewest changes where the move breaks a check (:func:`construct.shift`)."""
+    sizes = problem.sizes
+    genes = np.repeat(np.arange(sizes.size), 2 * reach)
+    steps = np.tile(np.r_[-reach:0, 1:reach + 1], sizes.size)
+    values = genome[genes] + steps
+    inside = (values >= 0) & (values < sizes[genes])
+    genes, values = genes[inside], values[inside]
+    rows, ok = construct.shift(problem.feasible, sizes, np.repeat(genome[None, :], genes.size,
+                                                                  axis=0), genes, values)
+    out = rows[ok]
+    return np.asarray(out[~_duplicated(out)], dtype=np.int64)
 
 
 def local_moves(problem: Problem, genome: np.ndarray, rng: np.random.Generator,
