@@ -24,15 +24,29 @@ class TransferCost:
     gm_cycles: np.ndarray  # per trip: this core's share of the chip's GM bandwidth
     bytes_per_transfer: np.ndarray  # after rounding rows up to whole blocks
     bandwidth: np.ndarray  # bytes/cycle while streaming (after alignment and contention)
-    effective_bandwidth: np.ndarray  # bytes/cycle including the fixed latency
+    per_transfer_cycles: np.ndarray  # one transfer: fixed latency plus streaming
     share_capped: np.ndarray  # True where the core's share of chip bandwidth is the limit
     peak_bandwidth: np.ndarray  # bytes/cycle at the best measured size, alone on the chip
+
+    @property
+    def effective_bandwidth(self) -> np.ndarray:
+        """Bytes/cycle including the fixed latency (computed on demand: `explain` reads it,
+        the batch path does not)."""
+        out: np.ndarray = self.bytes_per_transfer / self.per_transfer_cycles
+        return out
+
+
+# Chip shares computed for earlier stages of one batch, by (port, id(active cores), id(L2
+# hit)): stages reading the same hit array on the same cores (Matmul's A and B loads) share
+# it instead of repeating its three array powers. The value holds the key arrays, so their
+# ids cannot pass to other arrays while the cache lives; the arrays must not change in it.
+ShareCache = dict[tuple[str, int, int], tuple[Any, Any, np.ndarray]]
 
 
 def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarray,
              count: np.ndarray, l2_hit: np.ndarray, active_cores: np.ndarray,
              aligned: np.ndarray | None = None, layout: str | None = None,
-             element_bytes: int = 1) -> TransferCost:
+             element_bytes: int = 1, share_cache: ShareCache | None = None) -> TransferCost:
     """cycles = count * (latency + bytes_moved / bandwidth).
 
     * ``bytes_moved``: each contiguous run (a row, or what ``layout`` makes of the tile's
@@ -45,43 +59,107 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
       by this core's share of the chip bandwidth: HBM for misses and L2 for the declared hit
       fraction, as the chip delivers it to the active cores
       (:func:`chip_share_bytes_per_cycle`; docs/model.md "Shared GM bandwidth").
+
+    ``share_cache`` (one dict per batch) lets later stages of the batch reuse a chip share.
+    The arithmetic runs in place on arrays this function creates (fewer temporaries: at
+    65 536 rows each one is a fresh half-megabyte the kernel faults in page by page); every
+    operation and its operand order are those of the formulas above.
     """
     spec = hw.transfers[path]
     block = float(hw["ub_block_bytes"])
     rows = np.maximum(rows, 1.0)
     runs, row_bytes = contiguous_runs(hw, nbytes, rows, layout, element_bytes)
-    moved = runs * np.ceil(row_bytes / block) * block
+    moved = np.divide(row_bytes, block)  # runs * ceil(row_bytes / block) * block
+    moved = np.ceil(moved, out=_into(moved, moved))
+    moved = np.multiply(runs, moved, out=_into(moved, runs, moved))
+    moved = np.multiply(moved, block, out=_into(moved, moved))
     bandwidth = spec.bandwidth(moved)
-    peak = np.full_like(moved, float(spec.curve_bytes_per_cycle.max()))
-    gm_cycles = np.zeros_like(moved)
-    capped = np.zeros(moved.shape, dtype=bool)
+    # np.full_like(moved, peak) without the fill: one read-only value viewed at every row.
+    peak = np.broadcast_to(np.array(float(spec.curve_bytes_per_cycle.max()),
+                                    dtype=np.asarray(moved).dtype), np.shape(moved))
     if path in GM_PATHS:
         declared = aligned is not None
         if aligned is None:
-            aligned = np.mod(row_bytes, float(hw["gm_align_bytes"])) == 0
+            # mod(x, a) == 0 exactly where fmod(x, a) == 0 (numpy's mod adds a to a nonzero
+            # fmod of the other sign, which cannot reach 0), and fmod skips mod's division.
+            aligned = np.fmod(row_bytes, float(hw["gm_align_bytes"])) == 0
+        del row_bytes  # temporaries go before the chip share makes its own (a lower peak)
         efficiency = np.where(aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
-        bandwidth = bandwidth * efficiency
-        hit = np.clip(l2_hit, 0.0, 1.0)
-        chip_bytes_per_cycle = 1.0 / ((1.0 - hit) / hw.hbm_bytes_per_cycle
-                                      + hit / hw.l2_bytes_per_cycle)
+        bandwidth = np.multiply(bandwidth, efficiency, out=_into(bandwidth, bandwidth,
+                                                                 efficiency))
         if declared:
             # A start address the spec declares misaligned wastes part of every burst at the
             # chip too (asc-devkit data_copy: 12288 x 12287 half reads 1.28x (GM->UB) and 1.9x
             # (GM->L1) slower than 12288^2 at full-chip, chip-bound core counts). Short runs
             # from aligned starts do not (128 B runs: 1.08x), so the run-length rule above
             # stays a per-core effect.
-            chip_bytes_per_cycle = chip_bytes_per_cycle * efficiency
-        port = "aic" if path in AIC_GM_PATHS else "aiv"
-        share = chip_share_bytes_per_cycle(hw, chip_bytes_per_cycle, active_cores, port)
+            chip = _chip_bytes_per_cycle(hw, l2_hit)
+            chip = np.multiply(chip, efficiency, out=_into(chip, chip, efficiency))
+            del efficiency
+            share = chip_share_bytes_per_cycle(hw, chip, active_cores, _port(path))
+        else:
+            del efficiency
+            share = _cached_share(hw, l2_hit, active_cores, path, share_cache)
         capped = share < bandwidth
-        bandwidth = np.minimum(bandwidth, share)
-        gm_cycles = count * moved / share
-    per_transfer = spec.latency_cycles + moved / bandwidth
+        bandwidth = np.minimum(bandwidth, share, out=_into(bandwidth, bandwidth, share))
+        gm_cycles = np.multiply(count, moved)  # count * moved / share
+        gm_cycles = np.divide(gm_cycles, share, out=_into(gm_cycles, gm_cycles, share))
+    else:
+        gm_cycles = np.zeros_like(moved)
+        capped = np.zeros(np.shape(moved), dtype=bool)
+    per_transfer = np.divide(moved, bandwidth)  # latency + moved / bandwidth
+    per_transfer = np.add(spec.latency_cycles, per_transfer,
+                          out=_into(per_transfer, spec.latency_cycles, per_transfer))
     if path == "gm_to_l1" and layout in ("row_major", "column_major"):
         # DataCopy ND2NZ scatters every ND run into 16-row fractals on MTE2 (S10 data_copy).
         per_transfer = per_transfer + runs * float(hw["nd2nz_row_cycles"])
     cycles = count * per_transfer
-    return TransferCost(cycles, gm_cycles, moved, bandwidth, moved / per_transfer, capped, peak)
+    return TransferCost(cycles, gm_cycles, moved, bandwidth, per_transfer, capped, peak)
+
+
+def _into(target: Any, *operands: Any) -> np.ndarray | None:
+    """``target`` (an array :func:`transfer` made) as the ``out`` of an elementwise step on
+    ``operands`` when it has the step's result shape and dtype, so the step gives the bits a
+    new array would; else None (a new array: a scalar or broadcast input)."""
+    if type(target) is not np.ndarray or not target.ndim:
+        return None
+    fits = (np.broadcast_shapes(*(np.shape(o) for o in operands)) == target.shape
+            and np.result_type(*operands) == target.dtype)
+    return target if fits else None
+
+
+def _port(path: str) -> str:
+    return "aic" if path in AIC_GM_PATHS else "aiv"
+
+
+def _chip_bytes_per_cycle(hw: HardwareProfile, l2_hit: Any) -> Any:
+    """What the chip delivers: HBM for misses, L2 for the hit fraction,
+    ``1 / ((1 - hit) / hbm + hit / l2)`` (in place when the clipped hit is a float array)."""
+    hit = np.clip(l2_hit, 0.0, 1.0)
+    hbm, l2 = hw.hbm_bytes_per_cycle, hw.l2_bytes_per_cycle
+    if _into(hit, hit, l2) is None:
+        return 1.0 / ((1.0 - hit) / hbm + hit / l2)
+    miss = np.subtract(1.0, hit)
+    np.divide(miss, hbm, out=miss)
+    np.divide(hit, l2, out=hit)
+    np.add(miss, hit, out=miss)
+    return np.divide(1.0, miss, out=miss)
+
+
+def _cached_share(hw: HardwareProfile, l2_hit: Any, active_cores: Any, path: str,
+                  cache: ShareCache | None) -> np.ndarray:
+    """:func:`chip_share_bytes_per_cycle` of the undeclared-alignment chip rate, reused from
+    ``cache`` when an earlier stage had the same hit and core arrays."""
+    port = _port(path)
+    key = (port, id(active_cores), id(l2_hit))
+    cached = cache.get(key) if cache is not None else None
+    if cached is not None:
+        return cached[2]
+    share = chip_share_bytes_per_cycle(hw, _chip_bytes_per_cycle(hw, l2_hit), active_cores,
+                                       port)
+    if cache is not None:
+        cache[key] = (active_cores, l2_hit, share)
+    return share
 
 
 def contiguous_runs(hw: HardwareProfile, nbytes: np.ndarray, rows: np.ndarray,
@@ -115,10 +193,17 @@ def chip_share_bytes_per_cycle(hw: HardwareProfile, chip_bytes_per_cycle: Any,
     k = np.maximum(np.asarray(active_cores, dtype=np.float64), 1.0)
     p = float(hw["gm_contention_exponent"])
     offered = k * float(hw[f"{port}_gm_port_bytes_per_cycle"])
-    delivered = (offered ** -p + np.asarray(chip_bytes_per_cycle, dtype=np.float64) ** -p) \
-        ** (-1.0 / p)
-    out: np.ndarray = delivered / k
-    return out
+    chip_term = np.asarray(chip_bytes_per_cycle, dtype=np.float64) ** -p
+    if not (type(offered) is np.ndarray and offered.shape == np.shape(chip_term)):
+        out: np.ndarray = (offered ** -p + chip_term) ** (-1.0 / p) / k
+        return out
+    # The same formula in place on the array made here (an in-place ** takes the same numpy
+    # path as **): one temporary instead of five.
+    offered **= -p
+    offered += chip_term
+    del chip_term
+    offered **= -1.0 / p
+    return np.divide(offered, k, out=offered)
 
 
 def mmad_cycles(hw: HardwareProfile, dtype: str, m: np.ndarray, n: np.ndarray,

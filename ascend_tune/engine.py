@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,11 +74,49 @@ class _Ctx:
         self.n = n
         self.detail = detail
         self.stages: list[StageDetail] = []
+        self.share_cache: costs.ShareCache = {}
+        # Shared, read-only: a stage's count, rows and L2 hit when it declares none, and the
+        # GM cycles and recurrence of a loop until something adds to them (then the loop
+        # takes the addend's array as its own).
+        self.zeros = np.zeros(n)
+        self.zeros.flags.writeable = False
+        self.ones = np.ones(n)
+        self.ones.flags.writeable = False
 
 
 def _arr(value: Any, n: int) -> np.ndarray:
     out = np.asarray(value, dtype=np.float64)
     return out if out.shape == (n,) else np.broadcast_to(out, (n,))
+
+
+def _owned_arr(value: Any, n: int) -> tuple[np.ndarray, bool]:
+    """:func:`_arr`, and whether the result is a new writeable array (a conversion from
+    integers) that the caller may overwrite, rather than ``value`` itself or a view."""
+    out = _arr(value, n)
+    return out, out is not value and out.flags.writeable and out.base is None
+
+
+# Per-parameter (min, max) of a batch of parameter values, None for an empty batch.
+_Extremes = tuple[np.ndarray, np.ndarray] | None
+
+
+_FOLD_ROWS = 64  # rows of a batch laid side by side in :func:`_fold`
+
+
+def _fold(values: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+    """``ufunc.reduce(values, axis=0)`` for np.minimum / np.maximum over integer rows (exact in
+    any order). Reducing a C-contiguous batch viewed as rows of 64 parameter rows side by side
+    runs the inner loop along 64 x params elements instead of one short row: several times
+    faster, and no batch-sized temporary."""
+    rows, cols = values.shape
+    whole = rows - rows % _FOLD_ROWS
+    if not (whole and values.flags.c_contiguous):
+        out: np.ndarray = ufunc.reduce(values, axis=0)
+        return out
+    wide = values[:whole].reshape(whole // _FOLD_ROWS, _FOLD_ROWS * cols)
+    partial = ufunc.reduce(wide, axis=0).reshape(_FOLD_ROWS, cols)
+    out = ufunc.reduce(np.concatenate([partial, values[whole:]]), axis=0)
+    return out
 
 
 class ShapeModel:
@@ -165,13 +204,14 @@ class ShapeModel:
         counted, not only the first that fails)."""
         values = np.asarray(values, dtype=np.int64)
         n = values.shape[0]
-        _env, checks = self._env_and_checks(values)
+        _env, checks = self._env_and_checks(values, self._extremes(values))
         return {name: int(n - np.count_nonzero(np.broadcast_to(np.asarray(ok, dtype=bool), (n,))))
                 for name, ok in zip(self.constraint_names, checks, strict=True)}
 
-    def _env_and_checks(self, values: np.ndarray) -> tuple[dict[str, Any], list[Any]]:
+    def _env_and_checks(self, values: np.ndarray, extremes: _Extremes
+                        ) -> tuple[dict[str, Any], list[Any]]:
         """Parameters and derived values of each row, and one boolean per constraint and
-        launch check (in ``constraint_names`` order)."""
+        launch check (in ``constraint_names`` order). ``extremes``: :meth:`_extremes`."""
         env: dict[str, Any] = dict(self.base_env)
         for j, p in enumerate(self.spec.params):
             env[p] = values[:, j]
@@ -179,21 +219,29 @@ class ShapeModel:
             env[name] = e.evaluate(env)
         checks = [e.evaluate(env) for _, e in self.spec.constraints]
         # Inside the domains, the launch checks proven once per shape are skipped.
-        inside = (values.shape[0] > 0 and values.shape[1] == len(self.spec.params)
-                  and bool((values.min(axis=0) >= self._grid_lo).all()
-                           and (values.max(axis=0) <= self._grid_hi).all()))
         checks += [True if c is None else c.passes(env) for c in
-                   (self._launch_in_space if inside else self._launch_all)]
+                   (self._launch_in_space if self._inside(extremes) else self._launch_all)]
         return env, checks
 
-    def _batch_proven(self, values: np.ndarray) -> bool:
+    def _extremes(self, values: np.ndarray) -> _Extremes:
+        """Each parameter's (min, max) over the batch; None when it is empty or its columns
+        are not the parameters."""
         if values.shape[0] == 0 or values.shape[1] != len(self.spec.params):
+            return None
+        return _fold(values, np.minimum), _fold(values, np.maximum)
+
+    def _inside(self, extremes: _Extremes) -> bool:
+        """Whether every row lies within the parameters' domains."""
+        return extremes is not None and bool((extremes[0] >= self._grid_lo).all()
+                                             and (extremes[1] <= self._grid_hi).all())
+
+    def _batch_proven(self, extremes: _Extremes) -> bool:
+        if extremes is None:
             return False
-        lo, hi = values.min(axis=0), values.max(axis=0)
-        if self._space_proven and (lo >= self._grid_lo).all() and (hi <= self._grid_hi).all():
+        if self._space_proven and self._inside(extremes):
             return True  # inside the domains the whole-space proof covers
         return self._prove(tuple(expr_mod.outer_span(int(a), int(b))
-                                 for a, b in zip(lo, hi, strict=True)))
+                                 for a, b in zip(*extremes, strict=True)))
 
     def _prove(self, spans: tuple[Any, ...]) -> bool:
         hit = self._proven.get(spans)
@@ -205,39 +253,47 @@ class ShapeModel:
 
     def evaluate(self, values: np.ndarray, detail: bool = False) -> Evaluation:
         values = np.asarray(values, dtype=np.int64)
-        with expr_mod.unchecked() if self._batch_proven(values) else contextlib.nullcontext():
-            return self._evaluate(values, detail)
+        extremes = self._extremes(values)
+        with expr_mod.unchecked() if self._batch_proven(extremes) else contextlib.nullcontext():
+            return self._evaluate(values, extremes, detail)
 
-    def _evaluate(self, values: np.ndarray, detail: bool) -> Evaluation:
+    def _evaluate(self, values: np.ndarray, extremes: _Extremes, detail: bool) -> Evaluation:
         n = values.shape[0]
-        env, checks = self._env_and_checks(values)
+        env, checks = self._env_and_checks(values, extremes)
         valid = np.ones(n, dtype=bool)
         failed = np.full(n, -1, dtype=np.int64)
         for i, ok in enumerate(checks):
-            ok = np.broadcast_to(np.asarray(ok, dtype=bool), (n,))
+            ok = np.asarray(ok, dtype=bool)
+            if ok.all():
+                continue  # fails no row: nothing to mark (the usual case on filtered batches)
+            ok = np.broadcast_to(ok, (n,))
             failed[valid & ~ok] = i
             valid &= ok
 
+        rows = np.flatnonzero(valid)
+        if rows.size == n and n:
+            # Every row valid (an exhaustive sweep's filtered batch, the GA's usual case): the
+            # cost arrays are the results, no scatter into inf/zero-filled copies.
+            lat, pip, gm, head, st = self._cost(env, n, detail)
+            return Evaluation(valid, failed, lat, pip, gm, head, _bound(pip, gm, head),
+                              self.roofline_us, env, st)
         latency = np.full(n, np.inf)
         pipes = {c: np.zeros(n) for c in PIPE_COLUMNS}
         gm_us = np.zeros(n)
         head_us = np.zeros(n)
         bound = np.zeros(n, dtype=np.int64)
         stages: list[StageDetail] = []
-        rows = np.flatnonzero(valid)
         if rows.size:
-            # Cost only the valid rows; skip the copy when every row is valid (the GA's usual case).
-            sub = env if rows.size == n else {
-                k: (v[rows] if isinstance(v, np.ndarray) and v.shape == (n,) else v)
-                for k, v in env.items()}
+            # Cost only the valid rows.
+            sub = {k: (v[rows] if isinstance(v, np.ndarray) and v.shape == (n,) else v)
+                   for k, v in env.items()}
             lat, pip, gm, head, st = self._cost(sub, rows.size, detail)
             latency[rows] = lat
             for c in PIPE_COLUMNS:
                 pipes[c][rows] = pip[c]
             gm_us[rows] = gm
             head_us[rows] = head
-            stack = np.stack([*(pip[c] for c in PIPE_COLUMNS), gm, head], axis=1)
-            bound[rows] = np.argmax(stack, axis=1)
+            bound[rows] = _bound(pip, gm, head)
             stages = st
         return Evaluation(valid, failed, latency, pipes, gm_us, head_us, bound,
                           self.roofline_us, env, stages)
@@ -247,7 +303,7 @@ class ShapeModel:
                          list[StageDetail]]:
         hw = self.hw
         clock_mhz = float(hw["clock_mhz"])
-        pipes = {c: np.zeros(n) for c in PIPE_COLUMNS}
+        pipes: dict[str, np.ndarray] = {}  # the pipes a side uses; zeros for the rest below
         side_us: list[np.ndarray] = []
         gm_us = np.zeros(n)
         head_us = np.zeros(n)
@@ -255,15 +311,21 @@ class ShapeModel:
         for side in self.spec.sides:
             cores = _arr(side.cores.evaluate(env), n)
             items = _arr(side.items.evaluate(env), n) if side.items is not None else cores
-            per_core = np.ceil(items / np.maximum(cores, 1.0))
+            per_core = np.maximum(cores, 1.0)  # ceil(items / max(cores, 1)), in place
+            np.divide(items, per_core, out=per_core)
+            np.ceil(per_core, out=per_core)
             ctx = _Ctx(self, env, side.core, cores, n, detail)
-            lat, busy, gm, _rec = self._loop(side.body, per_core, np.ones(n), ctx, np.ones(n))
-            side_us.append(lat / clock_mhz)
+            lat, busy, gm, _rec = self._loop(side.body, per_core, None, ctx,
+                                             np.ones(n) if detail else None, trips_owned=True)
+            # _loop's arrays are ours: scale them in place.
+            side_us.append(np.divide(lat, clock_mhz, out=lat))
             for pipe, cycles in busy.items():
-                pipes[PIPE_COLUMN[(side.core, pipe)]] += cycles / clock_mhz
-            gm_us = np.maximum(gm_us, gm / clock_mhz)
-            head_us = np.maximum(head_us, costs.head_us(hw, cores, side.core))
+                _accumulate(pipes, PIPE_COLUMN[(side.core, pipe)],
+                            np.divide(cycles, clock_mhz, out=cycles))
+            np.maximum(gm_us, np.divide(gm, clock_mhz, out=gm), out=gm_us)
+            np.maximum(head_us, costs.head_us(hw, cores, side.core), out=head_us)
             stages += ctx.stages
+        pipes = {c: pipes[c] if c in pipes else np.zeros(n) for c in PIPE_COLUMNS}
         body_us = side_us[0]
         if len(side_us) > 1:
             # Mix kernel: Cube and Vector sides overlap; they pay flag handoffs and a launch cost.
@@ -272,11 +334,11 @@ class ShapeModel:
             body_us = (np.maximum(side_us[0], side_us[1])
                        + handoffs * float(hw["sync_cycles"]) / clock_mhz
                        + float(hw["mix_extra_us"]))
-        return head_us + body_us, pipes, gm_us, head_us, stages
+        return np.add(head_us, body_us, out=body_us), pipes, gm_us, head_us, stages
 
-    def _loop(self, body: Sequence[Stage | Loop], trips: np.ndarray, buffers: np.ndarray,
-              ctx: _Ctx, mult: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray],
-                                                    np.ndarray, np.ndarray]:
+    def _loop(self, body: Sequence[Stage | Loop], trips: np.ndarray, buffers: np.ndarray | None,
+              ctx: _Ctx, mult: np.ndarray | None, trips_owned: bool = False
+              ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Latency, per-pipe busy cycles, GM cycles and the serial recurrence of a loop.
 
         A nested loop is not an opaque block: its pipes' busy time joins this loop's per-pipe
@@ -287,70 +349,76 @@ class ShapeModel:
         overlap the stages around the loop), with two or more ``trips * recurrence of its own
         nested loops``. A ``trips: 1`` loop therefore exports no more than its own pipes' busy
         time, and pays no iteration cost: wrapping a body in it changes nothing.
+
+        ``trips_owned``: ``trips`` is the caller's scratch array, free to overwrite.
         """
         hw = self.hw
         n = ctx.n
-        trips = np.maximum(trips, 0.0)
+        trips = np.maximum(trips, 0.0, out=trips if trips_owned else None)
         # A one-trip loop is straight-line code (no back edge): it pays no iteration cost.
-        loop_cycles = np.where(trips > 1.0, float(hw["loop_iteration_cycles"]), 0.0)
-        seq = loop_cycles.copy()
-        busy: dict[str, np.ndarray] = {"scalar": loop_cycles.copy()}
-        gm = np.zeros(n)
-        recurrence = np.zeros(n)
+        busy: dict[str, np.ndarray] = {"scalar": _where_more_than_one(
+            trips, float(hw["loop_iteration_cycles"]))}
+        seq = busy["scalar"].copy()
+        gm = recurrence = ctx.zeros  # until the body adds to them
         handoffs = 0
         prev: str | None = None
-        inner_mult = mult * trips
+        # Executions of the body, for `explain` only (detail); None on the batch path.
+        inner_mult = mult * trips if mult is not None else None
+        # Every array this loop accumulates into (seq, gm, recurrence, busy) is its own, and so
+        # are the arrays the nested loops and stages return: add into them in place.
         for item in body:
             if isinstance(item, Loop):
-                t = _arr(item.trips.evaluate(ctx.env), n)
+                t, t_owned = _owned_arr(item.trips.evaluate(ctx.env), n)
                 b = (_arr(item.buffers.evaluate(ctx.env), n) if item.buffers is not None
-                     else np.ones(n))
-                lat, sub_busy, sub_gm, sub_rec = self._loop(item.body, t, b, ctx, inner_mult)
-                seq = seq + lat
+                     else None)
+                lat, sub_busy, sub_gm, sub_rec = self._loop(item.body, t, b, ctx, inner_mult,
+                                                            t_owned)
+                seq += lat
                 for pipe, cycles in sub_busy.items():
-                    busy[pipe] = busy.get(pipe, 0.0) + cycles
-                gm = gm + sub_gm
-                recurrence = np.maximum(recurrence, sub_rec)
+                    _accumulate(busy, pipe, cycles)
+                gm = np.add(gm, sub_gm, out=gm if gm is not ctx.zeros else sub_gm)
+                recurrence = np.maximum(recurrence, sub_rec, out=(
+                    recurrence if recurrence is not ctx.zeros else sub_rec))
                 first, last = _end_pipes(item.body)
             else:
                 cycles, stage_gm = self._stage(item, ctx, inner_mult)
-                seq = seq + cycles
-                busy[item.pipe] = busy.get(item.pipe, 0.0) + cycles
-                gm = gm + stage_gm
+                seq += cycles
+                _accumulate(busy, item.pipe, cycles)
+                gm = np.add(gm, stage_gm, out=gm if gm is not ctx.zeros else stage_gm)
                 first = last = item.pipe
             if prev is not None and first is not None and first != prev:
                 handoffs += 1
             prev = last if last is not None else prev
         sync = handoffs * float(hw["sync_cycles"])
-        seq = seq + sync
-        busy["scalar"] = busy["scalar"] + sync
-        steady = np.maximum(np.maximum.reduce([*busy.values(), gm]), recurrence)
-        pipelined = seq + np.maximum(trips - 1.0, 0.0) * steady
-        double = buffers >= 2
-        latency = np.where(trips <= 0, 0.0, np.where(double, pipelined, trips * seq))
-        exported = np.where(trips <= 0, 0.0,
-                            np.where(double, trips * recurrence,
-                                     np.maximum(trips - 1.0, 0.0) * seq + steady))
-        return latency, {p: c * trips for p, c in busy.items()}, gm * trips, exported
+        seq += sync
+        busy["scalar"] += sync
+        steady = _fold_maximum([*busy.values(), gm, recurrence])
+        latency, exported = _loop_time(trips, buffers, seq, steady, recurrence)
+        for cycles in busy.values():
+            cycles *= trips
+        gm = np.multiply(gm, trips, out=gm if gm is not ctx.zeros else None)
+        return latency, busy, gm, exported
 
-    def _stage(self, stage: Stage, ctx: _Ctx, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _stage(self, stage: Stage, ctx: _Ctx, mult: np.ndarray | None
+               ) -> tuple[np.ndarray, np.ndarray]:
         env, n, hw = ctx.env, ctx.n, self.hw
-        count = _arr(stage.count.evaluate(env), n) if stage.count is not None else np.ones(n)
+        count = _arr(stage.count.evaluate(env), n) if stage.count is not None else ctx.ones
         gm = np.zeros(n)
         extra: dict[str, Any] = {}
         kind = stage.kind  # vocabulary.STAGE_KINDS
         if kind == "transfer":
             assert stage.bytes is not None and stage.path is not None
             nbytes = _arr(stage.bytes.evaluate(env), n)
-            rows = _arr(stage.rows.evaluate(env), n) if stage.rows is not None else np.ones(n)
+            rows = _arr(stage.rows.evaluate(env), n) if stage.rows is not None else ctx.ones
+            # Stages without a hit on the same cores and port then share one chip share.
             hit = (_arr(stage.l2_hit.evaluate(env), n) if stage.l2_hit is not None
-                   else np.zeros(n))
+                   else ctx.zeros)
             aligned = (np.broadcast_to(np.asarray(stage.gm_aligned.evaluate(env), bool), (n,))
                        if stage.gm_aligned is not None else None)
             element = (DTYPE_BYTES[self.spec.stage_dtype(self.spec.dtypes[stage.operand])]
                        if stage.operand is not None else 1)
             t = costs.transfer(hw, stage.path, nbytes, rows, count, hit, ctx.cores, aligned,
-                               stage.layout, element)
+                               stage.layout, element, ctx.share_cache)
             cycles, gm = t.cycles, t.gm_cycles
             if ctx.detail:
                 extra = {"bytes_per_transfer": float(t.bytes_per_transfer[0]),
@@ -374,6 +442,7 @@ class ShapeModel:
             assert stage.cycles is not None
             cycles = _arr(stage.cycles.evaluate(env), n) * count
         if ctx.detail:
+            assert mult is not None
             execs = float(mult[0])
             ctx.stages.append(StageDetail(ctx.side, stage.name, stage.pipe,
                                           float(cycles[0]) * execs, execs * float(count[0]),
@@ -401,6 +470,91 @@ class ShapeModel:
         for side in self.spec.sides:
             walk(side.body)
 
+
+
+def _accumulate(busy: dict[str, np.ndarray], pipe: str, cycles: np.ndarray) -> None:
+    """busy[pipe] += cycles, taking ``cycles`` (the caller's own array) as the first term."""
+    if pipe in busy:
+        busy[pipe] += cycles
+    else:
+        busy[pipe] = np.add(0.0, cycles, out=cycles)  # 0.0 + x, as a sum starting at 0 gives
+
+
+def _where_more_than_one(trips: np.ndarray, cycles: float) -> np.ndarray:
+    """``where(trips > 1, cycles, 0.0)``. A bool times a finite ``cycles >= 0`` gives exactly
+    ``cycles`` or +0.0, without where's per-row branch (mispredicted on mixed batches)."""
+    more = trips > 1.0
+    if math.isfinite(cycles) and cycles >= 0.0:
+        return np.multiply(more, cycles)
+    return np.where(more, cycles, 0.0)
+
+
+def _loop_time(trips: np.ndarray, buffers: np.ndarray | None, seq: np.ndarray,
+               steady: np.ndarray, recurrence: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A loop's latency and exported recurrence from its trips, buffer counts (None: one
+    each), sequential trip, steady-state trip and nested recurrence (see ``_loop``)::
+
+        latency  = where(double, seq + later * steady, trips * seq)
+        exported = where(double, trips * recurrence, later * seq + steady)
+
+    with ``double = buffers >= 2``, ``later = max(trips - 1, 0)``, both 0 where
+    ``trips <= 0``. A batch whose rows agree on ``double`` computes that side only.
+    Overwrites ``seq`` (the caller's own array, read last here)."""
+    later = np.subtract(trips, 1.0)
+    np.maximum(later, 0.0, out=later)
+    double = buffers >= 2 if buffers is not None else None
+    some_double = double is not None and bool(double.any())
+    all_double = double is not None and some_double and bool(double.all())
+    if some_double:
+        pipelined = np.multiply(later, steady)
+        np.add(seq, pipelined, out=pipelined)
+        double_exported = trips * recurrence
+    if not all_double:
+        np.multiply(later, seq, out=later)
+        single_exported = np.add(later, steady, out=later)
+        single_latency = np.multiply(trips, seq, out=seq)
+    if not some_double:
+        latency, exported = single_latency, single_exported
+    elif all_double:
+        latency, exported = pipelined, double_exported
+    else:
+        assert double is not None
+        latency = np.where(double, pipelined, single_latency)
+        exported = np.where(double, double_exported, single_exported)
+    return _unless_no_trips(trips, latency), _unless_no_trips(trips, exported)
+
+
+def _unless_no_trips(trips: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """``where(trips <= 0, 0.0, value)``; ``value`` itself where every row has a trip."""
+    none = trips <= 0
+    return np.where(none, 0.0, value) if none.any() else value
+
+
+def _fold_maximum(arrays: list[np.ndarray]) -> np.ndarray:
+    """np.maximum over the arrays, left to right, as ``np.maximum.reduce`` of their stack
+    folds them, without the stacked copy."""
+    out: np.ndarray = np.maximum(arrays[0], arrays[1])
+    for arr in arrays[2:]:
+        np.maximum(out, arr, out=out)
+    return out
+
+
+def _bound(pipes: Mapping[str, np.ndarray], gm: np.ndarray, head: np.ndarray) -> np.ndarray:
+    """Index into BOUND_NAMES of the largest column: ``argmax`` of the columns stacked, the
+    first one on ties, column by column (no stacked copy, and an all-zero pipe column costs
+    one pass)."""
+    columns = [*(pipes[c] for c in PIPE_COLUMNS), gm, head]
+    best = columns[0].copy()
+    index = np.zeros(best.shape, dtype=np.int64)
+    for i, column in enumerate(columns[1:], 1):
+        above = column > best  # strictly: a tie keeps the earlier column, as argmax does
+        if above.any():
+            index[above] = i
+        np.maximum(best, column, out=best)
+    if np.isnan(best).any():  # argmax picks a row's first nan, which > never does
+        stacked: np.ndarray = np.argmax(np.stack(columns, axis=1), axis=1)
+        return stacked
+    return index
 
 
 def _end_pipes(body: Sequence[Stage | Loop]) -> tuple[str | None, str | None]:

@@ -185,6 +185,12 @@ class Node:
     def cpp(self, names: Callable[[str], str]) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @property
+    def owns_result(self) -> bool:
+        """Whether an array ``evaluate`` returns is always one this node built (not an input
+        passed through): a parent may then write its own result into it."""
+        return False
+
     def _result(self, lo: Any, hi: Any) -> Span:
         if self.kind is Kind.INT:
             if not (isinstance(lo, int) and isinstance(hi, int)
@@ -373,6 +379,10 @@ class Unary(Node):
             x = _as_int(x)  # booleans used as numbers are 0 or 1, as in C++
         return np.negative(x) if self.op == "-" else x
 
+    @property
+    def owns_result(self) -> bool:
+        return self.op != "+" or self.operand.kind is Kind.BOOL  # unary + passes x through
+
     def evaluate(self, env: Env) -> Any:
         return self._apply(self.operand.evaluate(env))
 
@@ -424,6 +434,60 @@ def _safe(b: Any) -> Any:
     return np.where(b == 0, 1, b)
 
 
+def _unguarded_divisor(a: Any, b: Any) -> Any:
+    """What the zero-guarded quotient ``where(b == 0, 0, f(a, _safe(b)))`` divides by, when the
+    guard is a no-op and the result is an array: ``b`` has no zero. Else None.
+
+    The guard costs two full passes over the batch (``_safe`` and the outer ``where``); with a
+    nonzero divisor both leave every value and dtype as they are, so skipping them is exact. A
+    scalar divisor still goes through ``_safe`` (a scalar op) so the quotient sees the same
+    divisor type; an array divisor costs one ``any`` instead. Scalar results (no array operand)
+    keep the guarded path, which returns 0-d arrays.
+    """
+    if type(b) is np.ndarray and b.ndim:
+        # _safe(b) keeps the dtype of a numeric array; a bool array would become int64.
+        if b.dtype.kind not in "iuf" or (b == 0).any():
+            return None
+        return b
+    if type(a) is np.ndarray and a.ndim and b != 0:
+        return _safe(b)
+    return None
+
+
+# Binary operators and functions the fast path may run in place (exact: the same ufunc and
+# operands as ``Binary._apply`` and the functions' ``apply``).
+_IN_PLACE = {"+": np.add, "-": np.subtract, "*": np.multiply}
+_FOLDS = {"min": np.minimum, "max": np.maximum}
+
+
+def _reusable(a: Any, a_owned: bool, b: Any, b_owned: bool) -> np.ndarray | None:
+    """An operand array this evaluation built itself (``*_owned``, see ``owns_result``) that
+    can take the result of an elementwise operation on ``a`` and ``b``: of the result's shape
+    and dtype, so writing into it gives the bits a new array would. At 65 536 rows each
+    avoided temporary is a half-megabyte the kernel would otherwise fault in page by page."""
+    for x, owned, y in ((a, a_owned, b), (b, b_owned, a)):
+        if owned and type(x) is np.ndarray and x.ndim and x.flags.writeable \
+                and np.shape(y) in ((), x.shape):
+            try:
+                same = np.result_type(a, b) == x.dtype
+            except (OverflowError, TypeError):  # the operation itself reports it
+                return None
+            if same:
+                return x
+    return None
+
+
+def _fold_into(ufunc: np.ufunc, vals: list[Any], owned: list[bool]) -> Any:
+    """``ufunc(ufunc(vals[0], vals[1]), vals[2]) ...`` (min / max), each step written into an
+    array the evaluation owns when one fits (:func:`_reusable`)."""
+    result, result_owned = vals[0], owned[0]
+    for v, v_owned in zip(vals[1:], owned[1:], strict=True):
+        out = _reusable(result, result_owned, v, v_owned)
+        result = ufunc(result, v) if out is None else ufunc(result, v, out=out)
+        result_owned = True
+    return result
+
+
 @dataclass(frozen=True)
 class Binary(Node):
     op: str = ""
@@ -442,18 +506,9 @@ class Binary(Node):
             return np.subtract(a, b)
         if op == "*":
             return np.multiply(a, b)
-        if op == "/":
-            af = np.asarray(a, dtype=np.float64)
-            return np.where(b == 0, 0.0, af / _safe(b))
-        if op == "//":
-            if self.kind is Kind.INT:
-                return np.where(b == 0, 0, np.floor_divide(a, _safe(b)))
-            return np.where(b == 0, 0.0, np.floor(np.asarray(a, dtype=np.float64) / _safe(b)))
-        if op == "%":
-            if self.kind is Kind.INT:
-                return np.where(b == 0, 0, np.mod(a, _safe(b)))
-            af = np.asarray(a, dtype=np.float64)
-            return np.where(b == 0, 0.0, af - b * np.floor(af / _safe(b)))
+        if op in ("/", "//", "%"):  # guarded: the checked path and a divisor with zeros
+            return np.where(b == 0, 0 if self.kind is Kind.INT else 0.0,
+                            self._quotient(a, b, _safe(b)))
         if op == "**":
             # The exponent is a checked literal, so repeated multiplication is bounded.
             result: Any = np.ones_like(a) if isinstance(a, np.ndarray) else type(a)(1)
@@ -462,10 +517,58 @@ class Binary(Node):
             return result
         raise AssertionError(op)  # pragma: no cover
 
+    def _quotient(self, a: Any, b: Any, d: Any) -> Any:
+        """``a / b``, ``a // b`` or ``a % b`` dividing by ``d``: ``b`` with its zeros replaced
+        (the caller puts the 0 results back) or ``b`` itself when it has none."""
+        op = self.op
+        if op == "/":
+            return np.asarray(a, dtype=np.float64) / d
+        if self.kind is Kind.INT:
+            return np.floor_divide(a, d) if op == "//" else np.mod(a, d)
+        af = np.asarray(a, dtype=np.float64)
+        if op == "//":
+            return np.floor(af / d)
+        return af - b * np.floor(af / d)
+
+    @property
+    def owns_result(self) -> bool:
+        return True
+
     def evaluate(self, env: Env) -> Any:
-        return self._apply(self.left.evaluate(env), self.right.evaluate(env))
+        """:meth:`_apply`'s values, skipping the zero guard of a divisor without zeros and
+        writing into an operand array this evaluation owns when one fits."""
+        a = self.left.evaluate(env)
+        b = self.right.evaluate(env)
+        if self.left.kind is Kind.BOOL or self.right.kind is Kind.BOOL:
+            return self._apply(a, b)  # booleans become new int arrays first
+        op = self.op
+        ufunc = _IN_PLACE.get(op)
+        if ufunc is not None:
+            out = _reusable(a, self.left.owns_result, b, self.right.owns_result)
+            return ufunc(a, b) if out is None else ufunc(a, b, out=out)
+        if op in ("/", "//", "%"):
+            d = _unguarded_divisor(a, b)
+            if d is not None:
+                return self._quotient_in_place(a, b, d)
+        return self._apply(a, b)
+
+    def _quotient_in_place(self, a: Any, b: Any, d: Any) -> Any:
+        """:meth:`_quotient` by a divisor without zeros, into an operand array this
+        evaluation owns when one fits (``/`` and integer ``//`` and ``%``)."""
+        if self.op != "/" and self.kind is not Kind.INT:
+            return self._quotient(a, b, d)
+        d_owned = d is b and self.right.owns_result
+        if self.op == "/":
+            af = np.asarray(a, dtype=np.float64)
+            owned = af is not a or self.left.owns_result  # a conversion is a new array
+            out = _reusable(af, owned, d, d_owned)
+            return np.divide(af, d) if out is None else np.divide(af, d, out=out)
+        ufunc = np.floor_divide if self.op == "//" else np.mod
+        out = _reusable(a, self.left.owns_result, d, d_owned)
+        return ufunc(a, d) if out is None else ufunc(a, d, out=out)
 
     def checked(self, env: Env) -> tuple[Any, Any]:
+        # Never in place: the overflow check below reads both operands after the operation.
         a, bad_a = self.left.checked(env)
         b, bad_b = self.right.checked(env)
         result = self._apply(a, b)
@@ -544,6 +647,10 @@ class Compare(Node):
     left: Node = field(default_factory=lambda: Const(Kind.INT, 0))
     right: Node = field(default_factory=lambda: Const(Kind.INT, 0))
 
+    @property
+    def owns_result(self) -> bool:
+        return True
+
     def evaluate(self, env: Env) -> Any:
         return _CMP[self.op](self.left.evaluate(env), self.right.evaluate(env))
 
@@ -568,6 +675,10 @@ class Compare(Node):
 class BoolOp(Node):
     op: str = ""
     operands: tuple[Node, ...] = ()
+
+    @property
+    def owns_result(self) -> bool:
+        return True
 
     def evaluate(self, env: Env) -> Any:
         fn = np.logical_and if self.op == "and" else np.logical_or
@@ -606,6 +717,10 @@ class Call(Node):
     args: tuple[Node, ...] = ()
 
     @property
+    def owns_result(self) -> bool:
+        return True
+
+    @property
     def function(self) -> Function:
         return FUNCTIONS[self.fn]
 
@@ -621,7 +736,12 @@ class Call(Node):
                 for v, a in zip(vals, self.args, strict=True)]
 
     def evaluate(self, env: Env) -> Any:
-        return self.function.apply(self._values([a.evaluate(env) for a in self.args]), False)
+        vals = self._values([a.evaluate(env) for a in self.args])
+        ufunc = _FOLDS.get(self.fn)
+        if ufunc is not None:  # min / max: the same fold as their apply, in place when it can
+            return _fold_into(ufunc, vals, [a.owns_result and a.kind is not Kind.BOOL
+                                            for a in self.args])
+        return self.function.apply(vals, False)
 
     def checked(self, env: Env) -> tuple[Any, Any]:
         pairs = [a.checked(env) for a in self.args]
@@ -703,16 +823,32 @@ def _runtime_call(fn: str) -> Callable[[list[str]], str]:
     return lambda args: f"at_{fn}({', '.join(args)})"
 
 
-def _ceil_div(vals: list[Any], _wide: bool) -> Any:
+def _ceil_quotient(a: Any, d: Any) -> Any:
+    q = np.floor_divide(np.negative(a), d)
+    if type(q) is np.ndarray and q.ndim:
+        return np.negative(q, out=q)  # q is ours: negate it in place, as -q would
+    return -q
+
+
+def _ceil_div(vals: list[Any], wide: bool) -> Any:
     a, b = vals
+    d = None if wide else _unguarded_divisor(a, b)  # the checked path keeps the guard
+    if d is not None:
+        return _ceil_quotient(a, d)
     return np.where(b == 0, 0, -np.floor_divide(np.negative(a), _safe(b)))
 
 
 def _align(up: bool) -> Callable[[list[Any], bool], Any]:
-    def apply(vals: list[Any], _wide: bool) -> Any:
+    def apply(vals: list[Any], wide: bool) -> Any:
         x, a = vals
-        q = -np.floor_divide(np.negative(x), _safe(a)) if up else np.floor_divide(x, _safe(a))
-        return np.where(a == 0, 0, q * a)
+        d = None if wide else _unguarded_divisor(x, a)  # the checked path keeps the guard
+        if d is None:
+            q = (-np.floor_divide(np.negative(x), _safe(a)) if up
+                 else np.floor_divide(x, _safe(a)))
+            return np.where(a == 0, 0, q * a)
+        q = _ceil_quotient(x, d) if up else np.floor_divide(x, d)
+        out = _reusable(q, True, a, False)  # q is ours
+        return q * a if out is None else np.multiply(q, a, out=out)
     return apply
 
 
