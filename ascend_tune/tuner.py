@@ -93,6 +93,7 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
     name, enum, valid = resolve_strategy(model, settings.strategy)
     baseline_values = model.baseline_values()
     problem = search_problem(model, name, enum, valid)
+    problem.keep_top = max(problem.keep_top, settings.top_k)
     try:
         result = run(STRATEGIES[name](), problem, settings.budget, shape_rng(settings.seed, shape))
     except NoValidFound:

@@ -290,7 +290,7 @@ def main() -> None:
     cache: dict[str, Any] = {}
     if ARGS.optima is not None and ARGS.optima.exists():
         cache = json.loads(ARGS.optima.read_text())
-    strategies = ["builtin:ga", "builtin:random"]
+    strategies = ["builtin:ils", "builtin:ga", "builtin:random"]
     if "kernel_tuner" not in missing:
         strategies += [f"kt:{s}" for s in KT_STRATEGIES]
     if "optuna" not in missing:

@@ -63,6 +63,10 @@ class Problem:
         # (evaluations so far, best latency) each time the best improves: the convergence
         # curve the report draws. Deterministic for a seed, as the search itself is.
         self.history: list[tuple[int, float]] = []
+        # score_all keeps only the best this many configurations for top() (at least the
+        # --top-k the caller asks for): millions of scores need no memo.
+        self.keep_top = 64
+        self._kept: tuple[np.ndarray, np.ndarray] | None = None  # (latencies, genomes)
 
     def key(self, genomes: np.ndarray) -> list[int | bytes]:
         if self._radix is not None:
@@ -133,9 +137,51 @@ class Problem:
                 out[i] = self._seen[k]
         return out
 
+    def score_all(self, genomes: np.ndarray) -> np.ndarray:
+        """Score configurations that are distinct and new to this search (an enumeration of
+        the valid set, block by block): no memo, so millions of them cost only the model.
+        Configurations ``evaluate`` already scored (the baseline) are not counted twice. The
+        best ``keep_top`` (with ties) are kept for :meth:`top`."""
+        genomes = np.asarray(genomes, dtype=np.int64).reshape(-1, self.n_genes)
+        if self._radix is None or len(self._seen) > 64:
+            return self.evaluate(genomes)
+        if self._seen:
+            old = np.fromiter((k for k in self._seen if isinstance(k, int)), dtype=np.int64)
+            genomes = genomes[~np.isin(genomes @ self._radix, old)]
+        lat = np.asarray(self._objective(genomes), dtype=np.float64)
+        finite = np.isfinite(lat)
+        self.evaluations += int(finite.sum())
+        self.rejected += int((~finite).sum())
+        if finite.any():
+            j = int(np.argmin(lat))
+            if lat[j] < self.best_latency:
+                self.best_latency = float(lat[j])
+                self.best_genome = genomes[j].copy()
+                self.history.append((self.evaluations, self.best_latency))
+            self._keep_best(lat[finite], genomes[finite])
+        return lat
+
+    def _keep_best(self, lat: np.ndarray, genomes: np.ndarray) -> None:
+        if self._kept is not None:
+            lat = np.concatenate([self._kept[0], lat])
+            genomes = np.concatenate([self._kept[1], genomes])
+        if lat.size > self.keep_top:
+            cut = np.partition(lat, self.keep_top - 1)[self.keep_top - 1]
+            keep = lat <= cut  # ties at the cut stay: top() orders them by key
+            lat, genomes = lat[keep], genomes[keep]
+            if lat.size > 8 * self.keep_top and self._radix is not None:
+                # Many ties: order as top() does, (latency, configuration number), and cut.
+                order = np.lexsort((genomes @ self._radix, lat))[:self.keep_top]
+                lat, genomes = lat[order], genomes[order]
+        self._kept = (lat, genomes)
+
     def top(self, k: int) -> list[tuple[np.ndarray, float]]:
         """The ``k`` best distinct configurations scored so far, fastest first (ties broken
         by configuration number, so the order is deterministic)."""
+        if self._kept is not None:
+            for key, v in zip(self.key(self._kept[1]), self._kept[0].tolist(), strict=True):
+                self._seen.setdefault(key, v)
+            self._kept = None
         scored = [(v, key) for key, v in self._seen.items() if np.isfinite(v)]
         scored.sort(key=lambda t: (t[0], t[1]))
         out = []

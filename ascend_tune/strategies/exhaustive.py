@@ -29,7 +29,7 @@ class Exhaustive:
             # The valid set in bounded-memory blocks: exact whatever its size.
             for block in problem.valid_blocks():
                 for start in range(0, len(block), self.chunk):
-                    problem.evaluate(block[start:start + self.chunk])
+                    problem.score_all(block[start:start + self.chunk])
             problem.rejected = problem.space_size - problem.evaluations
             return
         if problem.valid_genomes is not None:
@@ -39,7 +39,7 @@ class Exhaustive:
                 valid = None
             if valid is not None:
                 for start in range(0, len(valid), self.chunk):
-                    problem.evaluate(valid[start:start + self.chunk])
+                    problem.score_all(valid[start:start + self.chunk])
                 # Everything else was ruled out by a constraint without being scored.
                 problem.rejected = problem.space_size - problem.evaluations
                 return
@@ -50,4 +50,4 @@ class Exhaustive:
                 "use --strategy ga")
         for start in range(0, problem.space_size, self.chunk):
             flat = np.arange(start, min(start + self.chunk, problem.space_size), dtype=np.int64)
-            problem.evaluate(decode_flat(flat, problem.sizes))
+            problem.score_all(decode_flat(flat, problem.sizes))

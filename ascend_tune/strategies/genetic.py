@@ -264,7 +264,7 @@ def local_moves(problem: Problem, genome: np.ndarray, rng: np.random.Generator,
             for a, b in group:
                 mirrored[i, a], mirrored[i, b] = genome[b], genome[a]
                 pinned[i, [a, b]] = True
-        mirrored, ok = construct.repair(feasible, sizes, mirrored, rng, pinned)
+        mirrored, ok = construct.settle(feasible, sizes, mirrored, pinned)
         rows.append(mirrored[ok])
     rows.append(construct.neighbours(feasible, sizes, genome, reach))
     out = np.concatenate(rows)
