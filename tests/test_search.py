@@ -188,7 +188,7 @@ def _two_basins(genomes: np.ndarray) -> np.ndarray:
 
 
 def test_mirror_move_reaches_the_mirrored_optimum() -> None:
-    from ascend_tune.strategies.genetic import polish
+    from ascend_tune.strategies.moves import polish
 
     for pairs, want in (([(0, 1)], 1.0), ([], 10.0)):
         problem = Problem(np.array([8, 8]), _two_basins, np.array([0, 7]),
@@ -252,7 +252,7 @@ def test_shift_repairs_with_the_fewest_changes(hw: HardwareProfile,
 
 
 def test_ratio_moves_trade_a_core_split(hw: HardwareProfile) -> None:
-    from ascend_tune.strategies.genetic import ratio_moves
+    from ascend_tune.strategies.moves import ratio_moves
 
     spec = load_spec("batch_matmul")
     model = ShapeModel(spec, hw, {"B": 32, "M": 2048, "N": 2048, "K": 128})

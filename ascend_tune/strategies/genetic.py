@@ -24,6 +24,7 @@ import numpy as np
 
 from ascend_tune.strategies import construct
 from ascend_tune.strategies.base import Problem
+from ascend_tune.strategies.moves import duplicated, polish
 
 
 class Genetic:
@@ -117,7 +118,7 @@ class Genetic:
             moved, ok = construct.mutate(feasible, sizes, children[rows], genes, rng,
                                          near=bool(rng.random() < self.near))
             children[rows[ok]] = moved[ok]
-            todo = problem.seen(children) | _duplicated(children)
+            todo = problem.seen(children) | duplicated(children)
         # Group moves: re-sample together the genes one check reads (coupled genes such as
         # base sizes, steps and buffers under l1_fits), the rest kept: a jump one-gene
         # mutations cannot make without leaving the valid set.
@@ -127,146 +128,10 @@ class Genetic:
             free = reads[rng.integers(0, reads.shape[0], size=rows.size)]
             moved, ok = construct.complete(feasible, sizes, children[rows], free, rng)
             children[rows[ok]] = moved[ok]
-        fresh = ~(problem.seen(children) | _duplicated(children))
+        fresh = ~(problem.seen(children) | duplicated(children))
         return np.asarray(children[fresh], dtype=np.int64)
 
     def _tournament(self, fit: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
         k = min(self.tournament, len(fit))
         picks = rng.integers(0, len(fit), size=(n, k))
         return picks[np.arange(n), np.argmin(fit[picks], axis=1)]  # type: ignore[no-any-return]
-
-
-def _duplicated(rows: np.ndarray) -> np.ndarray:
-    """True for every row equal to an earlier row."""
-    if rows.shape[0] == 0:
-        return np.zeros(0, dtype=bool)
-    _, first = np.unique(rows, axis=0, return_index=True)
-    out = np.ones(rows.shape[0], dtype=bool)
-    out[first] = False
-    return out
-
-
-def polish(problem: Problem, rng: np.random.Generator, pairs: bool = True) -> None:
-    """Steepest descent from the best genome over local moves until none improves or the
-    budget ends: cheap, and it closes the last few percent. When no one-gene or mirror move
-    improves, two-gene moves on genes a check reads together (a core split traded between
-    mDim and bDim, a base size against its step) get one try."""
-    while problem.left > 0 and problem.best_genome is not None:
-        moves = local_moves(problem, problem.best_genome, rng)
-        moves = moves[~problem.seen(moves)]
-        before = problem.best_latency
-        if len(moves):
-            problem.evaluate(moves)
-        if problem.best_latency < before:
-            continue
-        if not pairs:
-            return
-        improved = False
-        for tier in (coupled_moves, ratio_moves, shift_moves):
-            moves = tier(problem, problem.best_genome)
-            moves = moves[~problem.seen(moves)]
-            if len(moves):
-                problem.evaluate(moves)
-            if problem.best_latency < before:
-                improved = True
-                break
-        if not improved:
-            return
-
-
-def coupled_moves(problem: Problem, genome: np.ndarray, max_reads: int = 4) -> np.ndarray:
-    """Both genes of every pair some check reads together (checks reading at most
-    ``max_reads`` genes) moved one or two domain steps each, kept where every check passes."""
-    feasible, sizes = problem.feasible, problem.sizes
-    pairs: set[tuple[int, int]] = set()
-    for row in feasible.reads:
-        genes = np.flatnonzero(row)
-        if 2 <= genes.size <= max_reads:
-            pairs.update((int(a), int(b)) for i, a in enumerate(genes) for b in genes[i + 1:])
-    steps = np.array([(da, db) for da in (-2, -1, 1, 2) for db in (-2, -1, 1, 2)])
-    rows = []
-    for a, b in sorted(pairs):
-        cand = np.repeat(genome[None, :], len(steps), axis=0)
-        cand[:, a] += steps[:, 0]
-        cand[:, b] += steps[:, 1]
-        inside = ((cand[:, a] >= 0) & (cand[:, a] < sizes[a]) & (cand[:, b] >= 0)
-                  & (cand[:, b] < sizes[b]))
-        rows.append(cand[inside])
-    if not rows:
-        return np.zeros((0, sizes.size), dtype=np.int64)
-    out = np.concatenate(rows)
-    out = out[~_duplicated(out)]
-    return np.asarray(out[~construct.violated(feasible, out).any(axis=1)], dtype=np.int64)
-
-
-def ratio_moves(problem: Problem, genome: np.ndarray, reach: int = 3,
-                max_reads: int = 4) -> np.ndarray:
-    """Trades between two genes some check reads together that keep their product: a core
-    split moved from nDim to bDim (nDim 4 -> 2, bDim 8 -> 16), a base tile traded against its
-    K depth. Each gene moves up to ``reach`` domain steps; its partner takes the domain value
-    nearest (in ratio) to the product over it, kept where every check passes."""
-    feasible, sizes, grids = problem.feasible, problem.sizes, problem.grids
-    if grids is None:
-        return np.zeros((0, sizes.size), dtype=np.int64)
-    pairs: set[tuple[int, int]] = set()
-    for row in feasible.reads:
-        genes = np.flatnonzero(row)
-        if 2 <= genes.size <= max_reads:
-            pairs.update((int(a), int(b)) for a in genes for b in genes if a != b)
-    rows = []
-    for a, b in sorted(pairs):
-        ga, gb = grids[a], grids[b]
-        if ga.size < 2 or gb.size < 2 or ga.min() <= 0 or gb.min() <= 0:
-            continue
-        product = float(ga[genome[a]]) * float(gb[genome[b]])
-        new_a = np.arange(max(genome[a] - reach, 0), min(genome[a] + reach + 1, ga.size))
-        new_a = new_a[new_a != genome[a]]
-        want = np.log(product / ga[new_a].astype(np.float64))
-        new_b = np.argmin(np.abs(np.log(gb.astype(np.float64))[None, :] - want[:, None]), axis=1)
-        cand = np.repeat(genome[None, :], new_a.size, axis=0)
-        cand[:, a], cand[:, b] = new_a, new_b
-        rows.append(cand[new_b != genome[b]])
-    if not rows:
-        return np.zeros((0, sizes.size), dtype=np.int64)
-    out = np.concatenate(rows)
-    out = out[~_duplicated(out)]
-    return np.asarray(out[~construct.violated(feasible, out).any(axis=1)], dtype=np.int64)
-
-
-def shift_moves(problem: Problem, genome: np.ndarray, reach: int = 2) -> np.ndarray:
-    """Every gene moved up to ``reach`` domain steps each way, the other genes repaired with
-    the fewest changes where the move breaks a check (:func:`construct.shift`)."""
-    sizes = problem.sizes
-    genes = np.repeat(np.arange(sizes.size), 2 * reach)
-    steps = np.tile(np.r_[-reach:0, 1:reach + 1], sizes.size)
-    values = genome[genes] + steps
-    inside = (values >= 0) & (values < sizes[genes])
-    genes, values = genes[inside], values[inside]
-    rows, ok = construct.shift(problem.feasible, sizes, np.repeat(genome[None, :], genes.size,
-                                                                  axis=0), genes, values)
-    out = rows[ok]
-    return np.asarray(out[~_duplicated(out)], dtype=np.int64)
-
-
-def local_moves(problem: Problem, genome: np.ndarray, rng: np.random.Generator,
-                reach: int = 2) -> np.ndarray:
-    """Mirror swaps first (each pair alone, and all pairs together), repaired inside the valid
-    set with the swapped genes kept; then, for each gene, the ``reach`` nearest values on each
-    side that are feasible given the other genes."""
-    feasible, sizes = problem.feasible, problem.sizes
-    rows = []
-    pairs = list(feasible.pairs)
-    swaps = [[p] for p in pairs] + ([pairs] if len(pairs) > 1 else [])
-    if swaps:
-        mirrored = np.repeat(genome[None, :], len(swaps), axis=0)
-        pinned = np.zeros(mirrored.shape, dtype=bool)
-        for i, group in enumerate(swaps):
-            for a, b in group:
-                mirrored[i, a], mirrored[i, b] = genome[b], genome[a]
-                pinned[i, [a, b]] = True
-        mirrored, ok = construct.settle(feasible, sizes, mirrored, pinned)
-        rows.append(mirrored[ok])
-    rows.append(construct.neighbours(feasible, sizes, genome, reach))
-    out = np.concatenate(rows)
-    return np.asarray(out[~_duplicated(out) & (out != genome[None, :]).any(axis=1)],
-                      dtype=np.int64)

@@ -5,7 +5,7 @@ Why this and not only the GA: on the model's tiling spaces the optimum sits in a
 that needs several genes to change together (baseK doubled with A's K panel resident in L1,
 baseN halved for L0B, the L1 double buffer dropped). A population converges on the first good
 basin it finds; descents from many starts, with moves that follow the constraints
-(:mod:`ascend_tune.strategies.genetic`), reach it far more often for the same budget
+(:mod:`ascend_tune.strategies.moves`), reach it far more often for the same budget
 (``benchmarks/search_vs_peers.py``).
 
 Each descent:
@@ -32,7 +32,7 @@ import numpy as np
 
 from ascend_tune.strategies import construct
 from ascend_tune.strategies.base import Problem
-from ascend_tune.strategies.genetic import coupled_moves, local_moves, ratio_moves, shift_moves
+from ascend_tune.strategies.moves import coupled_moves, local_moves, ratio_moves, shift_moves
 
 Tier = Callable[[Problem, np.ndarray, np.random.Generator], np.ndarray]
 
