@@ -146,12 +146,14 @@ def test_auto_counts_the_valid_set_not_the_raw_space(
     assert [p.strategy for p in planned] == ["exhaustive", "ils"]
 
 
-def test_same_seed_same_search(hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+@pytest.mark.parametrize("name", ["ga", "ils"])
+def test_same_seed_same_search(name: str, hw: HardwareProfile,
+                               matmul_spec: OperatorSpec) -> None:
     shape = {"M": 512, "N": 4096, "K": 1024}
-    first = tune_shape(matmul_spec, hw, shape, TuneSettings("ga", 600, 7))
-    again = tune_shape(matmul_spec, hw, shape, TuneSettings("ga", 600, 7))
+    first = tune_shape(matmul_spec, hw, shape, TuneSettings(name, 600, 7))
+    again = tune_shape(matmul_spec, hw, shape, TuneSettings(name, 600, 7))
     assert json.dumps(first) == json.dumps(again)
-    other = tune_shape(matmul_spec, hw, shape, TuneSettings("ga", 600, 8))
+    other = tune_shape(matmul_spec, hw, shape, TuneSettings(name, 600, 8))
     assert other["history"] != first["history"], "the seed matters"
 
 
