@@ -375,6 +375,34 @@ def report(rows: list[dict[str, Any]], suite: list[Any], seeds: int) -> None:
             print(f"| {strat} | {counting} | {shapes} | {f.mean():.4f} | "
                   f"{np.mean(f >= 1 / 1.01):.0%} | {f.min():.3f} | " + " | ".join(per)
                   + f" | {np.median([r['seconds'] for r in sel]):.2f} |")
+    same_shapes(rows, families)
+
+
+def same_shapes(rows: list[dict[str, Any]], families: list[str]) -> None:
+    """Each peer against the built-in default (ils) on exactly the shapes the peer ran, per
+    family (mean fraction of optimum, every proposal counted)."""
+    every = [r for r in rows if r["counting"] == "every"]
+    peers = [s for s in dict.fromkeys(r["strategy"] for r in every)
+             if not s.startswith("builtin:")]
+    if not peers:
+        return
+    print("\nOn each peer's shapes: built-in ils / peer, mean fraction of optimum")
+    print("| peer | shapes | all | " + " | ".join(families) + " |")
+    print("|" + "---|" * (len(families) + 3))
+    for peer in peers:
+        shapes = {r["shape"] for r in every if r["strategy"] == peer}
+
+        def mean(strat: str, fam: str | None, shapes: set[int] = shapes) -> float | None:
+            f = [r["fraction"] for r in every if r["strategy"] == strat
+                 and r["shape"] in shapes and (fam is None or r["spec"] == fam)]
+            return float(np.mean(f)) if f else None
+
+        cells = []
+        for fam in [None, *families]:
+            ours, theirs = mean("builtin:ils", fam), mean(peer, fam)
+            cells.append("-" if ours is None or theirs is None
+                         else f"{ours:.4f} / {theirs:.4f}")
+        print(f"| {peer} | {len(shapes)} | " + " | ".join(cells) + " |")
 
 
 def _importable(module: str) -> bool:
