@@ -286,7 +286,7 @@ class CheckSet:
                 name, e = self.spec.derive[d]
                 env[name] = e.evaluate(env)
             for col, i in enumerate(which):
-                out[:, col] = np.broadcast_to(self.checks[i].passes(env), (n,))
+                out[:, col] = self.checks[i].passes(env)  # a scalar broadcasts
         return out
 
 

@@ -231,7 +231,8 @@ def settle(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, pinned: n
         cand = rows[todo[owner]]
         current = cand[np.arange(owner.size), gene]
         cand[np.arange(owner.size), gene] = value
-        left = violated(feasible, cand).sum(axis=1)
+        cand_bad = violated(feasible, cand)
+        left = cand_bad.sum(axis=1)
         # Best per row: fewest violations, then the nearest value, then the lowest gene.
         score = (left * 4 * int(sizes.max() + 1) + np.abs(value - current)) * n_genes + gene
         score = np.where(value == current, np.iinfo(np.int64).max, score)
@@ -241,5 +242,5 @@ def settle(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, pinned: n
         target = todo[owner[fixed]]
         rows[target, gene[fixed]] = value[fixed]
         pinned[target, gene[fixed]] = True
-        bad[target] = violated(feasible, rows[target])
+        bad[target] = cand_bad[fixed]  # the chosen candidates' checks, already evaluated
     return rows, np.asarray(~bad.any(axis=1), dtype=bool)

@@ -138,23 +138,33 @@ def shift_moves(problem: Problem, genome: np.ndarray, reach: int = 2) -> np.ndar
 
 def local_moves(problem: Problem, genome: np.ndarray, rng: np.random.Generator,
                 reach: int = 2) -> np.ndarray:
-    """Mirror swaps first (each pair alone, and all pairs together), repaired inside the valid
-    set with the swapped genes kept; then, for each gene, the ``reach`` nearest values on each
-    side that are feasible given the other genes."""
+    """Mirror swaps (:func:`mirror_moves`), then one-gene moves (:func:`one_gene_moves`)."""
+    out = np.concatenate([mirror_moves(problem, genome), one_gene_moves(problem, genome, reach)])
+    return np.asarray(out[~duplicated(out)], dtype=np.int64)
+
+
+def one_gene_moves(problem: Problem, genome: np.ndarray, reach: int = 2) -> np.ndarray:
+    """For each gene, the ``reach`` nearest values on each side that are feasible given the
+    other genes."""
+    out = construct.neighbours(problem.feasible, problem.sizes, genome, reach)
+    return np.asarray(out[(out != genome[None, :]).any(axis=1)], dtype=np.int64)
+
+
+def mirror_moves(problem: Problem, genome: np.ndarray) -> np.ndarray:
+    """Mirror swaps (each pair alone, and all pairs together), the other genes repaired with
+    the fewest changes where a swap breaks a check."""
     feasible, sizes = problem.feasible, problem.sizes
-    rows = []
     pairs = list(feasible.pairs)
     swaps = [[p] for p in pairs] + ([pairs] if len(pairs) > 1 else [])
-    if swaps:
-        mirrored = np.repeat(genome[None, :], len(swaps), axis=0)
-        pinned = np.zeros(mirrored.shape, dtype=bool)
-        for i, group in enumerate(swaps):
-            for a, b in group:
-                mirrored[i, a], mirrored[i, b] = genome[b], genome[a]
-                pinned[i, [a, b]] = True
-        mirrored, ok = construct.settle(feasible, sizes, mirrored, pinned)
-        rows.append(mirrored[ok])
-    rows.append(construct.neighbours(feasible, sizes, genome, reach))
-    out = np.concatenate(rows)
+    if not swaps:
+        return np.zeros((0, sizes.size), dtype=np.int64)
+    mirrored = np.repeat(genome[None, :], len(swaps), axis=0)
+    pinned = np.zeros(mirrored.shape, dtype=bool)
+    for i, group in enumerate(swaps):
+        for a, b in group:
+            mirrored[i, a], mirrored[i, b] = genome[b], genome[a]
+            pinned[i, [a, b]] = True
+    mirrored, ok = construct.settle(feasible, sizes, mirrored, pinned)
+    out = mirrored[ok]
     return np.asarray(out[~duplicated(out) & (out != genome[None, :]).any(axis=1)],
                       dtype=np.int64)
