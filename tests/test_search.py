@@ -285,3 +285,22 @@ def test_exhaustive_top_k_are_the_best_of_the_valid_set(
     assert len(got) == 70
     assert got == pytest.approx(lat[:70].tolist(), rel=1e-6)
     assert entry["evaluations"] == len(lat), "the baseline is not counted twice"
+
+
+def test_mirror_image_flips_the_walk_order(hw: HardwareProfile,
+                                           matmul_spec: OperatorSpec) -> None:
+    from ascend_tune.strategies.moves import mirror_moves
+
+    # The mirror image of a tiling swaps M and N and also which of them is walked inner
+    # (iterateOrder), a gene whose name does not say M or N.
+    model = ShapeModel(matmul_spec, hw, {"M": 1024, "N": 1024, "K": 1024})
+    names = list(matmul_spec.params)
+    config = {"baseM": 128, "baseN": 64, "baseK": 64, "stepM": 1, "stepN": 1, "stepKa": 4,
+              "stepKb": 4, "dbL1": 1, "dbL0A": 2, "dbL0B": 2, "dbL0C": 2, "iterateOrder": 1,
+              "mDim": 4, "nDim": 2, "kDim": 1}
+    genome = model.nearest_indices(config)
+    moves = model.values(mirror_moves(search_problem(model, "ils"), genome))
+    seen = {tuple(int(row[names.index(p)]) for p in ("baseM", "baseN", "mDim", "nDim",
+                                                      "iterateOrder")) for row in moves}
+    assert (64, 128, 2, 4, 0) in seen
+    assert (64, 128, 2, 4, 1) in seen

@@ -152,18 +152,28 @@ def one_gene_moves(problem: Problem, genome: np.ndarray, reach: int = 2) -> np.n
 
 def mirror_moves(problem: Problem, genome: np.ndarray) -> np.ndarray:
     """Mirror swaps (each pair alone, and all pairs together), the other genes repaired with
-    the fewest changes where a swap breaks a check."""
+    the fewest changes where a swap breaks a check. The whole mirror image also comes with
+    each unpaired two-valued gene flipped: a walk order (iterateOrder: M inner or N inner)
+    is the mirror of itself only when flipped, and its name says nothing of M or N."""
     feasible, sizes = problem.feasible, problem.sizes
     pairs = list(feasible.pairs)
-    swaps = [[p] for p in pairs] + ([pairs] if len(pairs) > 1 else [])
+    swaps: list[tuple[list[tuple[int, int]], int | None]] = [([p], None) for p in pairs]
+    if len(pairs) > 1:
+        swaps.append((pairs, None))
+    if pairs:
+        paired = {g for p in pairs for g in p}
+        swaps += [(pairs, int(g)) for g in np.flatnonzero(sizes == 2) if int(g) not in paired]
     if not swaps:
         return np.zeros((0, sizes.size), dtype=np.int64)
     mirrored = np.repeat(genome[None, :], len(swaps), axis=0)
     pinned = np.zeros(mirrored.shape, dtype=bool)
-    for i, group in enumerate(swaps):
+    for i, (group, flip) in enumerate(swaps):
         for a, b in group:
             mirrored[i, a], mirrored[i, b] = genome[b], genome[a]
             pinned[i, [a, b]] = True
+        if flip is not None:
+            mirrored[i, flip] = 1 - genome[flip]
+            pinned[i, flip] = True
     mirrored, ok = construct.settle(feasible, sizes, mirrored, pinned)
     out = mirrored[ok]
     return np.asarray(out[~duplicated(out) & (out != genome[None, :]).any(axis=1)],
