@@ -75,6 +75,20 @@ SUITE: list[tuple[str, dict[str, int], str]] = [
     ("softmax", {"rows": 1, "cols": 151936}, ""),
 ]
 QUICK = [0, 3, 5, 13, 17, 18]
+# Shapes the strategies were not developed against (--suite heldout): a check that what the
+# suite shows is not fitted to it.
+HELDOUT: list[tuple[str, dict[str, int], str]] = [
+    ("matmul", {"M": 256, "N": 11008, "K": 4096}, ""),
+    ("matmul", {"M": 3000, "N": 5000, "K": 700}, ""),
+    ("matmul", {"M": 64, "N": 14336, "K": 4096}, ""),
+    ("matmul", {"M": 1024, "N": 1024, "K": 8192}, ""),
+    ("matmul", {"M": 333, "N": 777, "K": 2048}, ""),
+    ("matmul", {"M": 8192, "N": 1024, "K": 1024}, ""),
+    ("matmul:bfloat16", {"M": 2048, "N": 2048, "K": 2048}, ""),
+    ("matmul:int8", {"M": 512, "N": 8192, "K": 2048}, ""),
+    ("batch_matmul", {"B": 8, "M": 512, "N": 512, "K": 512}, ""),
+    ("batch_matmul", {"B": 16, "M": 1024, "N": 128, "K": 1024}, ""),
+]
 KT_STRATEGIES = ("genetic_algorithm", "simulated_annealing", "pso", "greedy_ils", "random_sample")
 OPTUNA_SAMPLERS = ("tpe", "cmaes", "random")
 COUNTINGS = ("every", "valid")
@@ -277,11 +291,14 @@ def main() -> None:
                     help="run Optuna on the first N shapes of the suite only (it is slow)")
     ap.add_argument("--only", default="", help="comma-separated strategy names")
     ap.add_argument("--shapes", default="", help="comma-separated suite indices")
+    ap.add_argument("--suite", choices=("main", "heldout"), default="main",
+                    help="heldout: 10 shapes the strategies were not developed against")
     ARGS = ap.parse_args()
     hw = load_profile(ARGS.hw)
+    shapes = HELDOUT if ARGS.suite == "heldout" else SUITE
     picked = [int(i) for i in ARGS.shapes.split(",")] if ARGS.shapes else (
-        QUICK if ARGS.quick else range(len(SUITE)))
-    suite = [SUITE[i] for i in picked]
+        QUICK if ARGS.quick else range(len(shapes)))
+    suite = [shapes[i] for i in picked]
     seeds = 2 if ARGS.quick else ARGS.seeds
     missing = [m for m in ("kernel_tuner", "optuna") if not _importable(m)]
     if missing:
