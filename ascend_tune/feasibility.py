@@ -99,16 +99,16 @@ class Enumerator:
         position = {p: i for i, p in enumerate(self.order)}
         # Checks that read no parameter run at the first step (they can only reject all).
         self._at: list[list[launch.Check]] = [[] for _ in self.order]
+        # The assigned parameters (positions in the order) each step's checks read.
+        read_at: list[set[int]] = [set() for _ in self.order]
         for check, reads in checks:
             step = max((position[p] for p in reads), default=0)
             self._at[step].append(check)
+            read_at[step].update(position[p] for p in reads)
+        self._read_at = [sorted(r) for r in read_at]
         # The derived values each step's checks need (transitively), in derive order: a step
         # computes those only, not every derived value its parameters happen to determine.
         self._derive_at = [_needed_derived(spec, [c.expr for c in at]) for at in self._at]
-        # The assigned parameters (positions in the order) each step's checks read.
-        self._read_at: list[list[int]] = [
-            sorted({position[p] for c, reads in checks if any(c is x for x in at)
-                    for p in reads}) for at in self._at]
 
     def _choose_order(self, checks: Sequence[tuple[launch.Check, frozenset[str]]]) -> list[str]:
         """The assignment order that minimises the expected total number of prefixes.

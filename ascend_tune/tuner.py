@@ -190,7 +190,7 @@ def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = N
             return Problem(model.sizes, model.objective, base, valid_genomes=lambda _cap: known)
         return Problem(model.sizes, model.objective, base,
                        valid_blocks=lambda: index_blocks(model, enum))
-    if strategy in ("ga", "ils"):
+    if getattr(STRATEGIES[strategy], "builds_valid", False):
         return Problem(model.sizes, model.objective, base, feasible=check_set(model, enum),
                        grids=model.grids)
     return Problem(model.sizes, model.objective, base)

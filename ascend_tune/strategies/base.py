@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from ascend_tune.errors import AscendTuneError
+from ascend_tune.strategies import construct
 from ascend_tune.strategies.construct import Feasible, Unconstrained
 
 Objective = Callable[[np.ndarray], np.ndarray]
@@ -125,11 +126,7 @@ class Problem:
             for k, v in zip(todo, lat.tolist(), strict=False):
                 self._seen[k] = v
             if finite.any():
-                j = int(np.argmin(lat))
-                if lat[j] < self.best_latency:
-                    self.best_latency = float(lat[j])
-                    self.best_genome = genomes[rows[j]].copy()
-                    self.history.append((self.evaluations, self.best_latency))
+                self._note_best(lat, genomes[rows])
         for i, k in enumerate(keys):
             if k not in self._seen:
                 out[i] = np.inf  # past the budget: not looked at
@@ -153,13 +150,18 @@ class Problem:
         self.evaluations += int(finite.sum())
         self.rejected += int((~finite).sum())
         if finite.any():
-            j = int(np.argmin(lat))
-            if lat[j] < self.best_latency:
-                self.best_latency = float(lat[j])
-                self.best_genome = genomes[j].copy()
-                self.history.append((self.evaluations, self.best_latency))
+            self._note_best(lat, genomes)
             self._keep_best(lat[finite], genomes[finite])
         return lat
+
+    def _note_best(self, lat: np.ndarray, genomes: np.ndarray) -> None:
+        """Take the fastest of a scored batch as the best when it beats it (the history
+        records each improvement against the evaluations so far)."""
+        j = int(np.argmin(lat))
+        if lat[j] < self.best_latency:
+            self.best_latency = float(lat[j])
+            self.best_genome = genomes[j].copy()
+            self.history.append((self.evaluations, self.best_latency))
 
     def _keep_best(self, lat: np.ndarray, genomes: np.ndarray) -> None:
         if self._kept is not None:
@@ -192,6 +194,15 @@ class Problem:
                 genome = decode_flat(np.array([key], dtype=np.int64), self.sizes)[0]
             out.append((genome, latency))
         return out
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Up to ``n`` fresh configurations built inside the valid set
+        (:func:`~.construct.sample`), the walks they took counted against the walk cap and a
+        shortfall caused by the cap recorded (``walks_capped``)."""
+        fresh, walks = construct.sample(self.feasible, self.sizes, n, rng, self.walks_left)
+        self.walks += walks
+        self.walks_capped |= len(fresh) < n and self.walks_left == 0
+        return fresh
 
     def random_genomes(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.integers(0, self.sizes, size=(n, self.n_genes), dtype=np.int64)

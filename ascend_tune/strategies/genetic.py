@@ -29,6 +29,7 @@ from ascend_tune.strategies.moves import duplicated, polish
 
 class Genetic:
     name = "ga"
+    builds_valid = True  # proposals built inside the valid set: give it the constraints
 
     def __init__(self, population: int = 0, elite_fraction: float = 0.1, tournament: int = 3,
                  crossover_rate: float = 0.9, mutation_rate: float = 0.5,
@@ -88,10 +89,7 @@ class Genetic:
 
     def _initial(self, problem: Problem, seeds: np.ndarray, pop_size: int,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        fresh, walks = construct.sample(problem.feasible, problem.sizes,
-                                        max(pop_size - len(seeds), 1), rng, problem.walks_left)
-        problem.walks += walks
-        problem.walks_capped |= len(fresh) < pop_size - len(seeds) and problem.walks_left == 0
+        fresh = problem.sample(max(pop_size - len(seeds), 1), rng)
         genomes = np.concatenate([seeds, fresh])
         fit = problem.evaluate(genomes)
         keep = np.isfinite(fit)

@@ -46,6 +46,7 @@ TIERS: tuple[Tier, ...] = (
 
 class IteratedLocalSearch:
     name = "ils"
+    builds_valid = True  # proposals built inside the valid set: give it the constraints
 
     def __init__(self, chunk: int = 8, pool: int = 8, kicks: int = 4,
                  kick_genes: int = 2) -> None:
@@ -69,10 +70,7 @@ class IteratedLocalSearch:
     def _start(self, problem: Problem, rng: np.random.Generator,
                first: bool) -> tuple[np.ndarray, float] | None:
         """The best of a fresh sample pool (with the baseline, the first time)."""
-        fresh, walks = construct.sample(problem.feasible, problem.sizes, self.pool, rng,
-                                        problem.walks_left)
-        problem.walks += walks
-        problem.walks_capped |= len(fresh) < self.pool and problem.walks_left == 0
+        fresh = problem.sample(self.pool, rng)
         if first and problem.baseline is not None:
             fresh = np.concatenate([problem.baseline[None, :].astype(np.int64), fresh])
         if len(fresh) == 0:

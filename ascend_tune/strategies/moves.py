@@ -62,18 +62,25 @@ def polish(problem: Problem, rng: np.random.Generator, pairs: bool = True) -> No
             return
 
 
-def coupled_moves(problem: Problem, genome: np.ndarray, max_reads: int = 4) -> np.ndarray:
-    """Both genes of every pair some check reads together (checks reading at most
-    ``max_reads`` genes) moved one or two domain steps each, kept where every check passes."""
-    feasible, sizes = problem.feasible, problem.sizes
+def check_pairs(feasible: construct.Feasible, max_reads: int = 4) -> list[tuple[int, int]]:
+    """Ordered pairs of genes some check reads together, from the checks that read at most
+    ``max_reads`` genes (the couplings, not the whole-buffer budgets), sorted."""
     pairs: set[tuple[int, int]] = set()
     for row in feasible.reads:
         genes = np.flatnonzero(row)
         if 2 <= genes.size <= max_reads:
-            pairs.update((int(a), int(b)) for i, a in enumerate(genes) for b in genes[i + 1:])
+            pairs.update((int(a), int(b)) for a in genes for b in genes if a != b)
+    return sorted(pairs)
+
+
+def coupled_moves(problem: Problem, genome: np.ndarray, max_reads: int = 4) -> np.ndarray:
+    """Both genes of every pair some check reads together (checks reading at most
+    ``max_reads`` genes) moved one or two domain steps each, kept where every check passes."""
+    feasible, sizes = problem.feasible, problem.sizes
+    pairs = [(a, b) for a, b in check_pairs(feasible, max_reads) if a < b]
     steps = np.array([(da, db) for da in (-2, -1, 1, 2) for db in (-2, -1, 1, 2)])
     rows = []
-    for a, b in sorted(pairs):
+    for a, b in pairs:
         cand = np.repeat(genome[None, :], len(steps), axis=0)
         cand[:, a] += steps[:, 0]
         cand[:, b] += steps[:, 1]
@@ -96,13 +103,9 @@ def ratio_moves(problem: Problem, genome: np.ndarray, reach: int = 3,
     feasible, sizes, grids = problem.feasible, problem.sizes, problem.grids
     if grids is None:
         return np.zeros((0, sizes.size), dtype=np.int64)
-    pairs: set[tuple[int, int]] = set()
-    for row in feasible.reads:
-        genes = np.flatnonzero(row)
-        if 2 <= genes.size <= max_reads:
-            pairs.update((int(a), int(b)) for a in genes for b in genes if a != b)
+    pairs = check_pairs(feasible, max_reads)
     rows = []
-    for a, b in sorted(pairs):
+    for a, b in pairs:
         ga, gb = grids[a], grids[b]
         if ga.size < 2 or gb.size < 2 or ga.min() <= 0 or gb.min() <= 0:
             continue
