@@ -19,19 +19,24 @@ import contextlib
 import copy
 import functools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ascend_tune import costs, launch, roofline
+from ascend_tune import costs, launch, roofline, row_kernel
 from ascend_tune import expr as expr_mod
 from ascend_tune.errors import SpecError
 from ascend_tune.expr import Expr
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.spec import Loop, OperatorSpec, Stage, evaluate_baseline
+from ascend_tune.spec import Loop, OperatorSpec, Stage, end_pipes, evaluate_baseline
 from ascend_tune.vocabulary import DTYPE_BYTES, PIPE_COLUMN, PIPE_COLUMNS
+
+# Batches of at most this many rows are scored by the row kernel (one Python call per row)
+# instead of the vectorised engine (a fixed ~3 ms per call): the crossover measured by
+# benchmarks/model_speed.py --small.
+ROW_KERNEL_MAX_ROWS = 64
 
 
 @dataclass
@@ -161,6 +166,7 @@ class ShapeModel:
             return ShapeModel(self.spec, hw, self.shape)
         other = copy.copy(self)
         other.hw = hw
+        other.__dict__.pop("_row_latency", None)  # compiled with this profile's numbers
         other._check_profile_covers_spec()
         other.roofline_us = roofline.roofline_us(self.spec, hw, self.base_env)
         return other
@@ -196,8 +202,38 @@ class ShapeModel:
     # ---- evaluation -------------------------------------------------------------------------
 
     def objective(self, indices: np.ndarray) -> np.ndarray:
-        """The search seam: index genomes in, predicted latency (us) out, inf where invalid."""
+        """The search seam: index genomes in, predicted latency (us) out, inf where invalid.
+        A few rows go through the row kernel (the same bits, without numpy's per-call cost)."""
+        if len(indices) <= ROW_KERNEL_MAX_ROWS and self._row_latency is not None:
+            return self._row_objective(indices)
         return self.evaluate(self.values(indices)).latency_us
+
+    @functools.cached_property
+    def _row_latency(self) -> Callable[..., float] | None:
+        """The row kernel (:mod:`ascend_tune.row_kernel`): only where the whole space is
+        proven free of int64 overflow, as the engine's unchecked path is."""
+        if not self._space_proven:
+            return None
+        constraints = [launch.Check(n, e, boolean=True) for n, e in self.spec.constraints]
+        return row_kernel.latency_function(self.spec, self.hw, self.base_env,
+                                           [*constraints, *self._launch_in_space])
+
+    @functools.cached_property
+    def _grid_lists(self) -> list[list[int]]:
+        return [g.tolist() for g in self.grids]
+
+    def _row_objective(self, indices: np.ndarray) -> np.ndarray:
+        fn = self._row_latency
+        assert fn is not None
+        grids = self._grid_lists
+        out = np.empty(len(indices))
+        for i, row in enumerate(np.asarray(indices).tolist()):
+            values = [g[j] for g, j in zip(grids, row, strict=True)]
+            try:
+                out[i] = fn(*values)
+            except row_kernel.ROW_ERRORS:  # numpy's inf or nan where Python raises
+                out[i] = self.evaluate(np.array([values], dtype=np.int64)).latency_us[0]
+        return out
 
     def failure_counts(self, values: np.ndarray) -> dict[str, int]:
         """For each constraint and launch check, how many of ``values`` fail it (all checks
@@ -379,7 +415,7 @@ class ShapeModel:
                 gm = np.add(gm, sub_gm, out=gm if gm is not ctx.zeros else sub_gm)
                 recurrence = np.maximum(recurrence, sub_rec, out=(
                     recurrence if recurrence is not ctx.zeros else sub_rec))
-                first, last = _end_pipes(item.body)
+                first, last = end_pipes(item.body)
             else:
                 cycles, stage_gm = self._stage(item, ctx, inner_mult)
                 seq += cycles
@@ -556,18 +592,6 @@ def _bound(pipes: Mapping[str, np.ndarray], gm: np.ndarray, head: np.ndarray) ->
         return stacked
     return index
 
-
-def _end_pipes(body: Sequence[Stage | Loop]) -> tuple[str | None, str | None]:
-    """The pipe a body starts and ends on (through nested loops), for flag handoffs: entering a
-    nested loop hands off to its first stage's pipe, leaving it from its last stage's."""
-    pipes: list[str] = []
-    for item in body:
-        if isinstance(item, Loop):
-            first, last = _end_pipes(item.body)
-            pipes += [p for p in (first, last) if p is not None]
-        else:
-            pipes.append(item.pipe)
-    return (pipes[0], pipes[-1]) if pipes else (None, None)
 
 def _expression_steps(spec: OperatorSpec) -> Iterator[tuple[str | None, Expr]]:
     """Every expression one evaluation runs, in order; derived values carry their name (later

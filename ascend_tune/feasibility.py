@@ -14,16 +14,22 @@ count, not by the raw product size).
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ascend_tune import expr as expr_mod
-from ascend_tune import launch
+from ascend_tune import launch, row_kernel
 from ascend_tune.expr import Expr
-from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec import OperatorSpec, needed_derived
+
+# New rows at or below which CheckSet.passes runs the row kernel (~10 us a row) rather than
+# one vectorised call (~0.5 ms): benchmarks/model_speed.py --small.
+ROW_KERNEL_MAX_ROWS = 48
+_MEMO_ROWS = 500_000  # configurations whose checks CheckSet.passes remembers
 
 
 class TooMany(Exception):
@@ -60,20 +66,6 @@ def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence
     return every + [c for c in launch.checks_to_run(spec, cores, spans) if c is not None]
 
 
-def _needed_derived(spec: OperatorSpec, exprs: Sequence[Expr]) -> list[tuple[str, Expr]]:
-    """The derived values ``exprs`` read, directly or through other derived values, in the
-    spec's derive order (which is dependency order)."""
-    derive = dict(spec.derive)
-    need: set[str] = set()
-    todo = [n for e in exprs for n in e.names if n in derive]
-    while todo:
-        name = todo.pop()
-        if name not in need:
-            need.add(name)
-            todo += [n for n in derive[name].names if n in derive]
-    return [(name, e) for name, e in spec.derive if name in need]
-
-
 class Enumerator:
     """Enumerate the valid configurations of ``spec`` on one shape.
 
@@ -108,7 +100,7 @@ class Enumerator:
         self._read_at = [sorted(r) for r in read_at]
         # The derived values each step's checks need (transitively), in derive order: a step
         # computes those only, not every derived value its parameters happen to determine.
-        self._derive_at = [_needed_derived(spec, [c.expr for c in at]) for at in self._at]
+        self._derive_at = [needed_derived(spec, [c.expr for c in at]) for at in self._at]
 
     def _choose_order(self, checks: Sequence[tuple[launch.Check, frozenset[str]]]) -> list[str]:
         """The assignment order that minimises the expected total number of prefixes.
@@ -273,8 +265,55 @@ class CheckSet:
             names = names.union(*(closure[n] for n in names))
             self._needs.append({derived.index(n) for n in names})
 
+    @functools.cached_property
+    def _row_checks(self) -> Callable[..., tuple[bool, ...]] | None:
+        """Every check on one configuration (:mod:`ascend_tune.row_kernel`): only where every
+        expression is proven free of int64 overflow, as the unchecked numpy path is."""
+        if not self._proven:
+            return None
+        return row_kernel.checks_function(self.spec, self.base_env, self.checks)
+
     def passes(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
-        """(rows, len(which)) booleans: does each row pass each chosen check."""
+        """(rows, len(which)) booleans: does each row pass each chosen check.
+
+        Where the row kernel applies, each configuration's checks are computed once, all of
+        them, and remembered: a search asks about the same rows again and again (a repair
+        re-checks its candidates, neighbourhoods overlap). New rows go through the kernel
+        when few, else through one vectorised call."""
+        fn = self._row_checks
+        if fn is None:
+            return self.passes_vectorised(genomes, which)
+        memo = self._memo
+        if len(memo) > _MEMO_ROWS:
+            memo.clear()
+        keys = [tuple(r) for r in np.asarray(genomes).tolist()]
+        new = list(dict.fromkeys(k for k in keys if k not in memo))
+        if len(new) > ROW_KERNEL_MAX_ROWS:
+            every = self.passes_vectorised(np.array(new, dtype=np.int64),
+                                           range(len(self.checks)))
+            memo.update(zip(new, map(tuple, every.tolist()), strict=True))
+        else:
+            grids = self._grid_lists
+            for k in new:
+                try:
+                    memo[k] = fn(*[g[j] for g, j in zip(grids, k, strict=True)])
+                except row_kernel.ROW_ERRORS:  # numpy's inf or nan where Python raises
+                    row = np.array([k], dtype=np.int64)
+                    memo[k] = tuple(self.passes_vectorised(row, range(len(self.checks)))[0])
+        out = np.array([memo[k] for k in keys], dtype=bool).reshape(len(keys), len(self.checks))
+        cols = list(which)
+        return out if cols == list(range(out.shape[1])) else out[:, cols]
+
+    @functools.cached_property
+    def _memo(self) -> dict[tuple[int, ...], tuple[bool, ...]]:
+        return {}
+
+    @functools.cached_property
+    def _grid_lists(self) -> list[list[int]]:
+        return [g.tolist() for g in self.grids]
+
+    def passes_vectorised(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
+        """:meth:`passes` by the numpy evaluation (any number of rows)."""
         n = genomes.shape[0]
         env: dict[str, Any] = dict(self.base_env)
         for j, (p, g) in enumerate(zip(self.spec.params, self.grids, strict=True)):
@@ -288,7 +327,6 @@ class CheckSet:
             for col, i in enumerate(which):
                 out[:, col] = self.checks[i].passes(env)  # a scalar broadcasts
         return out
-
 
 # Letters whose swap mirrors a name: M/N (rows/columns of C), A/B (the two inputs).
 _MIRROR = {"M": "N", "N": "M", "m": "n", "n": "m", "A": "B", "B": "A", "a": "b", "b": "a"}

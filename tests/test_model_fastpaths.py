@@ -33,7 +33,7 @@ from ascend_tune.errors import ExprError
 from ascend_tune.expr import Expr, Kind, parse
 from ascend_tune.hardware import HardwareProfile, load_profile
 from ascend_tune.shapes import load_shape_file
-from ascend_tune.spec import Loop, Stage, load_spec
+from ascend_tune.spec import Loop, Stage, end_pipes, load_spec
 from ascend_tune.vocabulary import DTYPE_BYTES, PIPE_COLUMN, PIPE_COLUMNS, TRANSFER_PATHS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -402,7 +402,7 @@ class _Reference:
                     busy[pipe] = busy.get(pipe, 0.0) + cycles
                 gm = gm + sub_gm
                 recurrence = np.maximum(recurrence, sub_rec)
-                first, last = engine._end_pipes(item.body)
+                first, last = end_pipes(item.body)
             else:
                 cycles, stage_gm = self.stage(item, env, cores, n)
                 seq = seq + cycles

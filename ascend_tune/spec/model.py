@@ -233,6 +233,33 @@ class OperatorSpec:
         return cann.KERNEL_MODES[self.kernel_mode]
 
 
+def end_pipes(body: Sequence[Stage | Loop]) -> tuple[str | None, str | None]:
+    """The pipe a body starts and ends on (through nested loops), for flag handoffs: entering a
+    nested loop hands off to its first stage's pipe, leaving it from its last stage's."""
+    pipes: list[str] = []
+    for item in body:
+        if isinstance(item, Loop):
+            first, last = end_pipes(item.body)
+            pipes += [p for p in (first, last) if p is not None]
+        else:
+            pipes.append(item.pipe)
+    return (pipes[0], pipes[-1]) if pipes else (None, None)
+
+
+def needed_derived(spec: OperatorSpec, exprs: Sequence[Expr]) -> list[tuple[str, Expr]]:
+    """The derived values ``exprs`` read, directly or through other derived values, in the
+    spec's derive order (which is dependency order)."""
+    derive = dict(spec.derive)
+    need: set[str] = set()
+    todo = [n for e in exprs for n in e.names if n in derive]
+    while todo:
+        name = todo.pop()
+        if name not in need:
+            need.add(name)
+            todo += [n for n in derive[name].names if n in derive]
+    return [(name, e) for name, e in spec.derive if name in need]
+
+
 def round_half_up(value: Any) -> int:
     """The one rounding rule for baseline values (the emitted C++ uses floor(x + 0.5)).
 
