@@ -28,7 +28,7 @@ from ascend_tune.spec import OperatorSpec, needed_derived
 
 # New rows at or below which CheckSet.passes runs the row kernel (~10 us a row) rather than
 # one vectorised call (~0.5 ms): benchmarks/model_speed.py --small.
-ROW_KERNEL_MAX_ROWS = 48
+ROW_KERNEL_MAX_ROWS = 96
 _MEMO_ROWS = 500_000  # configurations whose checks CheckSet.passes remembers
 
 
@@ -266,7 +266,7 @@ class CheckSet:
             self._needs.append({derived.index(n) for n in names})
 
     @functools.cached_property
-    def _row_checks(self) -> Callable[..., tuple[bool, ...]] | None:
+    def _row_checks(self) -> Callable[..., bytes] | None:
         """Every check on one configuration (:mod:`ascend_tune.row_kernel`): only where every
         expression is proven free of int64 overflow, as the unchecked numpy path is."""
         if not self._proven:
@@ -291,7 +291,7 @@ class CheckSet:
         if len(new) > ROW_KERNEL_MAX_ROWS:
             every = self.passes_vectorised(np.array(new, dtype=np.int64),
                                            range(len(self.checks)))
-            memo.update(zip(new, map(tuple, every.tolist()), strict=True))
+            memo.update(zip(new, map(bytes, every.view(np.uint8)), strict=True))
         else:
             grids = self._grid_lists
             for k in new:
@@ -299,13 +299,15 @@ class CheckSet:
                     memo[k] = fn(*[g[j] for g, j in zip(grids, k, strict=True)])
                 except row_kernel.ROW_ERRORS:  # numpy's inf or nan where Python raises
                     row = np.array([k], dtype=np.int64)
-                    memo[k] = tuple(self.passes_vectorised(row, range(len(self.checks)))[0])
-        out = np.array([memo[k] for k in keys], dtype=bool).reshape(len(keys), len(self.checks))
+                    every = self.passes_vectorised(row, range(len(self.checks)))
+                    memo[k] = every[0].view(np.uint8).tobytes()
+        out = np.frombuffer(b"".join([memo[k] for k in keys]), dtype=bool).reshape(
+            len(keys), len(self.checks))
         cols = list(which)
         return out if cols == list(range(out.shape[1])) else out[:, cols]
 
     @functools.cached_property
-    def _memo(self) -> dict[tuple[int, ...], tuple[bool, ...]]:
+    def _memo(self) -> dict[tuple[int, ...], bytes]:
         return {}
 
     @functools.cached_property

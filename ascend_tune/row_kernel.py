@@ -403,12 +403,13 @@ def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None
 
 
 def checks_function(spec: OperatorSpec, base_env: Mapping[str, Any],
-                    checks: Sequence[launch.Check]) -> Callable[..., tuple[bool, ...]]:
-    """``f(p0, ..., pn)``: whether one configuration passes each of ``checks``, in order."""
+                    checks: Sequence[launch.Check]) -> Callable[..., bytes]:
+    """``f(p0, ..., pn)``: whether one configuration passes each of ``checks``, in order, as
+    bytes of 0 and 1 (a row of a boolean array)."""
     src = _Source(spec, base_env)
     src.derive(needed_derived(spec, [c.expr for c in checks]))
     results = [src.w.atom(src.check(c)) for c in checks]
-    tail = "(" + "".join(f"{r}, " for r in results) + ")"
+    tail = "bytes((" + "".join(f"{r}, " for r in results) + "))"
     return _compile(src.function("checks", tail), "checks")
 
 

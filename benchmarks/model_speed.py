@@ -1,10 +1,17 @@
 """Model evaluations per second on one core (median of repeats), per spec and batch size.
 
     python benchmarks/model_speed.py [--repeats 7]
+    python benchmarks/model_speed.py --small    # the row kernel against the engine
+
 
 Two columns: ``valid evals/s`` scores valid configurations only (what the search pays the model
 for: an exhaustive sweep filters invalid rows first), ``objective evals/s`` scores random index
 genomes through ``ShapeModel.objective`` (valid and invalid rows, as the GA does).
+
+``--small``: milliseconds per call for the batches a local search sends (a few valid rows),
+the row kernel (ascend_tune/row_kernel.py) against the vectorised engine, for the model and for
+the checks (CheckSet.passes, nothing remembered). Where the columns cross is where
+``engine.ROW_KERNEL_MAX_ROWS`` and ``feasibility.ROW_KERNEL_MAX_ROWS`` hand over.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from functools import partial
 
 import numpy as np
 
+from ascend_tune import feasibility
 from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import load_profile
 from ascend_tune.spec import load_spec
@@ -37,10 +45,52 @@ def _median_rate(run: Callable[[], object], rows: int, repeats: int) -> float:
     return float(np.median(rates))
 
 
+def _median_ms(run: Callable[[], object], repeats: int,
+               before: Callable[[], object] = lambda: None) -> float:
+    times = []
+    for _ in range(repeats):
+        before()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times)) * 1e3
+
+
+def small(repeats: int) -> None:
+    hw = load_profile("ascend910b3")
+    print("| spec | rows | model: kernel ms | model: engine ms | checks: kernel ms | "
+          "checks: engine ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, shape in CASES:
+        model = ShapeModel(load_spec(name), hw, shape)
+        checks = feasibility.check_set(model)
+        valid = next(feasibility.index_blocks(model, rows=20_000))
+        every = list(range(len(checks.checks)))
+        rng = np.random.default_rng(0)
+        for rows in (8, 32, 64, 128, 256):
+            genomes = valid[rng.choice(len(valid), rows)]
+            kernel = _median_ms(partial(model._row_objective, genomes), repeats)
+            engine = _median_ms(partial(model.evaluate, model.values(genomes)), repeats)
+            saved = feasibility.ROW_KERNEL_MAX_ROWS
+            feasibility.ROW_KERNEL_MAX_ROWS = rows  # the kernel, each row new
+            check_kernel = _median_ms(partial(checks.passes, genomes, every), repeats,
+                                      checks._memo.clear)
+            feasibility.ROW_KERNEL_MAX_ROWS = saved
+            check_engine = _median_ms(partial(checks.passes_vectorised, genomes, every),
+                                      repeats)
+            print(f"| {name} | {rows} | {kernel:.2f} | {engine:.2f} | {check_kernel:.2f} | "
+                  f"{check_engine:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--small", action="store_true",
+                        help="the row kernel against the engine on small batches")
     args = parser.parse_args()
+    if args.small:
+        small(max(args.repeats, 15))
+        return
     hw = load_profile("ascend910b3")
     print(f"{'spec':<14} {'batch':>8} {'valid evals/s':>15} {'objective evals/s':>18} "
           f"{'valid share':>12}")

@@ -149,7 +149,7 @@ def test_checks_are_the_vectorised_ones(name: str) -> None:
         assert checks.passes(genomes[:0], every).shape == (0, len(every))
 
 
-_OWN_NAMES = {"math", "float", "int", "abs", "value", "latency", "checks"}
+_OWN_NAMES = {"math", "float", "int", "abs", "bytes", "value", "latency", "checks"}
 
 
 def _names(source: str) -> set[str]:

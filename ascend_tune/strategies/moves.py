@@ -25,12 +25,14 @@ from ascend_tune.strategies.base import Problem
 
 
 def duplicated(rows: np.ndarray) -> np.ndarray:
-    """True for every row equal to an earlier row."""
-    if rows.shape[0] == 0:
-        return np.zeros(0, dtype=bool)
-    _, first = np.unique(rows, axis=0, return_index=True)
-    out = np.ones(rows.shape[0], dtype=bool)
-    out[first] = False
+    """True for every row equal to an earlier row (a set of tuples: the rows are few, and
+    np.unique's sort costs more than the rows at this size)."""
+    seen: set[tuple[int, ...]] = set()
+    out = np.zeros(rows.shape[0], dtype=bool)
+    for i, row in enumerate(map(tuple, rows.tolist())):
+        if row in seen:
+            out[i] = True
+        seen.add(row)
     return out
 
 
