@@ -66,13 +66,24 @@ def polish(problem: Problem, rng: np.random.Generator, pairs: bool = True) -> No
 
 def check_pairs(feasible: construct.Feasible, max_reads: int = 4) -> list[tuple[int, int]]:
     """Ordered pairs of genes some check reads together, from the checks that read at most
-    ``max_reads`` genes (the couplings, not the whole-buffer budgets), sorted."""
+    ``max_reads`` genes (the couplings, not the whole-buffer budgets), sorted. Found once per
+    check set: a descent asks at every step."""
+    key = (max_reads, feasible.reads.tobytes(), feasible.reads.shape)
+    cached = _PAIRS.get(key)
+    if cached is not None:
+        return cached
     pairs: set[tuple[int, int]] = set()
     for row in feasible.reads:
         genes = np.flatnonzero(row)
         if 2 <= genes.size <= max_reads:
             pairs.update((int(a), int(b)) for a in genes for b in genes if a != b)
-    return sorted(pairs)
+    if len(_PAIRS) > 64:
+        _PAIRS.clear()
+    out = _PAIRS[key] = sorted(pairs)
+    return out
+
+
+_PAIRS: dict[tuple[int, bytes, tuple[int, ...]], list[tuple[int, int]]] = {}
 
 
 def coupled_moves(problem: Problem, genome: np.ndarray, max_reads: int = 4) -> np.ndarray:
