@@ -215,24 +215,18 @@ class ShapeModel:
         if not self._space_proven:
             return None
         constraints = [launch.Check(n, e, boolean=True) for n, e in self.spec.constraints]
-        return row_kernel.latency_function(self.spec, self.hw, self.base_env,
+        return row_kernel.latency_function(self.spec, self.hw, self.base_env, self.grids,
                                            [*constraints, *self._launch_in_space])
-
-    @functools.cached_property
-    def _grid_lists(self) -> list[list[int]]:
-        return [g.tolist() for g in self.grids]
 
     def _row_objective(self, indices: np.ndarray) -> np.ndarray:
         fn = self._row_latency
         assert fn is not None
-        grids = self._grid_lists
         out = np.empty(len(indices))
         for i, row in enumerate(np.asarray(indices).tolist()):
-            values = [g[j] for g, j in zip(grids, row, strict=True)]
             try:
-                out[i] = fn(*values)
+                out[i] = fn(*row)
             except row_kernel.ROW_ERRORS:  # numpy's inf or nan where Python raises
-                out[i] = self.evaluate(np.array([values], dtype=np.int64)).latency_us[0]
+                out[i] = self.evaluate(self.values(np.array([row]))).latency_us[0]
         return out
 
     def failure_counts(self, values: np.ndarray) -> dict[str, int]:

@@ -1198,6 +1198,15 @@ def prove(steps: Iterable[tuple[str | None, Expr]], spans: Mapping[str, Span]) -
     return True
 
 
+def node_span(node: Node, leaves: Mapping[str, Span]) -> Span | None:
+    """[lo, hi] of a node's value over ``leaves``, or None where interval arithmetic cannot
+    bound it (a possible int64 overflow, an unknown name)."""
+    try:
+        return node.span(leaves)
+    except (_MayOverflow, OverflowError, ValueError, ZeroDivisionError, KeyError):
+        return None
+
+
 @contextlib.contextmanager
 def unchecked() -> Iterator[None]:
     """Evaluate without the per-expression overflow check: only after :func:`prove`."""

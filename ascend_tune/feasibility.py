@@ -271,7 +271,7 @@ class CheckSet:
         expression is proven free of int64 overflow, as the unchecked numpy path is."""
         if not self._proven:
             return None
-        return row_kernel.checks_function(self.spec, self.base_env, self.checks)
+        return row_kernel.checks_function(self.spec, self.base_env, self.grids, self.checks)
 
     def passes(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
         """(rows, len(which)) booleans: does each row pass each chosen check.
@@ -286,17 +286,16 @@ class CheckSet:
         memo = self._memo
         if len(memo) > _MEMO_ROWS:
             memo.clear()
-        keys = [tuple(r) for r in np.asarray(genomes).tolist()]
-        new = list(dict.fromkeys(k for k in keys if k not in memo))
+        keys = list(map(tuple, np.asarray(genomes).tolist()))
+        new = [k for k in dict.fromkeys(keys) if k not in memo]
         if len(new) > ROW_KERNEL_MAX_ROWS:
             every = self.passes_vectorised(np.array(new, dtype=np.int64),
                                            range(len(self.checks)))
             memo.update(zip(new, map(bytes, every.view(np.uint8)), strict=True))
         else:
-            grids = self._grid_lists
             for k in new:
                 try:
-                    memo[k] = fn(*[g[j] for g, j in zip(grids, k, strict=True)])
+                    memo[k] = fn(*k)
                 except row_kernel.ROW_ERRORS:  # numpy's inf or nan where Python raises
                     row = np.array([k], dtype=np.int64)
                     every = self.passes_vectorised(row, range(len(self.checks)))
@@ -309,10 +308,6 @@ class CheckSet:
     @functools.cached_property
     def _memo(self) -> dict[tuple[int, ...], bytes]:
         return {}
-
-    @functools.cached_property
-    def _grid_lists(self) -> list[list[int]]:
-        return [g.tolist() for g in self.grids]
 
     def passes_vectorised(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
         """:meth:`passes` by the numpy evaluation (any number of rows)."""

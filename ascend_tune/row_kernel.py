@@ -27,7 +27,21 @@ from typing import Any
 import numpy as np
 
 from ascend_tune import costs, launch
-from ascend_tune.expr import Binary, BoolOp, Call, Compare, Const, Expr, Kind, Node, Unary, Var
+from ascend_tune.expr import (
+    Binary,
+    BoolOp,
+    Call,
+    Compare,
+    Const,
+    Expr,
+    Kind,
+    Node,
+    Span,
+    Unary,
+    Var,
+    node_span,
+    value_span,
+)
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import Loop, OperatorSpec, Stage, end_pipes, needed_derived
 from ascend_tune.vocabulary import DTYPE_BYTES, TWO_SOURCE_CLASSES
@@ -225,9 +239,17 @@ class _ExprRenderer:
     (``Node.evaluate`` on proven inputs): integers stay integers, booleans used as numbers
     become 0 or 1, mixed operands are floats, divisions by zero give 0."""
 
-    def __init__(self, w: _Writer, names: Callable[[str], tuple[str, Kind]]) -> None:
+    def __init__(self, w: _Writer, names: Callable[[str], tuple[str, Kind]],
+                 spans: Mapping[str, Span] | None = None) -> None:
         self.w = w
         self.names = names
+        # Each name's [lo, hi] over the space (None: unknown): a divisor whose span excludes
+        # 0 needs no zero guard, and its division is written inline.
+        self.spans = spans
+
+    def _nonzero(self, n: Node) -> bool:
+        span = node_span(n, self.spans) if self.spans is not None else None
+        return span is not None and (span[0] > 0 or span[1] < 0)
 
     def expr(self, e: Expr, to: Kind | None = None) -> str:
         text, kind = self.node(e.root)
@@ -274,7 +296,7 @@ class _ExprRenderer:
 
     def _binary(self, n: Binary) -> tuple[str, Kind]:
         a, ka = self._number(n.left)
-        b, _kb = self._number(n.right)
+        b, kb = self._number(n.right)
         op = n.op
         if op in ("+", "-", "*"):
             if _NUMBER.fullmatch(a) and _NUMBER.fullmatch(b) and "_" not in a + b:
@@ -283,6 +305,9 @@ class _ExprRenderer:
                 return literal(x + y if op == "+" else x - y if op == "-" else x * y), n.kind
             return f"({a} {op} {b})", n.kind
         # A literal divisor other than 0 needs no zero guard: the operation inline.
+        if op == "/" and self._nonzero(n.right) and not _NUMBER.fullmatch(b):
+            fa = a if ka is Kind.FLOAT else f"float({a})"
+            return f"({fa} / {b if kb is Kind.FLOAT else f'float({b})'})", Kind.FLOAT
         if op == "/":
             if _nonzero_int(b) or _nonzero_float(b):
                 fa = a if ka is Kind.FLOAT else f"float({a})"
@@ -291,7 +316,7 @@ class _ExprRenderer:
             return f"_fdiv({a}, {b})", Kind.FLOAT
         if op in ("//", "%"):
             if n.kind is Kind.INT:
-                if _nonzero_int(b):
+                if _nonzero_int(b) or self._nonzero(n.right):
                     return f"({a} {op} {b})", Kind.INT
                 return f"{'_ifloordiv' if op == '//' else '_imod'}({a}, {b})", Kind.INT
             return f"{'_ffloordiv' if op == '//' else '_fmod'}({a}, {b})", Kind.FLOAT
@@ -333,7 +358,8 @@ class _ExprRenderer:
                 return f"_log2({x})", Kind.FLOAT
             return f"math.{fn}({x})", Kind.INT
         a, b = args[0][0], args[-1][0]
-        if fn in ("ceil_div", "align_up", "align_down") and _nonzero_int(b):
+        if fn in ("ceil_div", "align_up", "align_down") and (
+                _nonzero_int(b) or self._nonzero(n.args[1])):
             if fn == "ceil_div":
                 return f"(-((-{a}) // {b}))", Kind.INT
             if fn == "align_up":
@@ -352,14 +378,18 @@ class _ExprRenderer:
 class _Source:
     """Python source of one shape's functions over the parameter values ``p0 .. pn``."""
 
-    def __init__(self, spec: OperatorSpec, base_env: Mapping[str, Any]) -> None:
+    def __init__(self, spec: OperatorSpec, base_env: Mapping[str, Any],
+                 grids: Sequence[np.ndarray]) -> None:
         self.spec = spec
         self.base_env = base_env
         self.w = _Writer()
         self._params = {p: f"p{j}" for j, p in enumerate(spec.params)}
         self._derived: dict[str, tuple[str, Kind]] = {}
-        self._kinds = {name: e.kind for name, e in spec.derive}
-        self.r = _ExprRenderer(self.w, self._name)
+        self.grids = grids
+        self.spans: dict[str, Span] = {k: value_span(v) for k, v in base_env.items()}
+        self.spans.update({p: (int(g.min()), int(g.max())) for p, g in
+                           zip(spec.params, grids, strict=True) if g.size})
+        self.r = _ExprRenderer(self.w, self._name, self.spans)
 
     def _name(self, name: str) -> tuple[str, Kind]:
         if name in self._params:
@@ -376,6 +406,9 @@ class _Source:
     def derive(self, which: Sequence[tuple[str, Expr]]) -> None:
         for name, e in which:
             self._derived[name] = (self.w.tmp(self.r.expr(e)), e.kind)
+            span = node_span(e.root, self.spans)
+            if span is not None:
+                self.spans[name] = span
 
     def value(self, e: Expr, to: Kind | None = None) -> str:
         return self.w.tmp(self.r.expr(e, to))
@@ -389,9 +422,16 @@ class _Source:
                 f"and {v} <= {literal(float(c.hi))})")
 
     def function(self, name: str, result: str) -> str:
-        params = ", ".join(self._params.values())
-        body = "\n".join(f"    {line}" for line in [*self.w.lines, f"return {result}"])
-        return f"def {name}({params}):\n{body}\n"
+        """``def name(i0, ..., in)``: the function of one configuration's index genome (each
+        parameter's value looked up in its domain, ``_G0`` .. ``_Gn``)."""
+        indices = ", ".join(f"i{j}" for j in range(len(self._params)))
+        lookups = [f"{v} = _G{j}[i{j}]" for j, v in enumerate(self._params.values())]
+        body = "\n".join(f"    {line}" for line in [*lookups, *self.w.lines,
+                                                      f"return {result}"])
+        return f"def {name}({indices}):\n{body}\n"
+
+    def constants(self) -> dict[str, list[int]]:
+        return {f"_G{j}": g.tolist() for j, g in enumerate(self.grids)}
 
 
 def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None
@@ -403,14 +443,15 @@ def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None
 
 
 def checks_function(spec: OperatorSpec, base_env: Mapping[str, Any],
-                    checks: Sequence[launch.Check]) -> Callable[..., bytes]:
-    """``f(p0, ..., pn)``: whether one configuration passes each of ``checks``, in order, as
-    bytes of 0 and 1 (a row of a boolean array)."""
-    src = _Source(spec, base_env)
+                    grids: Sequence[np.ndarray], checks: Sequence[launch.Check]
+                    ) -> Callable[..., bytes]:
+    """``f(i0, ..., in)``: whether one configuration (its index genome) passes each of
+    ``checks``, in order, as bytes of 0 and 1 (a row of a boolean array)."""
+    src = _Source(spec, base_env, grids)
     src.derive(needed_derived(spec, [c.expr for c in checks]))
     results = [src.w.atom(src.check(c)) for c in checks]
     tail = "bytes((" + "".join(f"{r}, " for r in results) + "))"
-    return _compile(src.function("checks", tail), "checks")
+    return _compile(src.function("checks", tail), "checks", src.constants())
 
 
 class _Cost:
@@ -610,17 +651,18 @@ class _Cost:
 
 
 def latency_function(spec: OperatorSpec, hw: HardwareProfile, base_env: Mapping[str, Any],
-                     checks: Sequence[launch.Check | None]) -> Callable[..., float]:
-    """``f(p0, ..., pn)``: the predicted latency (us) of one configuration, inf when one of
-    ``checks`` (None: proven to pass) fails."""
-    src = _Source(spec, base_env)
+                     grids: Sequence[np.ndarray], checks: Sequence[launch.Check | None]
+                     ) -> Callable[..., float]:
+    """``f(i0, ..., in)``: the predicted latency (us) of one configuration (its index genome),
+    inf when one of ``checks`` (None: proven to pass) fails."""
+    src = _Source(spec, base_env, grids)
     src.derive(spec.derive)
     for c in checks:
         if c is not None:
             src.w.emit(f"if not {src.check(c)}: return _INF")
     cost = _Cost(src, hw)
     result = cost.latency()
-    curves: dict[str, Any] = {}
+    curves: dict[str, Any] = src.constants()
     for i, (xp, fp) in enumerate(cost.curves.values()):
         curves[f"_XP{i}"], curves[f"_FP{i}"] = xp, fp
     return _compile(src.function("latency", result), "latency", curves)
