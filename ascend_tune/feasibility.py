@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -30,6 +31,16 @@ from ascend_tune.spec import OperatorSpec, needed_derived
 # one vectorised call (~0.5 ms): benchmarks/model_speed.py --small.
 ROW_KERNEL_MAX_ROWS = 96
 _MEMO_ROWS = 500_000  # configurations whose checks CheckSet.passes remembers
+
+
+def genome_keys(sizes: Sequence[int] | np.ndarray) -> Callable[[np.ndarray], list[Any]]:
+    """Hashable keys of index genomes: each row's index in the product space (one matrix
+    product for the batch) where that fits in int64, else the row's bytes."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if math.prod(int(x) for x in sizes) >= 2**62:
+        return lambda genomes: [row.tobytes() for row in genomes]
+    radix = np.concatenate([[1], np.cumprod(sizes[::-1])[:-1]])[::-1].astype(np.int64)
+    return lambda genomes: (genomes @ radix).tolist()  # type: ignore[no-any-return]
 
 
 class TooMany(Exception):
@@ -286,19 +297,22 @@ class CheckSet:
         memo = self._memo
         if len(memo) > _MEMO_ROWS:
             memo.clear()
-        keys = list(map(tuple, np.asarray(genomes).tolist()))
-        new = [k for k in dict.fromkeys(keys) if k not in memo]
-        if len(new) > ROW_KERNEL_MAX_ROWS:
-            every = self.passes_vectorised(np.array(new, dtype=np.int64),
-                                           range(len(self.checks)))
-            memo.update(zip(new, map(bytes, every.view(np.uint8)), strict=True))
+        genomes = np.asarray(genomes, dtype=np.int64)
+        keys = self._keys(genomes)
+        first: dict[Any, int] = {}  # each new configuration's first row
+        for i, k in enumerate(keys):
+            if k not in memo and k not in first:
+                first[k] = i
+        new = genomes[list(first.values())]
+        if len(first) > ROW_KERNEL_MAX_ROWS:
+            every = self.passes_vectorised(new, range(len(self.checks)))
+            memo.update(zip(first, map(bytes, every.view(np.uint8)), strict=True))
         else:
-            for k in new:
+            for k, row in zip(first, new.tolist(), strict=True):
                 try:
-                    memo[k] = fn(*k)
+                    memo[k] = fn(*row)
                 except row_kernel.ROW_ERRORS:  # numpy's inf or nan where Python raises
-                    row = np.array([k], dtype=np.int64)
-                    every = self.passes_vectorised(row, range(len(self.checks)))
+                    every = self.passes_vectorised(np.array([row]), range(len(self.checks)))
                     memo[k] = every[0].view(np.uint8).tobytes()
         out = np.frombuffer(b"".join([memo[k] for k in keys]), dtype=bool).reshape(
             len(keys), len(self.checks))
@@ -306,8 +320,12 @@ class CheckSet:
         return out if cols == list(range(out.shape[1])) else out[:, cols]
 
     @functools.cached_property
-    def _memo(self) -> dict[tuple[int, ...], bytes]:
+    def _memo(self) -> dict[Any, bytes]:
         return {}
+
+    @functools.cached_property
+    def _keys(self) -> Callable[[np.ndarray], list[Any]]:
+        return genome_keys([g.size for g in self.grids])
 
     def passes_vectorised(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
         """:meth:`passes` by the numpy evaluation (any number of rows)."""

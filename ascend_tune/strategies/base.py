@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from ascend_tune.errors import AscendTuneError
+from ascend_tune.feasibility import genome_keys
 from ascend_tune.strategies import construct
 from ascend_tune.strategies.construct import Feasible, Unconstrained
 
@@ -51,6 +52,7 @@ class Problem:
         self._objective = objective
         self._radix = np.concatenate([[1], np.cumprod(self.sizes[::-1])[:-1]])[::-1].astype(
             np.int64) if self.space_size < 2**62 else None
+        self.key = genome_keys(self.sizes)
         self._seen: dict[int | bytes, float] = {}
         self.evaluations = 0
         self.rejected = 0
@@ -68,11 +70,6 @@ class Problem:
         # --top-k the caller asks for): millions of scores need no memo.
         self.keep_top = 64
         self._kept: tuple[np.ndarray, np.ndarray] | None = None  # (latencies, genomes)
-
-    def key(self, genomes: np.ndarray) -> list[int | bytes]:
-        if self._radix is not None:
-            return (genomes @ self._radix).tolist()  # type: ignore[no-any-return]
-        return [row.tobytes() for row in genomes]
 
     @property
     def spent(self) -> int:
