@@ -300,9 +300,8 @@ class CheckSet:
         genomes = np.asarray(genomes, dtype=np.int64)
         keys = self._keys(genomes)
         first: dict[Any, int] = {}  # each new configuration's first row
-        for i, k in enumerate(keys):
-            if k not in memo and k not in first:
-                first[k] = i
+        for i in [i for i, k in enumerate(keys) if k not in memo]:
+            first.setdefault(keys[i], i)
         new = genomes[list(first.values())]
         if len(first) > ROW_KERNEL_MAX_ROWS:
             every = self.passes_vectorised(new, range(len(self.checks)))
