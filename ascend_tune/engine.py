@@ -185,9 +185,14 @@ class ShapeModel:
     # ---- space ------------------------------------------------------------------------------
 
     def values(self, indices: np.ndarray) -> np.ndarray:
-        """Map index genomes (n, p) to parameter values (n, p)."""
-        cols = [g[indices[:, j]] for j, g in enumerate(self.grids)]
-        return np.stack(cols, axis=1) if cols else np.zeros((len(indices), 0), np.int64)
+        """Map index genomes (n, p) to parameter values (n, p), column-major: the evaluation
+        reads one parameter's column at a time, and contiguous columns make every expression
+        over them a contiguous pass."""
+        out = np.empty((len(self.grids), len(indices)), dtype=np.int64)
+        for j, g in enumerate(self.grids):
+            np.take(g, indices[:, j], out=out[j])
+        values: np.ndarray = out.T
+        return values
 
     def nearest_indices(self, values: Mapping[str, int]) -> np.ndarray:
         """Index genome of the domain values closest to ``values`` (for seeding the baseline)."""
@@ -238,15 +243,20 @@ class ShapeModel:
         return {name: int(n - np.count_nonzero(np.broadcast_to(np.asarray(ok, dtype=bool), (n,))))
                 for name, ok in zip(self.constraint_names, checks, strict=True)}
 
-    def _env_and_checks(self, values: np.ndarray, extremes: _Extremes
-                        ) -> tuple[dict[str, Any], list[Any]]:
-        """Parameters and derived values of each row, and one boolean per constraint and
-        launch check (in ``constraint_names`` order). ``extremes``: :meth:`_extremes`."""
+    def _env(self, values: np.ndarray) -> dict[str, Any]:
+        """Parameters and derived values of each row."""
         env: dict[str, Any] = dict(self.base_env)
         for j, p in enumerate(self.spec.params):
             env[p] = values[:, j]
         for name, e in self.spec.derive:
             env[name] = e.evaluate(env)
+        return env
+
+    def _env_and_checks(self, values: np.ndarray, extremes: _Extremes
+                        ) -> tuple[dict[str, Any], list[Any]]:
+        """Parameters and derived values of each row, and one boolean per constraint and
+        launch check (in ``constraint_names`` order). ``extremes``: :meth:`_extremes`."""
+        env = self._env(values)
         checks = [e.evaluate(env) for _, e in self.spec.constraints]
         # Inside the domains, the launch checks proven once per shape are skipped.
         checks += [True if c is None else c.passes(env) for c in
@@ -281,14 +291,28 @@ class ShapeModel:
                                                               strict=True))})
         return hit
 
-    def evaluate(self, values: np.ndarray, detail: bool = False) -> Evaluation:
+    def evaluate(self, values: np.ndarray, detail: bool = False,
+                 known_valid: bool = False) -> Evaluation:
+        """``known_valid``: every row is known to pass every check (rows of the enumerated
+        valid set, :mod:`ascend_tune.feasibility`, which runs the same checks): the checks
+        are not evaluated again."""
         values = np.asarray(values, dtype=np.int64)
         extremes = self._extremes(values)
         with expr_mod.unchecked() if self._batch_proven(extremes) else contextlib.nullcontext():
-            return self._evaluate(values, extremes, detail)
+            return self._evaluate(values, extremes, detail, known_valid)
 
-    def _evaluate(self, values: np.ndarray, extremes: _Extremes, detail: bool) -> Evaluation:
+    def valid_objective(self, indices: np.ndarray) -> np.ndarray:
+        """:meth:`objective` of index genomes known to be valid (an enumerated valid set)."""
+        return self.evaluate(self.values(indices), known_valid=True).latency_us
+
+    def _evaluate(self, values: np.ndarray, extremes: _Extremes, detail: bool,
+                  known_valid: bool = False) -> Evaluation:
         n = values.shape[0]
+        if known_valid:
+            env = self._env(values)
+            lat, pip, gm, head, st = self._cost(env, n, detail)
+            return Evaluation(np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int64), lat, pip,
+                              gm, head, _bound(pip, gm, head), self.roofline_us, env, st)
         env, checks = self._env_and_checks(values, extremes)
         valid = np.ones(n, dtype=bool)
         failed = np.full(n, -1, dtype=np.int64)

@@ -237,12 +237,17 @@ class Enumerator:
         return [c[parent] for c in prefix] + [value]
 
     def _spec_order(self, prefix: Sequence[np.ndarray]) -> np.ndarray:
-        out = np.empty((prefix[0].size if prefix else 0, len(self.spec.params)), dtype=np.int64)
+        """The prefix columns as genomes in spec order: column-major, so each column is one
+        contiguous write here and one contiguous read where the model gathers a parameter's
+        values (a row-major array took a strided pass per column: 1.8 s of 16 on BatchMatmul
+        with 14 M valid configurations)."""
+        out = np.empty((len(self.spec.params), prefix[0].size if prefix else 0), dtype=np.int64)
+        genomes: np.ndarray = out.T
         if len(prefix) < len(self.spec.params):
-            return out[:0]
+            return genomes[:0]
         for j, p in enumerate(self.order):
-            out[:, self._index[p]] = prefix[j]
-        return out
+            out[self._index[p]] = prefix[j]
+        return genomes
 
 
 class CheckSet:

@@ -187,9 +187,11 @@ def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = N
     if strategy == "exhaustive":
         if valid is not None:
             known = valid
-            return Problem(model.sizes, model.objective, base, valid_genomes=lambda _cap: known)
+            return Problem(model.sizes, model.objective, base, valid_genomes=lambda _cap: known,
+                           valid_objective=model.valid_objective)
         return Problem(model.sizes, model.objective, base,
-                       valid_blocks=lambda: index_blocks(model, enum))
+                       valid_blocks=lambda: index_blocks(model, enum),
+                       valid_objective=model.valid_objective)
     if getattr(STRATEGIES[strategy], "builds_valid", False):
         return Problem(model.sizes, model.objective, base, feasible=check_set(model, enum),
                        grids=model.grids)

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from ascend_tune.engine import ShapeModel
-from ascend_tune.feasibility import TooMany, valid_indices
+from ascend_tune.feasibility import TooMany, index_blocks, valid_indices
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import load_spec, load_spec_text
 from ascend_tune.strategies.base import decode_flat
 from ascend_tune.tuner import TuneSettings, tune_shape
+from tests.test_model_fastpaths import _example_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -140,3 +141,23 @@ def test_walks_stay_inside_the_valid_set(shape: dict[str, int], hw: HardwareProf
     assert changed.max() == 1, "a mutation moves one gene"
     repaired, ok = construct.repair(feasible, model.sizes, raw[:500], rng)
     assert ok.any() and valid(repaired[ok]).all()
+
+
+SPEC_NAMES = sorted(p.stem for p in (ROOT / "operator_specs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", SPEC_NAMES)
+def test_enumerated_rows_score_the_same_without_the_checks(name: str,
+                                                           hw: HardwareProfile) -> None:
+    """Exhaustive search scores the enumerated valid set without checking it again
+    (ShapeModel.valid_objective): that is only right because every enumerated row passes
+    every check the model applies, with the same latency bits."""
+    for shape in _example_shapes(name):
+        model = ShapeModel(load_spec(name), hw, shape)
+        block = next(index_blocks(model, rows=50_000), None)
+        if block is None:
+            continue
+        block = block[:20_000]
+        checked = model.objective(block)
+        assert np.isfinite(checked).all(), (name, shape)
+        assert model.valid_objective(block).tobytes() == checked.tobytes(), (name, shape)

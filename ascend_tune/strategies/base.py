@@ -34,8 +34,12 @@ class Problem:
                  valid_genomes: Callable[[int], np.ndarray] | None = None,
                  feasible: Feasible | None = None,
                  valid_blocks: Callable[[], Iterator[np.ndarray]] | None = None,
-                 grids: Sequence[np.ndarray] | None = None) -> None:
+                 grids: Sequence[np.ndarray] | None = None,
+                 valid_objective: Objective | None = None) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
+        # Optional: the objective of genomes known to be valid (from valid_blocks or
+        # valid_genomes), which need not be checked again.
+        self._valid_objective = valid_objective
         # Optional: each gene's domain values (ascending), for moves that reason in values
         # (a core split traded between two genes keeps their product).
         self.grids = grids
@@ -131,18 +135,21 @@ class Problem:
                 out[i] = self._seen[k]
         return out
 
-    def score_all(self, genomes: np.ndarray) -> np.ndarray:
+    def score_all(self, genomes: np.ndarray, known_valid: bool = False) -> np.ndarray:
         """Score configurations that are distinct and new to this search (an enumeration of
         the valid set, block by block): no memo, so millions of them cost only the model.
         Configurations ``evaluate`` already scored (the baseline) are not counted twice. The
-        best ``keep_top`` (with ties) are kept for :meth:`top`."""
+        best ``keep_top`` (with ties) are kept for :meth:`top`. ``known_valid``: every row
+        passes every check (from ``valid_blocks`` / ``valid_genomes``)."""
         genomes = np.asarray(genomes, dtype=np.int64).reshape(-1, self.n_genes)
         if self._radix is None or len(self._seen) > 64:
             return self.evaluate(genomes)
         if self._seen:
             old = np.fromiter((k for k in self._seen if isinstance(k, int)), dtype=np.int64)
             genomes = genomes[~np.isin(genomes @ self._radix, old)]
-        lat = np.asarray(self._objective(genomes), dtype=np.float64)
+        objective = self._valid_objective if known_valid and self._valid_objective else \
+            self._objective
+        lat = np.asarray(objective(genomes), dtype=np.float64)
         finite = np.isfinite(lat)
         self.evaluations += int(finite.sum())
         self.rejected += int((~finite).sum())

@@ -29,7 +29,7 @@ class Exhaustive:
             # The valid set in bounded-memory blocks: exact whatever its size.
             for block in problem.valid_blocks():
                 for start in range(0, len(block), self.chunk):
-                    problem.score_all(block[start:start + self.chunk])
+                    problem.score_all(block[start:start + self.chunk], known_valid=True)
             problem.rejected = problem.space_size - problem.evaluations
             return
         if problem.valid_genomes is not None:
@@ -39,7 +39,7 @@ class Exhaustive:
                 valid = None
             if valid is not None:
                 for start in range(0, len(valid), self.chunk):
-                    problem.score_all(valid[start:start + self.chunk])
+                    problem.score_all(valid[start:start + self.chunk], known_valid=True)
                 # Everything else was ruled out by a constraint without being scored.
                 problem.rejected = problem.space_size - problem.evaluations
                 return
