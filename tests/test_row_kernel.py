@@ -26,7 +26,7 @@ import pytest
 
 from ascend_tune import row_kernel
 from ascend_tune.engine import ROW_KERNEL_MAX_ROWS, ShapeModel
-from ascend_tune.expr import Kind, parse
+from ascend_tune.expr import FUNCTIONS, Kind, parse
 from ascend_tune.feasibility import check_set, index_blocks
 from ascend_tune.hardware import load_profile
 from ascend_tune.spec import load_spec
@@ -179,3 +179,10 @@ def test_generated_source_holds_no_text_from_the_spec(name: str,
             assert token in allowed or re.fullmatch(r"[pti][0-9]+|_(XP|FP|G)[0-9]+", token), token
         for spec_name in [*spec.params, *(n for n, _ in spec.derive)]:
             assert spec_name not in _names(source) or spec_name in allowed, spec_name
+
+
+def test_every_expression_function_has_a_row_form_under_test() -> None:
+    """A function registered in expr.FUNCTIONS needs its one-row form in the row kernel; the
+    sources above must call it so the comparison with numpy covers it."""
+    called = {m for source in _sources() + _MORE for m in re.findall(r"([a-z_0-9]+)\(", source)}
+    assert set(FUNCTIONS) <= called, set(FUNCTIONS) - called
