@@ -34,7 +34,7 @@ from ascend_tune.spec import Loop, OperatorSpec, Stage, end_pipes, evaluate_base
 from ascend_tune.vocabulary import DTYPE_BYTES, PIPE_COLUMN, PIPE_COLUMNS
 
 # Batches of at most this many rows are scored by the row kernel (one Python call per row)
-# instead of the vectorised engine (a fixed ~3 ms per call): the crossover measured by
+# instead of the vectorised engine (a fixed ~2 ms per call): below the crossover (~90 rows) of
 # benchmarks/model_speed.py --small.
 ROW_KERNEL_MAX_ROWS = 64
 

@@ -29,7 +29,7 @@ from ascend_tune.spec import OperatorSpec, needed_derived
 
 # New rows at or below which CheckSet.passes runs the row kernel (~10 us a row) rather than
 # one vectorised call (~0.5 ms): benchmarks/model_speed.py --small.
-ROW_KERNEL_MAX_ROWS = 96
+CHECK_KERNEL_MAX_ROWS = 96
 _MEMO_ROWS = 500_000  # configurations whose checks CheckSet.passes remembers
 
 
@@ -308,7 +308,7 @@ class CheckSet:
         for i in [i for i, k in enumerate(keys) if k not in memo]:
             first.setdefault(keys[i], i)
         new = genomes[list(first.values())]
-        if len(first) > ROW_KERNEL_MAX_ROWS:
+        if len(first) > CHECK_KERNEL_MAX_ROWS:
             every = self.passes_vectorised(new, range(len(self.checks)))
             memo.update(zip(first, map(bytes, every.view(np.uint8)), strict=True))
         else:

@@ -12,8 +12,9 @@ limits keep that true: a kernel is built only where the whole space is proven fr
 overflow (Python integers do not wrap, numpy's do), and a row whose arithmetic raises (a
 float overflow in ``**``, a zero divisor the engine turns into inf) goes to the engine.
 
-The generated source holds only names made here (``p0``, ``d3``, ``t17``) and numbers
-rendered from Python ints and floats: nothing from a spec or profile is pasted in as text.
+The generated source holds only names made here (``i0``, ``p0``, ``t17``, ``_G0``) and
+numbers rendered from Python ints and floats: nothing from a spec or profile is pasted in as
+text.
 """
 
 from __future__ import annotations
@@ -304,7 +305,8 @@ class _ExprRenderer:
                 x, y = _number_value(a), _number_value(b)
                 return literal(x + y if op == "+" else x - y if op == "-" else x * y), n.kind
             return f"({a} {op} {b})", n.kind
-        # A literal divisor other than 0 needs no zero guard: the operation inline.
+        # A divisor that cannot be 0 (a literal, or a span over the space without 0) needs no
+        # zero guard: the operation inline.
         if op == "/" and self._nonzero(n.right) and not _NUMBER.fullmatch(b):
             fa = a if ka is Kind.FLOAT else f"float({a})"
             return f"({fa} / {b if kb is Kind.FLOAT else f'float({b})'})", Kind.FLOAT
@@ -376,7 +378,8 @@ class _ExprRenderer:
 # ---- the generated functions ------------------------------------------------------------
 
 class _Source:
-    """Python source of one shape's functions over the parameter values ``p0 .. pn``."""
+    """Python source of one shape's functions of an index genome ``i0 .. in`` (the values
+    ``p0 .. pn`` looked up in the domains)."""
 
     def __init__(self, spec: OperatorSpec, base_env: Mapping[str, Any],
                  grids: Sequence[np.ndarray]) -> None:
@@ -414,7 +417,7 @@ class _Source:
         return self.w.tmp(self.r.expr(e, to))
 
     def check(self, c: launch.Check) -> str:
-        """A statement that returns False (ruled out) when ``c`` fails."""
+        """An expression that is False where ``c`` fails (the row is ruled out)."""
         if c.boolean:
             return self.value(c.expr, Kind.BOOL)
         v = self.value(c.expr, Kind.FLOAT)

@@ -11,7 +11,7 @@ genomes through ``ShapeModel.objective`` (valid and invalid rows, as the GA does
 ``--small``: milliseconds per call for the batches a local search sends (a few valid rows),
 the row kernel (ascend_tune/row_kernel.py) against the vectorised engine, for the model and for
 the checks (CheckSet.passes, nothing remembered). Where the columns cross is where
-``engine.ROW_KERNEL_MAX_ROWS`` and ``feasibility.ROW_KERNEL_MAX_ROWS`` hand over.
+``engine.ROW_KERNEL_MAX_ROWS`` and ``feasibility.CHECK_KERNEL_MAX_ROWS`` hand over.
 """
 
 from __future__ import annotations
@@ -71,11 +71,11 @@ def small(repeats: int) -> None:
             genomes = valid[rng.choice(len(valid), rows)]
             kernel = _median_ms(partial(model._row_objective, genomes), repeats)
             engine = _median_ms(partial(model.evaluate, model.values(genomes)), repeats)
-            saved = feasibility.ROW_KERNEL_MAX_ROWS
-            feasibility.ROW_KERNEL_MAX_ROWS = rows  # the kernel, each row new
+            saved = feasibility.CHECK_KERNEL_MAX_ROWS
+            feasibility.CHECK_KERNEL_MAX_ROWS = rows  # the kernel, each row new
             check_kernel = _median_ms(partial(checks.passes, genomes, every), repeats,
                                       checks._memo.clear)
-            feasibility.ROW_KERNEL_MAX_ROWS = saved
+            feasibility.CHECK_KERNEL_MAX_ROWS = saved
             check_engine = _median_ms(partial(checks.passes_vectorised, genomes, every),
                                       repeats)
             print(f"| {name} | {rows} | {kernel:.2f} | {engine:.2f} | {check_kernel:.2f} | "

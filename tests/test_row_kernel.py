@@ -27,7 +27,7 @@ import pytest
 from ascend_tune import row_kernel
 from ascend_tune.engine import ROW_KERNEL_MAX_ROWS, ShapeModel
 from ascend_tune.expr import FUNCTIONS, Kind, parse
-from ascend_tune.feasibility import check_set, index_blocks
+from ascend_tune.feasibility import CHECK_KERNEL_MAX_ROWS, check_set, index_blocks
 from ascend_tune.hardware import load_profile
 from ascend_tune.spec import load_spec
 from tests.test_model_fastpaths import SPECS, SYMBOLS, _envs, _example_shapes, _sources
@@ -138,7 +138,7 @@ def test_checks_are_the_vectorised_ones(name: str) -> None:
         checks = check_set(ShapeModel(load_spec(name), hw, shape))
         rng = np.random.default_rng(10 + i)
         every = list(range(len(checks.checks)))
-        for n in (1, 7, ROW_KERNEL_MAX_ROWS, 200):  # the kernel, and one vectorised call
+        for n in (1, 7, CHECK_KERNEL_MAX_ROWS, 2 * CHECK_KERNEL_MAX_ROWS):  # kernel, vectorised
             genomes = rng.integers(0, [g.size for g in checks.grids], size=(n, len(checks.grids)))
             genomes[n // 2:] = genomes[:n - n // 2]  # repeats: remembered the first time
             want = checks.passes_vectorised(genomes, every)
