@@ -199,11 +199,33 @@ def chip_share_bytes_per_cycle(hw: HardwareProfile, chip_bytes_per_cycle: Any,
         return out
     # The same formula in place on the array made here (an in-place ** takes the same numpy
     # path as **): one temporary instead of five.
-    offered **= -p
+    offered = _power_of_cores(k, offered, float(hw[f"{port}_gm_port_bytes_per_cycle"]), -p)
     offered += chip_term
     del chip_term
     offered **= -1.0 / p
     return np.divide(offered, k, out=offered)
+
+
+# Batches of at least this many rows raise core counts to a power through a table.
+_TABLE_ROWS = 4096
+_TABLE_CORES = 1024
+
+
+def _power_of_cores(k: np.ndarray, offered: np.ndarray, per_core: float,
+                    exponent: float) -> np.ndarray:
+    """``offered ** exponent`` in place, ``offered = k * per_core`` for core counts ``k``.
+    A large batch holds a few small whole core counts: the power of each count is taken once
+    on a table of the same products (the same numpy power of the same values, bit for bit)
+    and gathered, instead of a transcendental per row."""
+    if k.size >= _TABLE_ROWS:
+        top = float(k.max())
+        if top <= _TABLE_CORES and bool(np.all(k == np.floor(k))):
+            table = np.arange(1.0, top + 1.0) * per_core
+            table **= exponent
+            out: np.ndarray = table[k.astype(np.intp) - 1]
+            return out
+    offered **= exponent
+    return offered
 
 
 def mmad_cycles(hw: HardwareProfile, dtype: str, m: np.ndarray, n: np.ndarray,

@@ -258,6 +258,17 @@ def test_chip_share_is_its_formula(hw: HardwareProfile) -> None:
             (900.0, np.array(900.0), np.array([900.0, 3000.0, 1200.0])), ("aic", "aiv")):
         assert _same(np.asarray(costs.chip_share_bytes_per_cycle(hw, chip, cores, port)),
                      np.asarray(_ref_chip_share(hw, chip, cores, port)))
+    # Large batches of whole core counts raise them to the power through a table; fractional,
+    # zero, nan and out-of-table counts take the elementwise path.
+    rng = np.random.default_rng(4)
+    n = costs._TABLE_ROWS + 3
+    chip = rng.uniform(300.0, 3000.0, n)
+    for cores in (rng.integers(0, 41, n).astype(np.float64), rng.integers(1, 2000, n) * 1.0,
+                  np.where(np.arange(n) == 5, 2.5, 8.0), np.where(np.arange(n) == 9, np.nan, 4.0),
+                  rng.integers(1, 64, n)):
+        for port in ("aic", "aiv"):
+            assert _same(costs.chip_share_bytes_per_cycle(hw, chip, cores, port),
+                         _ref_chip_share(hw, chip, cores, port)), (cores[:3], port)
 
 
 # ---- engine helpers against the numpy calls they replace ---------------------------------

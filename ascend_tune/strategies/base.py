@@ -145,8 +145,11 @@ class Problem:
         if self._radix is None or len(self._seen) > 64:
             return self.evaluate(genomes)
         if self._seen:
-            old = np.fromiter((k for k in self._seen if isinstance(k, int)), dtype=np.int64)
-            genomes = genomes[~np.isin(genomes @ self._radix, old)]
+            old = decode_flat(np.fromiter((k for k in self._seen if isinstance(k, int)),
+                                          dtype=np.int64), self.sizes)
+            seen = _rows_among(genomes, old)
+            if seen.any():
+                genomes = genomes[~seen]
         objective = self._valid_objective if known_valid and self._valid_objective else \
             self._objective
         lat = np.asarray(objective(genomes), dtype=np.float64)
@@ -210,6 +213,20 @@ class Problem:
 
     def random_genomes(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return rng.integers(0, self.sizes, size=(n, self.n_genes), dtype=np.int64)
+
+
+def _rows_among(genomes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Mask of the genomes equal to one of ``rows`` (a few): the first gene compared over the
+    batch, whole rows only for the matches (no key per row, no copy of the batch)."""
+    out = np.zeros(len(genomes), dtype=bool)
+    if genomes.shape[1] == 0:
+        out[:] = len(rows) > 0
+        return out
+    for row in rows:
+        match = np.flatnonzero(genomes[:, 0] == row[0])
+        if match.size:
+            out[match[(genomes[match] == row).all(axis=1)]] = True
+    return out
 
 
 def decode_flat(flat: np.ndarray, sizes: np.ndarray) -> np.ndarray:
