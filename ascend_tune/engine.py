@@ -308,7 +308,7 @@ class ShapeModel:
     def _evaluate(self, values: np.ndarray, extremes: _Extremes, detail: bool,
                   known_valid: bool = False) -> Evaluation:
         n = values.shape[0]
-        if known_valid:
+        if known_valid and n:
             env = self._env(values)
             lat, pip, gm, head, st = self._cost(env, n, detail)
             return Evaluation(np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int64), lat, pip,

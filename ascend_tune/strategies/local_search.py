@@ -120,7 +120,7 @@ class TierMoves:
     same local optima (a third of the tier builds on Matmul 1x4096x4096 were repeats). The
     tiers are deterministic functions of the genome, so a repeat gets the same array."""
 
-    def __init__(self, problem: Problem, capacity: int = 20_000) -> None:
+    def __init__(self, problem: Problem, capacity: int = 4096) -> None:
         self.problem = problem
         self.capacity = capacity
         self._built: dict[tuple[int, bytes], np.ndarray] = {}
