@@ -117,7 +117,7 @@ class IteratedLocalSearch:
 
 class TierMoves:
     """Each tier's moves from a genome, built once: kicked descents keep coming back to the
-    same local optima (a third of the tier builds on Matmul 1x4096x4096 were repeats). The
+    same local optima (on Matmul 1x4096x4096, 436 tier builds were of 207 genomes). The
     tiers are deterministic functions of the genome, so a repeat gets the same array."""
 
     def __init__(self, problem: Problem, capacity: int = 4096) -> None:
