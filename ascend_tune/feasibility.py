@@ -170,24 +170,26 @@ class Enumerator:
     def _passes(check: launch.Check, env: Mapping[str, Any], n: int) -> np.ndarray:
         return np.broadcast_to(check.passes(env), (n,))
 
-    def _keep(self, prefix: Sequence[np.ndarray], parent: np.ndarray, value: np.ndarray,
-              k: int) -> np.ndarray:
-        """Which candidates (prefix row ``parent`` extended by index ``value`` of the k-th
-        parameter) pass the checks the k-th step decides. Only the parameters those checks
-        read are gathered, and only the derived values they need are computed."""
-        keep = np.ones(parent.size, dtype=bool)
+    def _keep(self, prefix: Sequence[np.ndarray], n: int, size: int,
+              k: int) -> np.ndarray | None:
+        """(n, size): which extensions of the ``n`` prefixes by each of the k-th parameter's
+        ``size`` values pass the checks the k-th step decides (None: no check is decided
+        here, all do). The checks see each prefix's values as a column and the new values as
+        a row, broadcast: nothing is gathered per candidate, and only the parameters and
+        derived values those checks read are computed."""
         if not self._at[k - 1]:
-            return keep
+            return None
         env = dict(self.base_env)
         for j in self._read_at[k - 1]:
             p = self.order[j]
             g = self.grids[self._index[p]]
-            env[p] = g[value] if j == k - 1 else g[prefix[j][parent]]
+            env[p] = g[None, :] if j == k - 1 else g[prefix[j]][:, None]
+        keep = np.ones((n, size), dtype=bool)
         with expr_mod.unchecked() if self.proven else contextlib.nullcontext():
             for name, e in self._derive_at[k - 1]:
                 env[name] = e.evaluate(env)
             for check in self._at[k - 1]:
-                keep &= self._passes(check, env, parent.size)
+                keep &= np.broadcast_to(check.passes(env), (n, size))
         return keep
 
     def indices(self, cap: int = 5_000_000) -> np.ndarray:
@@ -229,11 +231,12 @@ class Enumerator:
         the survivors only."""
         size = self.grids[self._index[self.order[k - 1]]].size
         n = prefix[0].size if prefix else 1
-        parent = np.repeat(np.arange(n, dtype=np.int64), size)
-        value = np.tile(np.arange(size, dtype=np.int64), n)
-        keep = self._keep(prefix, parent, value, k)
-        if not keep.all():
-            parent, value = parent[keep], value[keep]
+        keep = self._keep(prefix, n, size, k)
+        if keep is None:
+            parent = np.repeat(np.arange(n, dtype=np.int64), size)
+            value = np.tile(np.arange(size, dtype=np.int64), n)
+        else:
+            parent, value = np.nonzero(keep)  # prefix-major, values ascending
         return [c[parent] for c in prefix] + [value]
 
     def _spec_order(self, prefix: Sequence[np.ndarray]) -> np.ndarray:
