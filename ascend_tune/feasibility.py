@@ -33,14 +33,23 @@ CHECK_KERNEL_MAX_ROWS = 96
 _MEMO_ROWS = 500_000  # configurations whose checks CheckSet.passes remembers
 
 
-def genome_keys(sizes: Sequence[int] | np.ndarray) -> Callable[[np.ndarray], list[Any]]:
-    """Hashable keys of index genomes: each row's index in the product space (one matrix
-    product for the batch) where that fits in int64, else the row's bytes."""
+def radix(sizes: Sequence[int] | np.ndarray) -> np.ndarray | None:
+    """Weights that number index genomes in the product space (last gene fastest:
+    ``genomes @ radix``), or None where the space's size does not fit well inside int64."""
     sizes = np.asarray(sizes, dtype=np.int64)
     if math.prod(int(x) for x in sizes) >= 2**62:
+        return None
+    out: np.ndarray = np.concatenate([[1], np.cumprod(sizes[::-1])[:-1]])[::-1].astype(np.int64)
+    return out
+
+
+def genome_keys(sizes: Sequence[int] | np.ndarray) -> Callable[[np.ndarray], list[Any]]:
+    """Hashable keys of index genomes: each row's number in the product space (one matrix
+    product for the batch, :func:`radix`) where that fits in int64, else the row's bytes."""
+    weights = radix(sizes)
+    if weights is None:
         return lambda genomes: [row.tobytes() for row in genomes]
-    radix = np.concatenate([[1], np.cumprod(sizes[::-1])[:-1]])[::-1].astype(np.int64)
-    return lambda genomes: (genomes @ radix).tolist()  # type: ignore[no-any-return]
+    return lambda genomes: (genomes @ weights).tolist()  # type: ignore[no-any-return]
 
 
 class TooMany(Exception):

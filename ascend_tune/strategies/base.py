@@ -9,7 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from ascend_tune.errors import AscendTuneError
-from ascend_tune.feasibility import genome_keys
+from ascend_tune.feasibility import genome_keys, radix
 from ascend_tune.strategies import construct
 from ascend_tune.strategies.construct import Feasible, Unconstrained
 
@@ -54,8 +54,7 @@ class Problem:
         self.space_size = int(np.prod(self.sizes.astype(object)))
         self.baseline = baseline
         self._objective = objective
-        self._radix = np.concatenate([[1], np.cumprod(self.sizes[::-1])[:-1]])[::-1].astype(
-            np.int64) if self.space_size < 2**62 else None
+        self._radix = radix(self.sizes)  # None: keys are bytes, not configuration numbers
         self.key = genome_keys(self.sizes)
         self._seen: dict[int | bytes, float] = {}
         self.evaluations = 0
