@@ -213,14 +213,13 @@ def _number_value(text: str) -> int | float:
     return int(text) if re.fullmatch(r"-?[0-9]+", text) else float(text)
 
 
-def _nonzero_int(text: str) -> bool:
-    """``text`` is an integer literal other than 0 (a divisor that needs no zero guard)."""
-    return bool(re.fullmatch(r"-?[0-9]+", text)) and int(text) != 0
-
-
-def _nonzero_float(text: str) -> bool:
-    return bool(_NUMBER.fullmatch(text)) and text not in ("_NAN",) and float(
-        text.strip("()").replace("_INF", "inf")) != 0.0
+def _as_float(text: str, kind: Kind) -> str:
+    """A number's text as a float: an integer literal rewritten, anything else converted."""
+    if kind is Kind.FLOAT:
+        return text
+    if re.fullmatch(r"-?[0-9]+", text):
+        return literal(float(int(text)))
+    return f"float({text})"
 
 
 def _cast(text: str, have: Kind, to: Kind) -> str:
@@ -249,7 +248,8 @@ class _ExprRenderer:
         self.spans = spans
 
     def _nonzero(self, n: Node) -> bool:
-        span = node_span(n, self.spans) if self.spans is not None else None
+        """Whether ``n`` is never 0: a literal, or a span over the space without 0."""
+        span = node_span(n, self.spans or {})
         return span is not None and (span[0] > 0 or span[1] < 0)
 
     def expr(self, e: Expr, to: Kind | None = None) -> str:
@@ -305,20 +305,14 @@ class _ExprRenderer:
                 x, y = _number_value(a), _number_value(b)
                 return literal(x + y if op == "+" else x - y if op == "-" else x * y), n.kind
             return f"({a} {op} {b})", n.kind
-        # A divisor that cannot be 0 (a literal, or a span over the space without 0) needs no
-        # zero guard: the operation inline.
-        if op == "/" and self._nonzero(n.right) and not _NUMBER.fullmatch(b):
-            fa = a if ka is Kind.FLOAT else f"float({a})"
-            return f"({fa} / {b if kb is Kind.FLOAT else f'float({b})'})", Kind.FLOAT
+        # A divisor that is never 0 needs no zero guard: the operation inline.
         if op == "/":
-            if _nonzero_int(b) or _nonzero_float(b):
-                fa = a if ka is Kind.FLOAT else f"float({a})"
-                return f"({fa} / {literal(float(b.strip('()').replace('_INF', 'inf')))})", \
-                    Kind.FLOAT
+            if self._nonzero(n.right):
+                return f"({_as_float(a, ka)} / {_as_float(b, kb)})", Kind.FLOAT
             return f"_fdiv({a}, {b})", Kind.FLOAT
         if op in ("//", "%"):
             if n.kind is Kind.INT:
-                if _nonzero_int(b) or self._nonzero(n.right):
+                if self._nonzero(n.right):
                     return f"({a} {op} {b})", Kind.INT
                 return f"{'_ifloordiv' if op == '//' else '_imod'}({a}, {b})", Kind.INT
             return f"{'_ffloordiv' if op == '//' else '_fmod'}({a}, {b})", Kind.FLOAT
@@ -360,8 +354,7 @@ class _ExprRenderer:
                 return f"_log2({x})", Kind.FLOAT
             return f"math.{fn}({x})", Kind.INT
         a, b = args[0][0], args[-1][0]
-        if fn in ("ceil_div", "align_up", "align_down") and (
-                _nonzero_int(b) or self._nonzero(n.args[1])):
+        if fn in ("ceil_div", "align_up", "align_down") and self._nonzero(n.args[1]):
             if fn == "ceil_div":
                 return f"(-((-{a}) // {b}))", Kind.INT
             if fn == "align_up":
