@@ -24,6 +24,7 @@ import numpy as np
 
 from ascend_tune import expr as expr_mod
 from ascend_tune import launch, row_kernel
+from ascend_tune.check_tables import MAX_TABLE_ENTRIES, CheckTables
 from ascend_tune.expr import Expr
 from ascend_tune.spec import OperatorSpec, needed_derived
 
@@ -86,6 +87,11 @@ def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence
     return every + [c for c in launch.checks_to_run(spec, cores, spans) if c is not None]
 
 
+# Random full configurations behind the pass-rate estimates (the assignment order, the
+# valid-set size estimate).
+_SAMPLES = 2048
+
+
 class Enumerator:
     """Enumerate the valid configurations of ``spec`` on one shape.
 
@@ -106,6 +112,7 @@ class Enumerator:
         self._deps = _param_deps(spec)
         every = _all_checks(spec, base_env, self.grids, cores)
         checks = self.checks = [(c, _reads(c.expr, params, self._deps)) for c in every]
+        self._sample_passes: list[np.ndarray] | None = None
         self.order = self._choose_order(checks)
         self._index = {p: i for i, p in enumerate(spec.params)}
         position = {p: i for i, p in enumerate(self.order)}
@@ -135,7 +142,7 @@ class Enumerator:
         n_params = len(params)
         if n_params > 18:  # 2**18 subsets: beyond that keep the spec's order
             return params
-        rates = self._pass_rates([c for c, _r in checks])
+        rates = self._pass_rates()
         logs = np.array([np.log(max(g.size, 1)) for g in self.grids])
         subsets = np.arange(1 << n_params, dtype=np.int64)
         bits = ((subsets[:, None] >> np.arange(n_params)) & 1).astype(bool)
@@ -165,15 +172,32 @@ class Enumerator:
             state ^= 1 << j
         return order[::-1]
 
-    def _pass_rates(self, checks: Sequence[launch.Check], samples: int = 2048) -> list[float]:
-        rng = np.random.default_rng(0)
-        env = dict(self.base_env)
-        for p, g in zip(self.spec.params, self.grids, strict=True):
-            env[p] = g[rng.integers(0, g.size, samples)]
-        for name, e in self.spec.derive:
-            env[name] = e.evaluate(env)
-        floor = 0.5 / samples
-        return [max(float(np.mean(self._passes(c, env, samples))), floor) for c in checks]
+    def _pass_rates(self) -> list[float]:
+        """Each check's pass rate on random full configurations (floored: a rate feeds a
+        logarithm)."""
+        floor = 0.5 / _SAMPLES
+        return [max(float(np.mean(p)), floor) for p in self._sampled()]
+
+    def estimated_valid(self) -> float:
+        """The valid set's size estimated from the random configurations that pass every
+        check (0.0 when none of them does): cheap, rough, for choosing what to count."""
+        sampled = self._sampled()
+        joint = np.logical_and.reduce(sampled) if sampled else np.ones(_SAMPLES, dtype=bool)
+        space = float(np.prod([float(g.size) for g in self.grids]))
+        return space * float(np.mean(joint))
+
+    def _sampled(self) -> list[np.ndarray]:
+        """Each check's outcome on the same ``_SAMPLES`` random full configurations (fixed
+        seed), computed once."""
+        if self._sample_passes is None:
+            rng = np.random.default_rng(0)
+            env = dict(self.base_env)
+            for p, g in zip(self.spec.params, self.grids, strict=True):
+                env[p] = g[rng.integers(0, g.size, _SAMPLES)]
+            for name, e in self.spec.derive:
+                env[name] = e.evaluate(env)
+            self._sample_passes = [self._passes(c, env, _SAMPLES) for c, _r in self.checks]
+        return self._sample_passes
 
     @staticmethod
     def _passes(check: launch.Check, env: Mapping[str, Any], n: int) -> np.ndarray:
@@ -267,8 +291,10 @@ class CheckSet:
     set (:mod:`ascend_tune.strategies.construct`): which genes each check reads, the
     assignment order that decides checks early, and the checks evaluated on chosen rows."""
 
-    def __init__(self, enum: Enumerator, proven: bool = False) -> None:
+    def __init__(self, enum: Enumerator, proven: bool = False,
+                 max_table_entries: int = MAX_TABLE_ENTRIES) -> None:
         spec = self.spec = enum.spec
+        self._max_table_entries = max_table_entries
         self.base_env = enum.base_env
         self.grids = enum.grids
         # Every expression is proven free of int64 overflow over these domains.
@@ -294,46 +320,82 @@ class CheckSet:
             self._needs.append({derived.index(n) for n in names})
 
     @functools.cached_property
-    def _row_checks(self) -> Callable[..., bytes] | None:
-        """Every check on one configuration (:mod:`ascend_tune.row_kernel`): only where every
-        expression is proven free of int64 overflow, as the unchecked numpy path is."""
+    def _tables(self) -> CheckTables | None:
+        """The checks tabled over the genes each reads (:mod:`ascend_tune.check_tables`):
+        only where every expression is proven free of int64 overflow."""
         if not self._proven:
             return None
-        return row_kernel.checks_function(self.spec, self.base_env, self.grids, self.checks)
+        return CheckTables(self.spec, self.base_env, self.grids, self.checks, self.reads,
+                           self._max_table_entries)
+
+    @functools.cached_property
+    def _untabled(self) -> list[int]:
+        """The checks no table covers (computed per row by the kernel, or by numpy)."""
+        tables = self._tables
+        return [i for i in range(len(self.checks)) if tables is None or not tables.covers(i)]
+
+    @functools.cached_property
+    def _row_checks(self) -> Callable[..., bytes] | None:
+        """The untabled checks on one configuration (:mod:`ascend_tune.row_kernel`): only
+        where every expression is proven free of int64 overflow, as the unchecked numpy path
+        is."""
+        if not self._proven or not self._untabled:
+            return None
+        return row_kernel.checks_function(self.spec, self.base_env, self.grids,
+                                          [self.checks[i] for i in self._untabled])
 
     def passes(self, genomes: np.ndarray, which: Sequence[int]) -> np.ndarray:
-        """(rows, len(which)) booleans: does each row pass each chosen check.
+        """(rows, len(which)) booleans: does each row pass each chosen check. Tabled checks
+        are read off their tables; the others are computed (:meth:`_computed`)."""
+        genomes = np.asarray(genomes, dtype=np.int64)
+        which = list(which)
+        tables = self._tables
+        if tables is None:
+            return self._computed(genomes, which)
+        tabled = [c for c, i in enumerate(which) if tables.covers(i)]
+        if len(tabled) == len(which):
+            return tables.passes(genomes, which)
+        out = np.empty((genomes.shape[0], len(which)), dtype=bool)
+        rest = [c for c, i in enumerate(which) if not tables.covers(i)]
+        if tabled:
+            out[:, tabled] = tables.passes(genomes, [which[c] for c in tabled])
+        out[:, rest] = self._computed(genomes, [which[c] for c in rest])
+        return out
 
-        Where the row kernel applies, each configuration's checks are computed once, all of
-        them, and remembered: a search asks about the same rows again and again (a repair
-        re-checks its candidates, neighbourhoods overlap). New rows go through the kernel
-        when few, else through one vectorised call."""
+    def _computed(self, genomes: np.ndarray, which: list[int]) -> np.ndarray:
+        """:meth:`passes` for untabled checks. Where the row kernel applies, each
+        configuration's untabled checks are computed once, all of them, and remembered: a
+        search asks about the same rows again and again (a repair re-checks its candidates,
+        neighbourhoods overlap). New rows go through the kernel when few, else through one
+        vectorised call."""
         fn = self._row_checks
         if fn is None:
             return self.passes_vectorised(genomes, which)
+        untabled = self._untabled
         memo = self._memo
         if len(memo) > _MEMO_ROWS:
             memo.clear()
-        genomes = np.asarray(genomes, dtype=np.int64)
         keys = self._keys(genomes)
         first: dict[Any, int] = {}  # each new configuration's first row
         for i in [i for i, k in enumerate(keys) if k not in memo]:
             first.setdefault(keys[i], i)
         new = genomes[list(first.values())]
         if len(first) > CHECK_KERNEL_MAX_ROWS:
-            every = self.passes_vectorised(new, range(len(self.checks)))
+            every = self.passes_vectorised(new, untabled)
             memo.update(zip(first, map(bytes, every.view(np.uint8)), strict=True))
         else:
             for k, row in zip(first, new.tolist(), strict=True):
                 try:
                     memo[k] = fn(*row)
                 except row_kernel.ROW_ERRORS:  # numpy's inf or nan where Python raises
-                    every = self.passes_vectorised(np.array([row]), range(len(self.checks)))
+                    every = self.passes_vectorised(np.array([row]), untabled)
                     memo[k] = every[0].view(np.uint8).tobytes()
         out = np.frombuffer(b"".join([memo[k] for k in keys]), dtype=bool).reshape(
-            len(keys), len(self.checks))
-        cols = list(which)
-        return out if cols == list(range(out.shape[1])) else out[:, cols]
+            len(keys), len(untabled))
+        if which == untabled:
+            return out
+        position = {c: j for j, c in enumerate(untabled)}
+        return out[:, [position[i] for i in which]]
 
     @functools.cached_property
     def _memo(self) -> dict[Any, bytes]:

@@ -22,7 +22,14 @@ from ascend_tune.feasibility import (
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.shapes import shape_key
 from ascend_tune.spec import OperatorSpec
-from ascend_tune.strategies import COUNT_PREFIX_CAP, STRATEGIES, Problem, default_strategy
+from ascend_tune.strategies import (
+    COUNT_ESTIMATE_FACTOR,
+    COUNT_PREFIX_CAP,
+    EXHAUSTIVE_VALID_LIMIT,
+    STRATEGIES,
+    Problem,
+    default_strategy,
+)
 from ascend_tune.strategies.base import NoValidFound, decode_flat, run
 from ascend_tune.vocabulary import BOUND_NAMES, PIPE_COLUMNS
 
@@ -164,14 +171,16 @@ _CANDIDATE_KEYS = ("config", "derived", "tiling", "block_dim", "tiling_key", "pr
 def resolve_strategy(model: ShapeModel, strategy: str
                      ) -> tuple[str, Enumerator | None, np.ndarray | None]:
     """The strategy to run (``auto`` resolved by counting the valid set with the pruned
-    enumeration, stopped early when it is large), the enumerator it built and the valid set
-    when it was counted in full."""
+    enumeration, skipped where an estimate says it is large and stopped early when it is),
+    the enumerator it built and the valid set when it was counted in full."""
     if strategy != "auto":
         if strategy not in STRATEGIES:
             raise AscendTuneError(
                 f"unknown strategy '{strategy}'; choose from {', '.join(STRATEGIES)}")
         return strategy, None, None
     enum = enumerator(model)
+    if enum.estimated_valid() > COUNT_ESTIMATE_FACTOR * EXHAUSTIVE_VALID_LIMIT:
+        return default_strategy(None), enum, None
     try:
         valid = enum.indices(COUNT_PREFIX_CAP)
     except TooMany:

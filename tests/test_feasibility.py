@@ -9,11 +9,20 @@ import numpy as np
 import pytest
 
 from ascend_tune.engine import ShapeModel
-from ascend_tune.feasibility import TooMany, index_blocks, valid_indices
-from ascend_tune.hardware import HardwareProfile
+from ascend_tune.feasibility import (
+    CheckSet,
+    Enumerator,
+    TooMany,
+    check_set,
+    enumerator,
+    index_blocks,
+    valid_indices,
+)
+from ascend_tune.hardware import HardwareProfile, load_profile
 from ascend_tune.spec import load_spec, load_spec_text
+from ascend_tune.strategies import COUNT_ESTIMATE_FACTOR, EXHAUSTIVE_VALID_LIMIT
 from ascend_tune.strategies.base import decode_flat
-from ascend_tune.tuner import TuneSettings, tune_shape
+from ascend_tune.tuner import TuneSettings, resolve_strategy, tune_shape
 from tests.test_model_fastpaths import _example_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,3 +170,71 @@ def test_enumerated_rows_score_the_same_without_the_checks(name: str,
         checked = model.objective(block)
         assert np.isfinite(checked).all(), (name, shape)
         assert model.valid_objective(block).tobytes() == checked.tobytes(), (name, shape)
+
+
+PROFILE_NAMES = sorted(p.stem for p in (ROOT / "hw_profiles").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("profile", PROFILE_NAMES)
+@pytest.mark.parametrize("name", SPEC_NAMES)
+def test_check_tables_are_the_vectorised_checks(name: str, profile: str) -> None:
+    """Each check read off its table (the genes it reads) is the check computed on the whole
+    row, for every built-in spec on every profile, at random rows and at valid ones."""
+    hw = load_profile(profile)
+    for shape in _example_shapes(name):
+        model = ShapeModel(load_spec(name), hw, shape)
+        checks = check_set(model)
+        assert checks._tables is not None and not checks._untabled, "every check tabled"
+        every = list(range(len(checks.checks)))
+        rng = np.random.default_rng(3)
+        rows = rng.integers(0, model.sizes, size=(500, model.sizes.size))
+        valid = next(index_blocks(model, rows=50_000), rows[:0])[:500]
+        for genomes in (rows, valid, rows[:1]):
+            want = checks.passes_vectorised(genomes, every)
+            assert np.array_equal(checks.passes(genomes, every), want), (name, shape)
+            some = every[1::3][::-1]
+            assert np.array_equal(checks.passes(genomes, some), want[:, some]), (name, shape)
+        assert valid.size == 0 or checks.passes(valid, every).all()
+
+
+def test_a_check_too_large_to_table_is_computed(hw: HardwareProfile) -> None:
+    """With a table cap below l1_fits' 31 360 combinations, that check goes through the row
+    kernel and the rest are tabled; the answers do not change."""
+    model = ShapeModel(load_spec("matmul"), hw, {"M": 512, "N": 4096, "K": 1024})
+    mixed = CheckSet(enumerator(model), proven=True, max_table_entries=10_000)
+    names = [mixed.checks[i].name for i in mixed._untabled]
+    assert names == ["l1_fits"]
+    every = list(range(len(mixed.checks)))
+    rows = np.random.default_rng(4).integers(0, model.sizes, size=(300, model.sizes.size))
+    for n in (1, 8, 300):  # the kernel, then numpy, for the untabled check
+        want = mixed.passes_vectorised(rows[:n], every)
+        assert np.array_equal(mixed.passes(rows[:n], every), want)
+        assert np.array_equal(mixed.passes(rows[:n], every[::-1]), want[:, ::-1])
+
+
+def test_auto_counts_only_where_the_estimate_is_small(
+        hw: HardwareProfile, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` scores the whole valid set up to EXHAUSTIVE_VALID_LIMIT configurations
+    (counted); where random configurations put the valid set far above it, nothing is
+    counted."""
+    spec = load_spec("matmul")
+    small = ShapeModel(spec, hw, {"M": 1, "N": 4096, "K": 4096})  # 180 064 valid
+    name, _enum, valid = resolve_strategy(small, "auto")
+    assert name == "exhaustive" and valid is not None
+    assert 20_000 < len(valid) <= EXHAUSTIVE_VALID_LIMIT
+    counted: list[int] = []
+    real = Enumerator.indices
+
+    def indices(self: Enumerator, cap: int = 5_000_000) -> np.ndarray:
+        counted.append(cap)
+        return real(self, cap)
+
+    monkeypatch.setattr(Enumerator, "indices", indices)
+    large = ShapeModel(spec, hw, {"M": 77, "N": 4096, "K": 4096})  # 1.26 M valid
+    assert enumerator(large).estimated_valid() > COUNT_ESTIMATE_FACTOR * EXHAUSTIVE_VALID_LIMIT
+    assert resolve_strategy(large, "auto")[0] == "ils" and not counted
+    # Rare valid configurations: no random one is valid, so the estimate says nothing and
+    # the (capped) count decides: 580 128 valid, over the limit.
+    rare = ShapeModel(load_spec("batch_matmul"), hw, {"B": 64, "M": 1, "N": 4096, "K": 128})
+    assert enumerator(rare).estimated_valid() == 0.0
+    assert resolve_strategy(rare, "auto")[0] == "ils" and counted

@@ -25,9 +25,15 @@ import numpy as np
 import pytest
 
 from ascend_tune import row_kernel
+from ascend_tune.check_tables import MAX_TABLE_ENTRIES
 from ascend_tune.engine import ROW_KERNEL_MAX_ROWS, ShapeModel
 from ascend_tune.expr import FUNCTIONS, Kind, parse
-from ascend_tune.feasibility import CHECK_KERNEL_MAX_ROWS, check_set, index_blocks
+from ascend_tune.feasibility import (
+    CHECK_KERNEL_MAX_ROWS,
+    CheckSet,
+    enumerator,
+    index_blocks,
+)
 from ascend_tune.hardware import load_profile
 from ascend_tune.spec import load_spec
 from tests.test_model_fastpaths import SPECS, SYMBOLS, _envs, _example_shapes, _sources
@@ -131,11 +137,20 @@ def test_another_profile_gets_its_own_kernel() -> None:
     assert np.isfinite(want).any()
 
 
+def _checks(model: ShapeModel, max_table_entries: int) -> CheckSet:
+    return CheckSet(enumerator(model), proven=bool(model._space_proven),
+                    max_table_entries=max_table_entries)
+
+
+# Every check tabled (the default), none (the row kernel for all), some of each.
+@pytest.mark.parametrize("tables", [MAX_TABLE_ENTRIES, 0, 100])
 @pytest.mark.parametrize("name", SPECS)
-def test_checks_are_the_vectorised_ones(name: str) -> None:
+def test_checks_are_the_vectorised_ones(name: str, tables: int) -> None:
     hw = load_profile("ascend910b3")
     for i, shape in enumerate(_example_shapes(name)):
-        checks = check_set(ShapeModel(load_spec(name), hw, shape))
+        checks = _checks(ShapeModel(load_spec(name), hw, shape), tables)
+        if tables == 0:
+            assert checks._untabled == list(range(len(checks.checks)))
         rng = np.random.default_rng(10 + i)
         every = list(range(len(checks.checks)))
         for n in (1, 7, CHECK_KERNEL_MAX_ROWS, 2 * CHECK_KERNEL_MAX_ROWS):  # kernel, vectorised
@@ -171,7 +186,7 @@ def test_generated_source_holds_no_text_from_the_spec(name: str,
     spec = load_spec(name)
     model = ShapeModel(spec, load_profile("ascend910b3"), _example_shapes(name)[0])
     assert model._row_latency is not None
-    assert check_set(model)._row_checks is not None
+    assert _checks(model, 0)._row_checks is not None  # every check untabled
     assert len(sources) == 2
     allowed = _OWN_NAMES | set(row_kernel._HELPERS)
     for source in sources:

@@ -20,15 +20,20 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "random": RandomSearch,
 }
 
-# `auto` scores the whole valid set (exact) when it holds at most this many configurations
-# (about 0.05 s of model time), else runs iterated local search (`ils`, which reaches the optimum
-# far more often than the GA for the same budget: benchmarks/search_vs_peers.py). The raw
-# product size does not matter: a
-# space of 10^8 configurations can have a few hundred valid ones.
-EXHAUSTIVE_VALID_LIMIT = 20_000
-# The valid set is counted by the pruned enumeration, given up past this many prefixes at one
-# step (then the set is certainly larger than the limit): a few milliseconds either way.
-COUNT_PREFIX_CAP = 100_000
+# `auto` scores the whole valid set (exact) when it holds at most this many configurations,
+# else runs iterated local search (`ils`, which reaches the optimum far more often than the GA
+# for the same budget: benchmarks/search_vs_peers.py). At the limit the exact search takes
+# about as long as `ils` at the default budget (0.2-0.3 s on a matmul shape with 200 k valid
+# configurations against 0.3-0.7 s: benchmarks/search_speed.py --only auto). The raw product
+# size does not matter: a space of 10^8 configurations can have a few hundred valid ones.
+EXHAUSTIVE_VALID_LIMIT = 250_000
+# The valid set is counted by the pruned enumeration only where random configurations
+# suggest it may be within the limit (Enumerator.estimated_valid at most this factor times
+# it: the estimate is rough, and 0 where valid configurations are rare), and the count gives
+# up past this many candidate prefixes at one step (then the set is certainly larger than
+# the limit): a few tens of milliseconds at worst, nothing where the estimate is large.
+COUNT_ESTIMATE_FACTOR = 2
+COUNT_PREFIX_CAP = 4 * EXHAUSTIVE_VALID_LIMIT
 
 
 def default_strategy(valid_count: int | None) -> str:
@@ -38,5 +43,5 @@ def default_strategy(valid_count: int | None) -> str:
     return "ils"
 
 
-__all__ = ["COUNT_PREFIX_CAP", "EXHAUSTIVE_VALID_LIMIT", "STRATEGIES", "Problem", "SearchResult",
-           "Strategy", "default_strategy"]
+__all__ = ["COUNT_ESTIMATE_FACTOR", "COUNT_PREFIX_CAP", "EXHAUSTIVE_VALID_LIMIT", "STRATEGIES",
+           "Problem", "SearchResult", "Strategy", "default_strategy"]
