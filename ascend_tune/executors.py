@@ -27,6 +27,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import importlib
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing import get_context
 from typing import Any
@@ -129,9 +130,13 @@ class LocalExecutor(Executor):
         self.processes = processes
         self._initializer = initializer
         self._pool: cf.Executor | None = None
+        self._added_env: list[str] = []
 
     def __enter__(self) -> LocalExecutor:
         if self.processes:
+            # Workers start while the pool runs (spawned as tasks arrive) and read these then.
+            self._added_env = [k for k in _ONE_THREAD_ENV if k not in os.environ]
+            os.environ.update({k: "1" for k in self._added_env})
             self._pool = cf.ProcessPoolExecutor(max_workers=self.slots,
                                                 mp_context=get_context("spawn"),
                                                 initializer=self._initializer)
@@ -144,6 +149,9 @@ class LocalExecutor(Executor):
         if self._pool is None:
             return
         pool, self._pool = self._pool, None
+        for k in self._added_env:
+            os.environ.pop(k, None)
+        self._added_env = []
         if not abort:
             pool.shutdown()
             return
@@ -171,6 +179,13 @@ class LocalExecutor(Executor):
     def _cancel(self, handles: list[Any]) -> None:
         for h in handles:
             h.cancel()
+
+
+# A worker process runs on one core. numpy's BLAS (OpenBLAS) otherwise starts a thread per core
+# in every worker, and those threads spin between calls on the cores the other workers need
+# (100 matmul shapes, --jobs 2: 14.8 s -> 11.8 s wall). Set for the workers while the pool
+# lives, unless the user set them.
+_ONE_THREAD_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def _import_ray() -> Any:

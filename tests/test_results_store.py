@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ascend_tune import results, store
+from ascend_tune import executors, results, store
 from ascend_tune.hardware import load_profile
 from ascend_tune.shapes import shape_key
 from ascend_tune.spec import load_spec
@@ -215,3 +215,20 @@ def test_old_layout_and_hand_edits_still_load(tmp_path: Path) -> None:
     truncated.write_text(results.to_text(doc)[:-40])
     with pytest.raises(Exception, match="corrupt results file"):
         results.read_all(truncated)
+
+
+def _blas_env(*, slot: str | None = None) -> dict[str, str | None]:
+    return {k: os.environ.get(k) for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+
+
+def test_worker_processes_keep_blas_to_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each --jobs worker takes one core: its BLAS starts no threads of its own (they spin on
+    the other workers' cores). A value the user set stands, and the parent's environment is
+    left as it was."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    with executors.LocalExecutor([None, None], processes=True) as pool:
+        seen = [r for _i, r in pool.run(_blas_env, [(), ()])]
+    assert seen == [{"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "3"}] * 2
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    assert os.environ["OMP_NUM_THREADS"] == "3"
