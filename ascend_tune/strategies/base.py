@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -72,6 +72,9 @@ class Problem:
         # score_all keeps only the best this many configurations for top() (at least the
         # --top-k the caller asks for): millions of scores need no memo.
         self.keep_top = 64
+        # Move generators' memory of pure functions of a few genes (a pair's trades): kept for
+        # the search, keyed by the generator.
+        self.scratch: dict[Any, Any] = {}
         self._kept: tuple[np.ndarray, np.ndarray] | None = None  # (latencies, genomes)
 
     @property

@@ -171,18 +171,38 @@ def neighbours(feasible: Feasible, sizes: np.ndarray, genome: np.ndarray,
                reach: int) -> np.ndarray:
     """For each gene, the ``reach`` nearest values below and above its current one that are
     feasible with every other gene kept (one-gene moves that stay in the valid set)."""
-    genes = np.repeat(np.arange(sizes.size), sizes)
-    value = np.concatenate([np.arange(int(s)) for s in sizes])
+    genes, value = _one_gene_layout(sizes)
     cand = np.repeat(genome[None, :], genes.size, axis=0)
     cand[np.arange(genes.size), genes] = value
-    good = ~violated(feasible, cand).any(axis=1)
-    keep = np.zeros(genes.size, dtype=bool)
-    for j in range(sizes.size):
-        idx = np.flatnonzero((genes == j) & good)
+    good: list[bool] = (~violated(feasible, cand).any(axis=1)).tolist()
+    keep: list[int] = []  # rows of cand, in order (a few dozen: plain Python is cheapest)
+    start = 0
+    for j, size in enumerate(sizes.tolist()):
         cur = int(genome[j])
-        below, above = idx[value[idx] < cur][-reach:], idx[value[idx] > cur][:reach]
-        keep[below] = keep[above] = True
+        below = [start + v for v in range(cur) if good[start + v]]
+        below = below[max(len(below) - reach, 0):]
+        above = [start + v for v in range(cur + 1, size) if good[start + v]][:reach]
+        keep += below + above
+        start += size
     return np.asarray(cand[keep], dtype=np.int64)
+
+
+def _one_gene_layout(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (gene, value) pair of the space, gene-major: the rows of a one-gene
+    neighbourhood."""
+    key = sizes.tobytes()
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) > 64:
+            _LAYOUTS.clear()
+        genes = np.repeat(np.arange(sizes.size), sizes)
+        value = (np.concatenate([np.arange(int(s)) for s in sizes]) if sizes.size
+                 else np.zeros(0, dtype=np.int64))
+        layout = _LAYOUTS[key] = (genes, value)
+    return layout
+
+
+_LAYOUTS: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def shift(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, genes: np.ndarray,

@@ -86,25 +86,19 @@ def check_pairs(feasible: construct.Feasible, max_reads: int = 4) -> list[tuple[
 _PAIRS: dict[tuple[int, bytes, tuple[int, ...]], list[tuple[int, int]]] = {}
 
 
+_STEPS = (-2, -1, 1, 2)
+
+
 def coupled_moves(problem: Problem, genome: np.ndarray, max_reads: int = 4) -> np.ndarray:
     """Both genes of every pair some check reads together (checks reading at most
     ``max_reads`` genes) moved one or two domain steps each, kept where every check passes."""
     feasible, sizes = problem.feasible, problem.sizes
-    pairs = [(a, b) for a, b in check_pairs(feasible, max_reads) if a < b]
-    steps = np.array([(da, db) for da in (-2, -1, 1, 2) for db in (-2, -1, 1, 2)])
-    rows = []
-    for a, b in pairs:
-        cand = np.repeat(genome[None, :], len(steps), axis=0)
-        cand[:, a] += steps[:, 0]
-        cand[:, b] += steps[:, 1]
-        inside = ((cand[:, a] >= 0) & (cand[:, a] < sizes[a]) & (cand[:, b] >= 0)
-                  & (cand[:, b] < sizes[b]))
-        rows.append(cand[inside])
-    if not rows:
-        return np.zeros((0, sizes.size), dtype=np.int64)
-    out = np.concatenate(rows)
-    out = out[~duplicated(out)]
-    return np.asarray(out[~construct.violated(feasible, out).any(axis=1)], dtype=np.int64)
+    g, size = genome.tolist(), sizes.tolist()
+    changes = [(a, g[a] + da, b, g[b] + db)
+               for a, b in check_pairs(feasible, max_reads) if a < b
+               for da in _STEPS if 0 <= g[a] + da < size[a]
+               for db in _STEPS if 0 <= g[b] + db < size[b]]
+    return _kept(feasible, genome, changes)
 
 
 def ratio_moves(problem: Problem, genome: np.ndarray, reach: int = 3,
@@ -116,23 +110,42 @@ def ratio_moves(problem: Problem, genome: np.ndarray, reach: int = 3,
     feasible, sizes, grids = problem.feasible, problem.sizes, problem.grids
     if grids is None:
         return np.zeros((0, sizes.size), dtype=np.int64)
-    pairs = check_pairs(feasible, max_reads)
-    rows = []
-    for a, b in pairs:
-        ga, gb = grids[a], grids[b]
-        if ga.size < 2 or gb.size < 2 or ga.min() <= 0 or gb.min() <= 0:
-            continue
-        product = float(ga[genome[a]]) * float(gb[genome[b]])
-        new_a = np.arange(max(genome[a] - reach, 0), min(genome[a] + reach + 1, ga.size))
-        new_a = new_a[new_a != genome[a]]
-        want = np.log(product / ga[new_a].astype(np.float64))
-        new_b = np.argmin(np.abs(np.log(gb.astype(np.float64))[None, :] - want[:, None]), axis=1)
-        cand = np.repeat(genome[None, :], new_a.size, axis=0)
-        cand[:, a], cand[:, b] = new_a, new_b
-        rows.append(cand[new_b != genome[b]])
-    if not rows:
-        return np.zeros((0, sizes.size), dtype=np.int64)
-    out = np.concatenate(rows)
+    g = genome.tolist()
+    changes = []
+    for a, b in check_pairs(feasible, max_reads):
+        key = ("ratio", a, b, g[a], g[b], reach)
+        trades = problem.scratch.get(key)
+        if trades is None:
+            trades = problem.scratch[key] = _trades(grids[a], grids[b], g[a], g[b], reach)
+        changes += [(a, na, b, nb) for na, nb in trades]
+    return _kept(feasible, genome, changes)
+
+
+def _trades(ga: np.ndarray, gb: np.ndarray, ia: int, ib: int,
+            reach: int) -> list[tuple[int, int]]:
+    """(new a, new b) index pairs whose values keep ``ga[ia] * gb[ib]`` nearest, b moved."""
+    if ga.size < 2 or gb.size < 2 or ga.min() <= 0 or gb.min() <= 0:
+        return []
+    product = float(ga[ia]) * float(gb[ib])
+    new_a = np.arange(max(ia - reach, 0), min(ia + reach + 1, ga.size))
+    new_a = new_a[new_a != ia]
+    want = np.log(product / ga[new_a].astype(np.float64))
+    new_b = np.argmin(np.abs(np.log(gb.astype(np.float64))[None, :] - want[:, None]), axis=1)
+    return [(na, nb) for na, nb in zip(new_a.tolist(), new_b.tolist(), strict=True)
+            if nb != ib]
+
+
+def _kept(feasible: construct.Feasible, genome: np.ndarray,
+          changes: list[tuple[int, int, int, int]]) -> np.ndarray:
+    """``genome`` with each change (gene a to value index, gene b to value index) applied, in
+    order, duplicates and rows failing a check dropped."""
+    if not changes:
+        return np.zeros((0, genome.size), dtype=np.int64)
+    a, va, b, vb = np.array(changes, dtype=np.int64).T
+    out = np.repeat(genome[None, :], len(changes), axis=0)
+    rows = np.arange(len(changes))
+    out[rows, a] = va
+    out[rows, b] = vb
     out = out[~duplicated(out)]
     return np.asarray(out[~construct.violated(feasible, out).any(axis=1)], dtype=np.int64)
 
