@@ -174,7 +174,7 @@ def neighbours(feasible: Feasible, sizes: np.ndarray, genome: np.ndarray,
     genes, value = _one_gene_layout(sizes)
     cand = np.repeat(genome[None, :], genes.size, axis=0)
     cand[np.arange(genes.size), genes] = value
-    good: list[bool] = (~violated(feasible, cand).any(axis=1)).tolist()
+    good: list[bool] = np.logical_not(violated(feasible, cand).any(axis=1)).tolist()
     keep: list[int] = []  # rows of cand, in order (a few dozen: plain Python is cheapest)
     start = 0
     for j, size in enumerate(sizes.tolist()):
