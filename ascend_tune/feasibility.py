@@ -92,6 +92,22 @@ def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence
 _SAMPLES = 2048
 
 
+@functools.lru_cache(maxsize=8)
+def _subset_lattice(n: int) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """The subsets of ``n`` parameters as numbers, their membership bits, and per size k = 1..n
+    the subsets of that size with, for each, its k subsets one parameter smaller (a row of
+    predecessors, in ascending parameter order): the same for every shape of a spec."""
+    subsets = np.arange(1 << n, dtype=np.int64)
+    bits = ((subsets[:, None] >> np.arange(n)) & 1).astype(bool)
+    popcount = bits.sum(axis=1)
+    layers = []
+    for size in range(1, n + 1):
+        layer = subsets[popcount == size]
+        members = np.nonzero(bits[layer])[1].reshape(layer.size, size)
+        layers.append((layer, layer[:, None] ^ (1 << members)))
+    return subsets, bits, layers
+
+
 class Enumerator:
     """Enumerate the valid configurations of ``spec`` on one shape.
 
@@ -144,8 +160,7 @@ class Enumerator:
             return params
         rates = self._pass_rates()
         logs = np.array([np.log(max(g.size, 1)) for g in self.grids])
-        subsets = np.arange(1 << n_params, dtype=np.int64)
-        bits = ((subsets[:, None] >> np.arange(n_params)) & 1).astype(bool)
+        subsets, bits, layers = _subset_lattice(n_params)
         log_count = bits.astype(np.float64) @ logs
         for (_check, reads), rate in zip(checks, rates, strict=True):
             if not reads:
@@ -155,14 +170,8 @@ class Enumerator:
         count = np.exp(np.minimum(log_count, 700.0))
         best = np.full(subsets.size, np.inf)
         best[0] = 0.0
-        popcount = bits.sum(axis=1)
-        for size in range(1, n_params + 1):  # a subset's best needs only smaller subsets
-            layer = subsets[popcount == size]
-            lbits = bits[layer]
-            prev = np.full(layer.size, np.inf)
-            for j in range(n_params):
-                prev = np.minimum(prev, np.where(lbits[:, j], best[layer ^ (1 << j)], np.inf))
-            best[layer] = prev + count[layer]
+        for layer, below in layers:  # a subset's best needs only smaller subsets
+            best[layer] = best[below].min(axis=1) + count[layer]
         order: list[str] = []
         state = (1 << n_params) - 1
         while state:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -109,33 +110,26 @@ class Problem:
         """Latency per genome; scores only genomes not seen before, in one batch."""
         genomes = np.asarray(genomes, dtype=np.int64).reshape(-1, self.n_genes)
         keys = self.key(genomes)
-        out = np.empty(len(keys))
-        todo: dict[int | bytes, int] = {}
+        seen = self._seen
+        todo: dict[int | bytes, int] = {}  # each new configuration's first row
         for i, k in enumerate(keys):
-            cached = self._seen.get(k)
-            if cached is None:
-                todo.setdefault(k, i)
-            else:
-                out[i] = cached
+            if k not in seen and k not in todo:
+                todo[k] = i
         if todo and self.left < len(todo):
             # Rows past the budget are not looked at, counted, cached or returned.
             todo = dict(list(todo.items())[:max(self.left, 0)])
         if todo:
-            rows = np.fromiter(todo.values(), dtype=np.int64, count=len(todo))
+            rows = list(todo.values())
             lat = np.asarray(self._objective(genomes[rows]), dtype=np.float64)
-            finite = np.isfinite(lat)
-            self.evaluations += int(finite.sum())
-            self.rejected += int((~finite).sum())
-            for k, v in zip(todo, lat.tolist(), strict=False):
-                self._seen[k] = v
-            if finite.any():
+            scores = lat.tolist()
+            valid = sum(map(math.isfinite, scores))
+            self.evaluations += valid
+            self.rejected += len(scores) - valid
+            seen.update(zip(todo, scores, strict=True))
+            if valid:
                 self._note_best(lat, genomes[rows])
-        for i, k in enumerate(keys):
-            if k not in self._seen:
-                out[i] = np.inf  # past the budget: not looked at
-            elif k in todo:
-                out[i] = self._seen[k]
-        return out
+        # Past the budget: not looked at, inf.
+        return np.array([seen.get(k, math.inf) for k in keys], dtype=np.float64)
 
     def score_all(self, genomes: np.ndarray, known_valid: bool = False) -> np.ndarray:
         """Score configurations that are distinct and new to this search (an enumeration of

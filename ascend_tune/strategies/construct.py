@@ -225,6 +225,9 @@ def shift(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, genes: np.
     return settle(feasible, sizes, rows, pinned, rounds)
 
 
+_NEVER = np.iinfo(np.int64).max  # the score of a candidate that is no change
+
+
 def settle(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, pinned: np.ndarray,
            rounds: int = 3) -> tuple[np.ndarray, np.ndarray]:
     """Repair rows with the smallest changes, never touching ``pinned`` genes: each round
@@ -255,10 +258,14 @@ def settle(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, pinned: n
         left = cand_bad.sum(axis=1)
         # Best per row: fewest violations, then the nearest value, then the lowest gene.
         score = (left * 4 * int(sizes.max() + 1) + np.abs(value - current)) * n_genes + gene
-        score = np.where(value == current, np.iinfo(np.int64).max, score)
+        score[value == current] = _NEVER
         order = np.lexsort((score, owner))
-        first = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
-        fixed = first[score[first] != np.iinfo(np.int64).max]
+        grouped = owner[order]
+        starts = np.empty(order.size, dtype=bool)  # each row's first (best) candidate
+        starts[0] = True
+        np.not_equal(grouped[1:], grouped[:-1], out=starts[1:])
+        first = order[starts]
+        fixed = first[score[first] != _NEVER]
         target = todo[owner[fixed]]
         rows[target, gene[fixed]] = value[fixed]
         pinned[target, gene[fixed]] = True
