@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune import costs, launch
+from ascend_tune import costs, launch, row_memo
 from ascend_tune.expr import (
     Binary,
     BoolOp,
@@ -429,10 +429,18 @@ class _Source:
     def constants(self) -> dict[str, list[int]]:
         return {f"_G{j}": g.tolist() for j, g in enumerate(self.grids)}
 
+    def sizes(self) -> list[int]:
+        return [int(g.size) for g in self.grids]
 
-def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None
-             ) -> Callable[..., Any]:
-    scope: dict[str, Any] = {"math": math, **_HELPERS, **(constants or {})}
+
+def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None,
+             sizes: Sequence[int] | None = None) -> Callable[..., Any]:
+    """The function ``name`` of ``source``; given the domain sizes of its index arguments,
+    with its few-parameter statements memoised per combination (:mod:`.row_memo`)."""
+    tables: dict[str, Any] = {}
+    if sizes is not None:
+        source, tables = row_memo.hoist(source, name, sizes)
+    scope: dict[str, Any] = {"math": math, **_HELPERS, **(constants or {}), **tables}
     exec(compile(source, f"<ascend_tune.row_kernel {name}>", "exec"), scope)
     fn: Callable[..., Any] = scope[name]
     return fn
@@ -447,7 +455,7 @@ def checks_function(spec: OperatorSpec, base_env: Mapping[str, Any],
     src.derive(needed_derived(spec, [c.expr for c in checks]))
     results = [src.w.atom(src.check(c)) for c in checks]
     tail = "bytes((" + "".join(f"{r}, " for r in results) + "))"
-    return _compile(src.function("checks", tail), "checks", src.constants())
+    return _compile(src.function("checks", tail), "checks", src.constants(), src.sizes())
 
 
 class _Cost:
@@ -661,7 +669,7 @@ def latency_function(spec: OperatorSpec, hw: HardwareProfile, base_env: Mapping[
     curves: dict[str, Any] = src.constants()
     for i, (xp, fp) in enumerate(cost.curves.values()):
         curves[f"_XP{i}"], curves[f"_FP{i}"] = xp, fp
-    return _compile(src.function("latency", result), "latency", curves)
+    return _compile(src.function("latency", result), "latency", curves, src.sizes())
 
 
 def expression_function(e: Expr, kinds: Mapping[str, Kind]) -> Callable[..., Any]:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import row_kernel
+from ascend_tune import row_kernel, row_memo
 from ascend_tune.check_tables import MAX_TABLE_ENTRIES
 from ascend_tune.engine import ROW_KERNEL_MAX_ROWS, ShapeModel
 from ascend_tune.expr import FUNCTIONS, Kind, parse
@@ -178,20 +178,25 @@ def test_generated_source_holds_no_text_from_the_spec(name: str,
     sources: list[str] = []
     real = row_kernel._compile
 
-    def keep(source: str, fn: str, constants: Any = None) -> Any:
+    def keep(source: str, fn: str, constants: Any = None, sizes: Any = None) -> Any:
         sources.append(source)
-        return real(source, fn, constants)
+        if sizes is not None:  # and the source with its memoised groups, as compiled
+            hoisted, tables = row_memo.hoist(source, fn, sizes)
+            assert set(tables) <= set(re.findall(r"_M[0-9]+", hoisted))
+            sources.append(hoisted)
+        return real(source, fn, constants, sizes)
 
     monkeypatch.setattr(row_kernel, "_compile", keep)
     spec = load_spec(name)
     model = ShapeModel(spec, load_profile("ascend910b3"), _example_shapes(name)[0])
     assert model._row_latency is not None
     assert _checks(model, 0)._row_checks is not None  # every check untabled
-    assert len(sources) == 2
+    assert len(sources) == 4
     allowed = _OWN_NAMES | set(row_kernel._HELPERS)
     for source in sources:
         for token in _names(source):
-            assert token in allowed or re.fullmatch(r"[pti][0-9]+|_(XP|FP|G)[0-9]+", token), token
+            assert token in allowed or re.fullmatch(r"[pti][0-9]+|_(XP|FP|G|M|h)[0-9]+|_[vk]",
+                                                    token), token
         for spec_name in [*spec.params, *(n for n, _ in spec.derive)]:
             assert spec_name not in _names(source) or spec_name in allowed, spec_name
 
