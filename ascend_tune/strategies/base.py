@@ -120,16 +120,21 @@ class Problem:
             todo = dict(list(todo.items())[:max(self.left, 0)])
         if todo:
             rows = list(todo.values())
-            lat = np.asarray(self._objective(genomes[rows]), dtype=np.float64)
-            scores = lat.tolist()
+            new = genomes if len(rows) == len(keys) else genomes[rows]  # all new: in order
+            scores = np.asarray(self._objective(new), dtype=np.float64).tolist()
             valid = sum(map(math.isfinite, scores))
             self.evaluations += valid
             self.rejected += len(scores) - valid
             seen.update(zip(todo, scores, strict=True))
-            if valid:
-                self._note_best(lat, genomes[rows])
-        # Past the budget: not looked at, inf.
-        return np.array([seen.get(k, math.inf) for k in keys], dtype=np.float64)
+            # The first fastest, as np.argmin takes it (a nan there: no new best).
+            if valid and not any(map(math.isnan, scores)):
+                j = min(range(len(scores)), key=scores.__getitem__)
+                if scores[j] < self.best_latency:
+                    self._improve(scores[j], new[j])
+        out = list(map(seen.get, keys))
+        if None in out:  # past the budget: not looked at, inf
+            out = [math.inf if v is None else v for v in out]
+        return np.array(out, dtype=np.float64)
 
     def score_all(self, genomes: np.ndarray, known_valid: bool = False) -> np.ndarray:
         """Score configurations that are distinct and new to this search (an enumeration of
@@ -162,9 +167,12 @@ class Problem:
         records each improvement against the evaluations so far)."""
         j = int(np.argmin(lat))
         if lat[j] < self.best_latency:
-            self.best_latency = float(lat[j])
-            self.best_genome = genomes[j].copy()
-            self.history.append((self.evaluations, self.best_latency))
+            self._improve(float(lat[j]), genomes[j])
+
+    def _improve(self, latency: float, genome: np.ndarray) -> None:
+        self.best_latency = latency
+        self.best_genome = genome.copy()
+        self.history.append((self.evaluations, self.best_latency))
 
     def _keep_best(self, lat: np.ndarray, genomes: np.ndarray) -> None:
         if self._kept is not None:

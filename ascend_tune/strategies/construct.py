@@ -42,6 +42,18 @@ class Unconstrained:
         return np.ones((genomes.shape[0], len(which)), dtype=bool)
 
 
+def duplicated(rows: np.ndarray) -> np.ndarray:
+    """True for every row equal to an earlier row (a set of tuples: the rows are few, and
+    np.unique's sort costs more than the rows at this size)."""
+    seen: set[tuple[int, ...]] = set()
+    out = np.zeros(rows.shape[0], dtype=bool)
+    for i, row in enumerate(map(tuple, rows.tolist())):
+        if row in seen:
+            out[i] = True
+        seen.add(row)
+    return out
+
+
 def violated(feasible: Feasible, genomes: np.ndarray) -> np.ndarray:
     """(rows, checks) booleans: which checks each full row fails."""
     n_checks = feasible.reads.shape[0]
@@ -71,8 +83,13 @@ def complete(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, free: n
         if checks.size:
             kn = known[r].copy()
             kn[:, j] = True
-            # A check is decidable for a row once every gene it reads is known there.
-            decide = ~(reads[checks][None, :, :] & ~kn[:, None, :]).any(axis=2)
+            # A check is decidable for a row once every gene it reads is known there. Rows
+            # that know the same genes (every row, when sampling) decide the same checks.
+            if (kn == kn[0]).all():
+                decide = np.broadcast_to(~(reads[checks] & ~kn[0]).any(axis=1),
+                                         (r.size, checks.size))
+            else:
+                decide = ~(reads[checks][None, :, :] & ~kn[:, None, :]).any(axis=2)
             use = np.flatnonzero(decide.any(axis=0))
             if use.size:
                 busy = np.flatnonzero(decide[:, use].any(axis=1))
@@ -120,7 +137,7 @@ def sample(feasible: Feasible, sizes: np.ndarray, n: int, rng: np.random.Generat
         rows, ok = complete(feasible, sizes, genomes, np.ones_like(genomes, dtype=bool), rng)
         walks += batch
         found = np.concatenate([found, rows[ok]])
-        found = found[np.sort(np.unique(found, axis=0, return_index=True)[1])]
+        found = found[~duplicated(found)]
     return found[:n], walks
 
 

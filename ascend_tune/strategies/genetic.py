@@ -24,7 +24,8 @@ import numpy as np
 
 from ascend_tune.strategies import construct
 from ascend_tune.strategies.base import Problem
-from ascend_tune.strategies.moves import duplicated, polish
+from ascend_tune.strategies.construct import duplicated
+from ascend_tune.strategies.moves import polish
 
 
 class Genetic:

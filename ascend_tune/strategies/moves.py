@@ -22,18 +22,7 @@ import numpy as np
 
 from ascend_tune.strategies import construct
 from ascend_tune.strategies.base import Problem
-
-
-def duplicated(rows: np.ndarray) -> np.ndarray:
-    """True for every row equal to an earlier row (a set of tuples: the rows are few, and
-    np.unique's sort costs more than the rows at this size)."""
-    seen: set[tuple[int, ...]] = set()
-    out = np.zeros(rows.shape[0], dtype=bool)
-    for i, row in enumerate(map(tuple, rows.tolist())):
-        if row in seen:
-            out[i] = True
-        seen.add(row)
-    return out
+from ascend_tune.strategies.construct import duplicated
 
 
 def polish(problem: Problem, rng: np.random.Generator, pairs: bool = True) -> None:
