@@ -174,25 +174,42 @@ def mirror_moves(problem: Problem, genome: np.ndarray) -> np.ndarray:
     each unpaired two-valued gene flipped: a walk order (iterateOrder: M inner or N inner)
     is the mirror of itself only when flipped, and its name says nothing of M or N."""
     feasible, sizes = problem.feasible, problem.sizes
-    pairs = list(feasible.pairs)
+    plan = problem.scratch.get("mirror")
+    if plan is None:
+        plan = problem.scratch["mirror"] = _mirror_plan(list(feasible.pairs), sizes)
+    source, pinned, flip_rows, flip_genes = plan
+    if not len(source):
+        return np.zeros((0, sizes.size), dtype=np.int64)
+    mirrored = genome[source]
+    mirrored[flip_rows, flip_genes] = 1 - genome[flip_genes]
+    mirrored, ok = construct.settle(feasible, sizes, mirrored, pinned)
+    out = mirrored[ok]
+    return np.asarray(out[~duplicated(out) & (out != genome[None, :]).any(axis=1)],
+                      dtype=np.int64)
+
+
+def _mirror_plan(pairs: list[tuple[int, int]], sizes: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The mirror swaps of any genome: row i takes gene ``source[i, g]`` as its gene g, then
+    flips the two-valued genes ``flip_genes`` at ``flip_rows``; ``pinned`` marks the genes a
+    swap or flip set (settle keeps them). Each pair alone, all pairs together, and all pairs
+    with each unpaired two-valued gene flipped."""
     swaps: list[tuple[list[tuple[int, int]], int | None]] = [([p], None) for p in pairs]
     if len(pairs) > 1:
         swaps.append((pairs, None))
     if pairs:
         paired = {g for p in pairs for g in p}
         swaps += [(pairs, int(g)) for g in np.flatnonzero(sizes == 2) if int(g) not in paired]
-    if not swaps:
-        return np.zeros((0, sizes.size), dtype=np.int64)
-    mirrored = np.repeat(genome[None, :], len(swaps), axis=0)
-    pinned = np.zeros(mirrored.shape, dtype=bool)
+    source = np.repeat(np.arange(sizes.size)[None, :], len(swaps), axis=0)
+    pinned = np.zeros(source.shape, dtype=bool)
+    flip_rows, flip_genes = [], []
     for i, (group, flip) in enumerate(swaps):
         for a, b in group:
-            mirrored[i, a], mirrored[i, b] = genome[b], genome[a]
+            source[i, a], source[i, b] = b, a
             pinned[i, [a, b]] = True
         if flip is not None:
-            mirrored[i, flip] = 1 - genome[flip]
+            flip_rows.append(i)
+            flip_genes.append(flip)
             pinned[i, flip] = True
-    mirrored, ok = construct.settle(feasible, sizes, mirrored, pinned)
-    out = mirrored[ok]
-    return np.asarray(out[~duplicated(out) & (out != genome[None, :]).any(axis=1)],
-                      dtype=np.int64)
+    return (source, pinned, np.array(flip_rows, dtype=np.int64),
+            np.array(flip_genes, dtype=np.int64))
