@@ -77,14 +77,20 @@ def _reads(e: Expr, params: set[str], deps: Mapping[str, frozenset[str]]) -> fro
 
 
 def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence[np.ndarray],
-                cores: Mapping[str, Any]) -> list[launch.Check]:
+                cores: Mapping[str, Any],
+                launch_checks: Sequence[launch.Check | None] | None = None
+                ) -> list[launch.Check]:
     """The spec's constraints and the launch checks, without the launch checks interval
-    arithmetic proves for every configuration of these domains (most C-type ranges)."""
-    spans = {k: expr_mod.value_span(v) for k, v in base_env.items()}
-    spans.update({p: expr_mod.outer_span(int(g.min()), int(g.max())) if g.size else (0, 0)
-                  for p, g in zip(spec.params, grids, strict=True)})
+    arithmetic proves for every configuration of these domains (most C-type ranges);
+    ``launch_checks``: that proof already made (:func:`launch.checks_to_run` over these
+    domains, None for each proven check)."""
     every = [launch.Check(n, e, boolean=True) for n, e in spec.constraints]
-    return every + [c for c in launch.checks_to_run(spec, cores, spans) if c is not None]
+    if launch_checks is None:
+        spans = {k: expr_mod.value_span(v) for k, v in base_env.items()}
+        spans.update({p: expr_mod.outer_span(int(g.min()), int(g.max())) if g.size else (0, 0)
+                      for p, g in zip(spec.params, grids, strict=True)})
+        launch_checks = launch.checks_to_run(spec, cores, spans)
+    return every + [c for c in launch_checks if c is not None]
 
 
 # Random full configurations behind the pass-rate estimates (the assignment order, the
@@ -117,7 +123,8 @@ class Enumerator:
 
     def __init__(self, spec: OperatorSpec, base_env: Mapping[str, Any],
                  grids: Sequence[np.ndarray], cores: Mapping[str, Any],
-                 proven: bool = False) -> None:
+                 proven: bool = False,
+                 launch_checks: Sequence[launch.Check | None] | None = None) -> None:
         self.spec = spec
         # Every expression is proven free of int64 overflow over these domains: evaluate on
         # the unchecked fast path (no per-array min/max).
@@ -126,7 +133,7 @@ class Enumerator:
         self.grids = [np.asarray(g, dtype=np.int64) for g in grids]
         params = set(spec.params)
         self._deps = _param_deps(spec)
-        every = _all_checks(spec, base_env, self.grids, cores)
+        every = _all_checks(spec, base_env, self.grids, cores, launch_checks)
         checks = self.checks = [(c, _reads(c.expr, params, self._deps)) for c in every]
         self._sample_passes: list[np.ndarray] | None = None
         self.order = self._choose_order(checks)
@@ -473,7 +480,8 @@ def _cores(model: Any) -> dict[str, Any]:
 def enumerator(model: Any) -> Enumerator:
     """The enumerator of a :class:`~ascend_tune.engine.ShapeModel`."""
     return Enumerator(model.spec, model.base_env, model.grids, _cores(model),
-                      proven=bool(getattr(model, "_space_proven", False)))
+                      proven=bool(getattr(model, "_space_proven", False)),
+                      launch_checks=getattr(model, "_launch_in_space", None))
 
 
 def check_set(model: Any, enum: Enumerator | None = None) -> CheckSet:

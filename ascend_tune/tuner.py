@@ -103,8 +103,9 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
     problem.keep_top = max(problem.keep_top, settings.top_k)
     try:
         result = run(STRATEGIES[name](), problem, settings.budget, shape_rng(settings.seed, shape))
-    except NoValidFound:
-        raise NoValidConfigError(no_valid_message(model)) from None
+    except NoValidFound as exc:
+        raise NoValidConfigError(no_valid_message(
+            model, looked=exc.evaluations + exc.rejected)) from None
     chosen = model.values(result.genome[None, :])[0]
     best = {p: int(v) for p, v in zip(spec.params, chosen, strict=True)}
     entry = describe(model, best)
@@ -207,9 +208,12 @@ def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = N
     return Problem(model.sizes, model.objective, base)
 
 
-def no_valid_message(model: ShapeModel, sample: int = 200_000) -> str:
+def no_valid_message(model: ShapeModel, sample: int = 200_000, looked: int | None = None
+                     ) -> str:
     """Say how many candidates each check fails (every failing check counts, so the one that
-    rules out everything is named even when another fails first)."""
+    rules out everything is named even when another fails first). Where the candidates do
+    include valid ones, the search (which looked at ``looked`` configurations) missed them:
+    say so, and that a larger budget finds them."""
     rng = np.random.default_rng(0)
     if model.space_size <= sample:
         genomes = decode_flat(np.arange(model.space_size, dtype=np.int64), model.sizes)
@@ -217,8 +221,15 @@ def no_valid_message(model: ShapeModel, sample: int = 200_000) -> str:
     else:
         genomes = rng.integers(0, model.sizes, size=(sample, model.sizes.size))
         what = f"{sample:,} sampled candidates of {model.space_size:,}"
-    counts = model.failure_counts(model.values(genomes))
+    values = model.values(genomes)
     total = len(genomes)
+    valid = int(np.count_nonzero(model.evaluate(values).valid))
+    if valid and looked is not None:
+        plural = "" if looked == 1 else "s"
+        return (f"shape {shape_key(model.shape)}: the search looked at {looked:,} "
+                f"configuration{plural} and found none valid, but {valid:,} of {what} are: "
+                "raise --budget")
+    counts = model.failure_counts(values)
     parts = [f"{name} fails {'all' if c == total else f'{c:,}'}"
              for name, c in sorted(counts.items(), key=lambda t: -t[1]) if c]
     return (f"shape {shape_key(model.shape)}: no valid configuration; of {what}: "

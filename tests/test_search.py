@@ -79,6 +79,17 @@ def test_no_valid_configuration_names_the_constraints(hw: HardwareProfile,
         tune_shape(add_spec, tiny, {"totalLength": 4096}, TuneSettings("auto", 100, 0))
 
 
+def test_a_budget_too_small_to_find_a_valid_configuration_says_so(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    """The baseline of this shape is invalid; with a budget of 1 nothing else is looked at.
+    That is not 'no valid configuration': the message says how many were looked at and that
+    valid ones exist."""
+    with pytest.raises(NoValidConfigError, match=r"M=1,N=11008,K=4096: the search looked at 1 "
+                       r"configuration and found none valid, but [0-9,]+ of 200,000 sampled "
+                       r"candidates of [0-9,]+ are: raise --budget"):
+        tune_shape(matmul_spec, hw, {"M": 1, "N": 11008, "K": 4096}, TuneSettings("ils", 1, 0))
+
+
 def test_results_entry_is_complete(hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
     entry = tune_shape(matmul_spec, hw, {"M": 512, "N": 4096, "K": 1024},
                        TuneSettings("ga", 500, 3))
