@@ -100,9 +100,10 @@ _SAMPLES = 2048
 
 @functools.lru_cache(maxsize=8)
 def _subset_lattice(n: int) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """The subsets of ``n`` parameters as numbers, their membership bits, and per size k = 1..n
-    the subsets of that size with, for each, its k subsets one parameter smaller (a row of
-    predecessors, in ascending parameter order): the same for every shape of a spec."""
+    """The subsets of ``n`` parameters as numbers, their membership as 0.0/1.0 (weights of
+    the parameters' log domain sizes), and per size k = 1..n the subsets of that size with,
+    for each, its k subsets one parameter smaller (a row of predecessors, in ascending
+    parameter order): the same for every shape of a spec."""
     subsets = np.arange(1 << n, dtype=np.int64)
     bits = ((subsets[:, None] >> np.arange(n)) & 1).astype(bool)
     popcount = bits.sum(axis=1)
@@ -111,7 +112,16 @@ def _subset_lattice(n: int) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarr
         layer = subsets[popcount == size]
         members = np.nonzero(bits[layer])[1].reshape(layer.size, size)
         layers.append((layer, layer[:, None] ^ (1 << members)))
-    return subsets, bits, layers
+    return subsets, bits.astype(np.float64), layers
+
+
+@functools.lru_cache(maxsize=256)
+def _supersets(n: int, mask: int) -> np.ndarray:
+    """Which subsets of ``n`` parameters contain every parameter of ``mask`` (the subsets
+    that decide a check reading those parameters)."""
+    subsets = _subset_lattice(n)[0]
+    out: np.ndarray = (subsets & mask) == mask
+    return out
 
 
 class Enumerator:
@@ -168,12 +178,12 @@ class Enumerator:
         rates = self._pass_rates()
         logs = np.array([np.log(max(g.size, 1)) for g in self.grids])
         subsets, bits, layers = _subset_lattice(n_params)
-        log_count = bits.astype(np.float64) @ logs
+        log_count = bits @ logs
         for (_check, reads), rate in zip(checks, rates, strict=True):
             if not reads:
                 continue
             mask = sum(1 << params.index(p) for p in reads)
-            log_count += np.where((subsets & mask) == mask, np.log(rate), 0.0)
+            log_count += np.where(_supersets(n_params, mask), np.log(rate), 0.0)
         count = np.exp(np.minimum(log_count, 700.0))
         best = np.full(subsets.size, np.inf)
         best[0] = 0.0
