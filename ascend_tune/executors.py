@@ -137,9 +137,13 @@ class LocalExecutor(Executor):
             # Workers start while the pool runs (spawned as tasks arrive) and read these then.
             self._added_env = [k for k in _ONE_THREAD_ENV if k not in os.environ]
             os.environ.update({k: "1" for k in self._added_env})
-            self._pool = cf.ProcessPoolExecutor(max_workers=self.slots,
-                                                mp_context=get_context("spawn"),
-                                                initializer=self._initializer)
+            try:
+                self._pool = cf.ProcessPoolExecutor(max_workers=self.slots,
+                                                    mp_context=get_context("spawn"),
+                                                    initializer=self._initializer)
+            except BaseException:
+                self._restore_env()
+                raise
         else:
             self._pool = cf.ThreadPoolExecutor(max_workers=self.slots,
                                                thread_name_prefix="ascend-tune")
@@ -149,9 +153,7 @@ class LocalExecutor(Executor):
         if self._pool is None:
             return
         pool, self._pool = self._pool, None
-        for k in self._added_env:
-            os.environ.pop(k, None)
-        self._added_env = []
+        self._restore_env()
         if not abort:
             pool.shutdown()
             return
@@ -161,6 +163,11 @@ class LocalExecutor(Executor):
         # terminate_workers); they would finish their task for nothing.
         for proc in workers:
             proc.terminate()
+
+    def _restore_env(self) -> None:
+        for k in self._added_env:
+            os.environ.pop(k, None)
+        self._added_env = []
 
     def _submit(self, fn: Callable[..., Any], task: Task, slot: Slot) -> Any:
         if self._pool is None:

@@ -8,10 +8,13 @@ Two columns: ``valid evals/s`` scores valid configurations only (what the search
 for: an exhaustive sweep filters invalid rows first), ``objective evals/s`` scores random index
 genomes through ``ShapeModel.objective`` (valid and invalid rows, as the GA does).
 
-``--small``: milliseconds per call for the batches a local search sends (a few valid rows),
-the row kernel (ascend_tune/row_kernel.py) against the vectorised engine, for the model and for
-the checks (CheckSet.passes, nothing remembered). Where the columns cross is where
-``engine.ROW_KERNEL_MAX_ROWS`` and ``feasibility.CHECK_KERNEL_MAX_ROWS`` hand over.
+``--small``: milliseconds per call for the batches a local search sends (a few valid rows):
+the model by the row kernel (ascend_tune/row_kernel.py; its memoised groups empty, as for a new
+shape, and filled, as once a search has seen the combinations) against the vectorised engine;
+the checks by their tables (ascend_tune/check_tables.py, what a search uses), by the row kernel
+(each row new: what a check too large to table costs) and by the engine. Where the columns
+cross is where ``engine.ROW_KERNEL_MAX_ROWS`` and ``feasibility.CHECK_KERNEL_MAX_ROWS`` hand
+over.
 """
 
 from __future__ import annotations
@@ -56,30 +59,44 @@ def _median_ms(run: Callable[[], object], repeats: int,
     return float(np.median(times)) * 1e3
 
 
+def _forget(memo: list[list[object]]) -> None:
+    """Empty a kernel's memoised groups, as a new shape's kernel has them."""
+    for table in memo:
+        table[:] = [None] * len(table)
+
+
 def small(repeats: int) -> None:
     hw = load_profile("ascend910b3")
-    print("| spec | rows | model: kernel ms | model: engine ms | checks: kernel ms | "
-          "checks: engine ms |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| spec | rows | model: kernel, new combinations ms | model: kernel, seen ms | "
+          "model: engine ms | checks: tables ms | checks: row kernel ms | checks: engine ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, shape in CASES:
         model = ShapeModel(load_spec(name), hw, shape)
         checks = feasibility.check_set(model)
+        untabled = feasibility.CheckSet(feasibility.enumerator(model), proven=True,
+                                        max_table_entries=0)
         valid = next(feasibility.index_blocks(model, rows=20_000))
         every = list(range(len(checks.checks)))
         rng = np.random.default_rng(0)
+        kernel_fn = model._row_latency
+        assert kernel_fn is not None
+        forget = partial(_forget, [v for k, v in kernel_fn.__globals__.items()
+                                   if k.startswith("_M")])
         for rows in (8, 32, 64, 128, 256):
             genomes = valid[rng.choice(len(valid), rows)]
-            kernel = _median_ms(partial(model._row_objective, genomes), repeats)
+            cold = _median_ms(partial(model._row_objective, genomes), repeats, forget)
+            warm = _median_ms(partial(model._row_objective, genomes), repeats)
             engine = _median_ms(partial(model.evaluate, model.values(genomes)), repeats)
+            tables = _median_ms(partial(checks.passes, genomes, every), repeats)
             saved = feasibility.CHECK_KERNEL_MAX_ROWS
             feasibility.CHECK_KERNEL_MAX_ROWS = rows  # the kernel, each row new
-            check_kernel = _median_ms(partial(checks.passes, genomes, every), repeats,
-                                      checks._memo.clear)
+            check_kernel = _median_ms(partial(untabled.passes, genomes, every), repeats,
+                                      untabled._memo.clear)
             feasibility.CHECK_KERNEL_MAX_ROWS = saved
             check_engine = _median_ms(partial(checks.passes_vectorised, genomes, every),
                                       repeats)
-            print(f"| {name} | {rows} | {kernel:.2f} | {engine:.2f} | {check_kernel:.2f} | "
-                  f"{check_engine:.2f} |")
+            print(f"| {name} | {rows} | {cold:.2f} | {warm:.2f} | {engine:.2f} | "
+                  f"{tables:.2f} | {check_kernel:.2f} | {check_engine:.2f} |")
 
 
 def main() -> None:
