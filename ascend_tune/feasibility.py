@@ -98,7 +98,9 @@ def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence
 _SAMPLES = 2048
 
 
-_BLOCK_ROWS = 512  # x at most 18 columns: below OpenBLAS's threshold for a threaded product
+# Expected prefix counts above e^27 (~5e11) count as e^27: x 64 x at most 18 steps, every
+# sum the DP forms stays an exact integer below 2^53.
+_LOG_COUNT_CAP = 27.0
 
 
 @functools.lru_cache(maxsize=8)
@@ -179,19 +181,23 @@ class Enumerator:
         if n_params > 18:  # 2**18 subsets: beyond that keep the spec's order
             return params
         rates = self._pass_rates()
-        logs = np.array([np.log(max(g.size, 1)) for g in self.grids])
         subsets, bits, layers = _subset_lattice(n_params)
-        # In blocks of rows: one product over all 2^n subsets is large enough for OpenBLAS
-        # to wake a thread per core, which then spin through the rest of the search (a third
-        # more CPU on one shape list). Each row's dot product is the same either way.
-        log_count = np.concatenate([bits[i:i + _BLOCK_ROWS] @ logs
-                                    for i in range(0, len(bits), _BLOCK_ROWS)])
+        # The same order on every machine. Many orders cost nearly the same, so the choice
+        # must not hang on the last bits of a float: the log-counts are summed elementwise
+        # in parameter order (a BLAS product sums in an order its CPU-specific kernel picks:
+        # OpenBLAS's Sandybridge and Haswell kernels gave other orders for 37 of 148
+        # spec/shape cases), and each expected count is rounded to a 64th of a prefix, so
+        # the DP adds and compares exact integers and near-equal orders tie, the lower
+        # parameter first.
+        log_count = np.zeros(subsets.size)
+        for j, g in enumerate(self.grids):
+            log_count += bits[:, j] * math.log(max(g.size, 1))
         for (_check, reads), rate in zip(checks, rates, strict=True):
             if not reads:
                 continue
             mask = sum(1 << params.index(p) for p in reads)
-            log_count += np.where(_supersets(n_params, mask), np.log(rate), 0.0)
-        count = np.exp(np.minimum(log_count, 700.0))
+            log_count += np.where(_supersets(n_params, mask), math.log(rate), 0.0)
+        count = np.rint(np.exp(np.minimum(log_count, _LOG_COUNT_CAP)) * 64.0)
         best = np.full(subsets.size, np.inf)
         best[0] = 0.0
         for layer, below in layers:  # a subset's best needs only smaller subsets
