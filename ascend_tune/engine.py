@@ -234,14 +234,17 @@ class ShapeModel:
                 out[i] = self.evaluate(self.values(np.array([row]))).latency_us[0]
         return out
 
-    def failure_counts(self, values: np.ndarray) -> dict[str, int]:
+    def failure_counts(self, values: np.ndarray) -> tuple[dict[str, int], int]:
         """For each constraint and launch check, how many of ``values`` fail it (all checks
-        counted, not only the first that fails)."""
+        counted, not only the first that fails), and how many pass every check."""
         values = np.asarray(values, dtype=np.int64)
         n = values.shape[0]
         _env, checks = self._env_and_checks(values, self._extremes(values))
-        return {name: int(n - np.count_nonzero(np.broadcast_to(np.asarray(ok, dtype=bool), (n,))))
-                for name, ok in zip(self.constraint_names, checks, strict=True)}
+        passing = [np.broadcast_to(np.asarray(ok, dtype=bool), (n,)) for ok in checks]
+        every = np.logical_and.reduce(passing) if passing else np.ones(n, dtype=bool)
+        return ({name: int(n - np.count_nonzero(ok))
+                 for name, ok in zip(self.constraint_names, passing, strict=True)},
+                int(np.count_nonzero(every)))
 
     def _env(self, values: np.ndarray) -> dict[str, Any]:
         """Parameters and derived values of each row."""

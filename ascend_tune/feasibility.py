@@ -351,17 +351,6 @@ class CheckSet:
                 self.reads[i, params.index(p)] = True
         self.order: Sequence[int] = [params.index(p) for p in enum.order]
         self.pairs: Sequence[tuple[int, int]] = mirror_pairs(params, self.grids)
-        # Derived values each check needs (transitively), as positions in spec.derive.
-        derived = [name for name, _ in spec.derive]
-        direct = {name: {n for n in e.names if n in derived} for name, e in spec.derive}
-        closure: dict[str, set[str]] = {}
-        for name in derived:  # derive is in dependency order
-            closure[name] = set(direct[name]).union(*(closure[d] for d in direct[name]))
-        self._needs: list[set[int]] = []
-        for c in self.checks:
-            names = {n for n in c.expr.names if n in closure}
-            names = names.union(*(closure[n] for n in names))
-            self._needs.append({derived.index(n) for n in names})
 
     @functools.cached_property
     def _tables(self) -> CheckTables | None:
@@ -396,6 +385,8 @@ class CheckSet:
         tables = self._tables
         if tables is None:
             return self._computed(genomes, which)
+        if not self._untabled:  # the usual case: every check tabled
+            return tables.passes(genomes, which)
         tabled = [c for c, i in enumerate(which) if tables.covers(i)]
         if len(tabled) == len(which):
             return tables.passes(genomes, which)
@@ -455,11 +446,9 @@ class CheckSet:
         env: dict[str, Any] = dict(self.base_env)
         for j, (p, g) in enumerate(zip(self.spec.params, self.grids, strict=True)):
             env[p] = g[genomes[:, j]]
-        needed = sorted(set().union(*(self._needs[i] for i in which)))
         out = np.ones((n, len(which)), dtype=bool)
         with expr_mod.unchecked() if self._proven else contextlib.nullcontext():
-            for d in needed:
-                name, e = self.spec.derive[d]
+            for name, e in needed_derived(self.spec, [self.checks[i].expr for i in which]):
                 env[name] = e.evaluate(env)
             for col, i in enumerate(which):
                 out[:, col] = self.checks[i].passes(env)  # a scalar broadcasts

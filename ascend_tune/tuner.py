@@ -221,15 +221,13 @@ def no_valid_message(model: ShapeModel, sample: int = 200_000, looked: int | Non
     else:
         genomes = rng.integers(0, model.sizes, size=(sample, model.sizes.size))
         what = f"{sample:,} sampled candidates of {model.space_size:,}"
-    values = model.values(genomes)
     total = len(genomes)
-    valid = int(np.count_nonzero(model.evaluate(values).valid))
+    counts, valid = model.failure_counts(model.values(genomes))
     if valid and looked is not None:
         plural = "" if looked == 1 else "s"
         return (f"shape {shape_key(model.shape)}: the search looked at {looked:,} "
                 f"configuration{plural} and found none valid, but {valid:,} of {what} are: "
                 "raise --budget")
-    counts = model.failure_counts(values)
     parts = [f"{name} fails {'all' if c == total else f'{c:,}'}"
              for name, c in sorted(counts.items(), key=lambda t: -t[1]) if c]
     return (f"shape {shape_key(model.shape)}: no valid configuration; of {what}: "

@@ -14,6 +14,7 @@ reads, a bounded constant per proposal; the model is never involved.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -207,19 +208,15 @@ def neighbours(feasible: Feasible, sizes: np.ndarray, genome: np.ndarray,
 def _one_gene_layout(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (gene, value) pair of the space, gene-major: the rows of a one-gene
     neighbourhood."""
-    key = sizes.tobytes()
-    layout = _LAYOUTS.get(key)
-    if layout is None:
-        if len(_LAYOUTS) > 64:
-            _LAYOUTS.clear()
-        genes = np.repeat(np.arange(sizes.size), sizes)
-        value = (np.concatenate([np.arange(int(s)) for s in sizes]) if sizes.size
-                 else np.zeros(0, dtype=np.int64))
-        layout = _LAYOUTS[key] = (genes, value)
-    return layout
+    return _layout(tuple(int(s) for s in sizes))
 
 
-_LAYOUTS: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+@functools.lru_cache(maxsize=64)
+def _layout(sizes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    genes = np.repeat(np.arange(len(sizes)), sizes)
+    value = (np.concatenate([np.arange(s) for s in sizes]) if sizes
+             else np.zeros(0, dtype=np.int64))
+    return genes, value
 
 
 def shift(feasible: Feasible, sizes: np.ndarray, genomes: np.ndarray, genes: np.ndarray,

@@ -18,6 +18,8 @@ Every generator returns candidate genomes that pass every check.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ascend_tune.strategies import construct
@@ -57,22 +59,19 @@ def check_pairs(feasible: construct.Feasible, max_reads: int = 4) -> list[tuple[
     """Ordered pairs of genes some check reads together, from the checks that read at most
     ``max_reads`` genes (the couplings, not the whole-buffer budgets), sorted. Found once per
     check set: a descent asks at every step."""
-    key = (max_reads, feasible.reads.tobytes(), feasible.reads.shape)
-    cached = _PAIRS.get(key)
-    if cached is not None:
-        return cached
+    reads = np.asarray(feasible.reads, dtype=bool)
+    return _check_pairs(reads.tobytes(), reads.shape, max_reads)
+
+
+@functools.lru_cache(maxsize=64)
+def _check_pairs(reads_bytes: bytes, shape: tuple[int, ...],
+                 max_reads: int) -> list[tuple[int, int]]:
     pairs: set[tuple[int, int]] = set()
-    for row in feasible.reads:
+    for row in np.frombuffer(reads_bytes, dtype=bool).reshape(shape):
         genes = np.flatnonzero(row)
         if 2 <= genes.size <= max_reads:
             pairs.update((int(a), int(b)) for a in genes for b in genes if a != b)
-    if len(_PAIRS) > 64:
-        _PAIRS.clear()
-    out = _PAIRS[key] = sorted(pairs)
-    return out
-
-
-_PAIRS: dict[tuple[int, bytes, tuple[int, ...]], list[tuple[int, int]]] = {}
+    return sorted(pairs)
 
 
 _STEPS = (-2, -1, 1, 2)
