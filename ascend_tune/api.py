@@ -1,7 +1,7 @@
 """The Python API: what the command line does, for build scripts and notebooks.
 
 Everything here is a thin, typed entry to the core modules; the CLI calls the same functions.
-Errors are :class:`ascend_tune.errors.AscendTuneError` with the same one-line messages the CLI
+Errors are :class:`ascend_tune.base.errors.AscendTuneError` with the same one-line messages the CLI
 prints. A worked example (``tests/test_api.py`` runs it as written)::
 
     from pathlib import Path
@@ -26,19 +26,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ascend_tune import emit as _emit
-from ascend_tune import results, search_run, validation
-from ascend_tune.calibrate import DEFAULT_HOLDOUT, FitOptions, FitResult, fit
-from ascend_tune.errors import AscendTuneError
-from ascend_tune.explain import Explanation
-from ascend_tune.explain import explain as _explain
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.calibrate import validation
+from ascend_tune.calibrate.fit import DEFAULT_HOLDOUT, FitOptions, FitResult, fit
+from ascend_tune.calibrate.rows import load_rows, require_rows
+from ascend_tune.emit import render as _emit
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.hardware import load_profile as _load_profile
-from ascend_tune.measurement_rows import load_rows, require_rows
-from ascend_tune.shapes import check_shape
+from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec import load_spec as _load_spec
-from ascend_tune.tuner import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
+from ascend_tune.spec.shapes import check_shape
+from ascend_tune.tune import run as search_run
+from ascend_tune.tune.explain import Explanation
+from ascend_tune.tune.explain import explain as _explain
+from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
 
 __all__ = ["AscendTuneError", "Explanation", "FitResult", "HardwareProfile", "OperatorSpec",
            "calibrate", "check", "emit", "explain", "load_profile", "load_spec",
@@ -88,7 +90,7 @@ def explain(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
 def check(files: Sequence[Path]) -> list[str]:
     """Problems in spec and hardware profile files, one line each (empty: all valid),
     including TilingData class names two specs would both define in one project."""
-    from ascend_tune.checking import check_files
+    from ascend_tune.spec.checking import check_files
 
     return check_files(files)
 

@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 
 from ascend_tune import api
-from ascend_tune import calibrate as cal
-from ascend_tune.engine import ShapeModel
+from ascend_tune.base.vocabulary import PIPE_COLUMNS
+from ascend_tune.calibrate import fit as cal
 from ascend_tune.hardware import HardwareProfile, load_profile_data
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import OperatorSpec
-from ascend_tune.vocabulary import PIPE_COLUMNS
 
 TRUTH = {"gm_to_ub_bandwidth": 0.8, "vector_time": 1.3, "head_overhead": 1.5}
 SHAPE_RANGE = {"add": ("totalLength", 5e4, 5e7), "gelu": ("totalLength", 5e4, 5e7)}

@@ -9,12 +9,13 @@ for: an exhaustive sweep filters invalid rows first), ``objective evals/s`` scor
 genomes through ``ShapeModel.objective`` (valid and invalid rows, as the GA does).
 
 ``--small``: milliseconds per call for the batches a local search sends (a few valid rows):
-the model by the row kernel (ascend_tune/row_kernel.py; its memoised groups empty, as for a new
-shape, and filled, as once a search has seen the combinations) against the vectorised engine;
-the checks by their tables (ascend_tune/check_tables.py, what a search uses), by the row kernel
-(each row new: what a check too large to table costs) and by the engine. Where the columns
-cross is where ``engine.ROW_KERNEL_MAX_ROWS`` and ``feasibility.CHECK_KERNEL_MAX_ROWS`` hand
-over.
+the model by the row kernel (ascend_tune/model/fastpaths/kernel.py; its memoised groups
+empty, as for a new shape, and filled, as once a search has seen the combinations) against
+the vectorised engine;
+the checks by their tables (ascend_tune/model/fastpaths/tables.py, what a search uses), by
+the row kernel (each row new: what a check too large to table costs) and by the engine.
+Where the columns cross is where ``engine.ROW_KERNEL_MAX_ROWS`` and
+``space.CHECK_KERNEL_MAX_ROWS`` hand over.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from functools import partial
 
 import numpy as np
 
-from ascend_tune import feasibility
-from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import load_profile
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.search import space as feasibility
 from ascend_tune.spec import load_spec
 
 CASES = (

@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune import calibrate as cal
-from ascend_tune.engine import ShapeModel
+from ascend_tune.calibrate import fit as cal
+from ascend_tune.calibrate.measurements import load_manifest, read_files
 from ascend_tune.hardware import HardwareProfile, load_profile
-from ascend_tune.measurements import load_manifest, read_files
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import OperatorSpec, load_spec, load_spec_text
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from ascend_tune.hardware import load_profile
-from ascend_tune.shapes import load_shape_file
 from ascend_tune.spec import load_spec
-from ascend_tune.tuner import DEFAULT_BUDGET, TuneSettings, tune_shape
+from ascend_tune.spec.shapes import load_shape_file
+from ascend_tune.tune.shape import DEFAULT_BUDGET, TuneSettings, tune_shape
 
 ROOT = Path(__file__).resolve().parents[1]
 REFS = ["add", "add:float32", "mul", "gelu", "swiglu", "cast", "softmax", "rmsnorm", "layernorm",

@@ -25,11 +25,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ascend_tune import results  # noqa: E402
 from ascend_tune.hardware import load_profile  # noqa: E402
 from ascend_tune.report import DEFAULT_CHART_SHAPES, build, data  # noqa: E402
+from ascend_tune.results import format as results  # noqa: E402
 from ascend_tune.spec import load_spec  # noqa: E402
-from ascend_tune.tuner import TuneSettings, tune_shape  # noqa: E402
+from ascend_tune.tune.shape import TuneSettings, tune_shape  # noqa: E402
 
 _SEED_SHAPES: dict[str, dict[str, int]] = {
     "add": {"totalLength": 1 << 24},

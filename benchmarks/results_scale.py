@@ -26,11 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ascend_tune import results  # noqa: E402
 from ascend_tune.hardware import load_profile  # noqa: E402
+from ascend_tune.results import format as results  # noqa: E402
+from ascend_tune.results.store import ResultsStore  # noqa: E402
 from ascend_tune.spec import load_spec  # noqa: E402
-from ascend_tune.store import ResultsStore  # noqa: E402
-from ascend_tune.tuner import TuneSettings, tune_shape  # noqa: E402
+from ascend_tune.tune.shape import TuneSettings, tune_shape  # noqa: E402
 
 
 def _search(n: int, out: Path | None, folder: Path) -> float:

@@ -20,13 +20,13 @@ import time
 
 import numpy as np
 
-from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import load_profile
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.search.problem import run
+from ascend_tune.search.strategies import STRATEGIES
+from ascend_tune.search.strategies.exhaustive import Exhaustive
 from ascend_tune.spec import load_spec
-from ascend_tune.strategies import STRATEGIES
-from ascend_tune.strategies.base import run
-from ascend_tune.strategies.exhaustive import Exhaustive
-from ascend_tune.tuner import search_problem
+from ascend_tune.tune.shape import search_problem
 
 ADD = [1, 31, 1000, 4096, 65537, 99991, 917504, 1 << 21, 7340032, 1 << 24, 41943040, 123456789,
        7, 333333, 1 << 26, 5_000_011, 262144, 786432, 3_145_728, 10_000_000, 2_359_296, 131071,

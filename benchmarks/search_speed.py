@@ -30,7 +30,7 @@ import numpy as np
 
 from ascend_tune.hardware import load_profile
 from ascend_tune.spec import load_spec
-from ascend_tune.tuner import TuneSettings, tune_shape
+from ascend_tune.tune.shape import TuneSettings, tune_shape
 
 sys.path.insert(0, str(Path(__file__).parent))
 from search_vs_peers import SUITE

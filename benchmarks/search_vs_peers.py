@@ -45,12 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import load_profile
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.search.problem import run
+from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.spec import load_spec
-from ascend_tune.strategies import STRATEGIES
-from ascend_tune.strategies.base import run
-from ascend_tune.tuner import search_problem
+from ascend_tune.tune.shape import search_problem
 
 SUITE: list[tuple[str, dict[str, int], str]] = [
     ("matmul", {"M": 128, "N": 4096, "K": 4096}, ""),
@@ -99,11 +99,11 @@ COUNTINGS = ("every", "valid")
 
 def _key(model: ShapeModel) -> str:
     """Spec, profile, shape and the model's code: a changed model never reuses an optimum."""
-    import ascend_tune.costs
-    import ascend_tune.engine
+    import ascend_tune.model.costs
+    import ascend_tune.model.engine
 
     h = hashlib.sha256()
-    for module in (ascend_tune.engine, ascend_tune.costs):
+    for module in (ascend_tune.model.engine, ascend_tune.model.costs):
         h.update(Path(str(module.__file__)).read_bytes())
     h.update(repr(model.spec).encode())
     h.update(json.dumps(model.hw.scalars, sort_keys=True, default=str).encode())

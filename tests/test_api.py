@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ascend_tune import api, results
+from ascend_tune import api
+from ascend_tune.results import format as results
 from tests.conftest import DATA
 
 

@@ -6,16 +6,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ascend_tune import calibrate as cal
-from ascend_tune import row_split
-from ascend_tune.coefficients import BY_NAME, leaf
-from ascend_tune.engine import ShapeModel
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.vocabulary import PIPE_COLUMNS
+from ascend_tune.calibrate import fit as cal
+from ascend_tune.calibrate import split as row_split
+from ascend_tune.calibrate.coefficients import BY_NAME, leaf
+from ascend_tune.calibrate.identifiability import identify
+from ascend_tune.calibrate.measurements import Measurement, load_manifest, read_files
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
-from ascend_tune.identifiability import identify
-from ascend_tune.measurements import Measurement, load_manifest, read_files
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import OperatorSpec
-from ascend_tune.vocabulary import PIPE_COLUMNS
 from tests.conftest import DATA
 from tests.test_cli import cli, one_line_error
 
@@ -349,7 +349,7 @@ def test_calibrate_and_validate_json(tmp_path: Path, hw: HardwareProfile,
 
 def test_row_model_batches_by_shape_and_matches_one_row_at_a_time(
         hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
-    from ascend_tune.row_model import RowModel
+    from ascend_tune.calibrate.row_model import RowModel
 
     shape_a, shape_b = {"M": 1024, "N": 2048, "K": 1024}, {"M": 512, "N": 4096, "K": 2048}
     base = {"baseM": 128, "baseN": 256, "baseK": 64, "stepKa": 4, "stepKb": 4}

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
-from ascend_tune import cann, emit, results
-from ascend_tune.checking import check_files
-from ascend_tune.errors import AscendTuneError, NoValidConfigError, SpecError
+from ascend_tune.base import cann
+from ascend_tune.base.errors import AscendTuneError, NoValidConfigError, SpecError
+from ascend_tune.emit import render as emit
 from ascend_tune.hardware import HardwareProfile
+from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec, load_spec, load_spec_text, spec_paths
-from ascend_tune.tuner import TuneSettings, tune_shape
+from ascend_tune.spec.checking import check_files
+from ascend_tune.tune.shape import TuneSettings, tune_shape
 from tests.test_cli import cli, one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -230,7 +232,7 @@ def test_the_baseline_alone_tiles_every_shape(ref: str, hw: HardwareProfile) -> 
     (aligned per-core shares left the last core empty)."""
     import numpy as np
 
-    from ascend_tune.selection import NONE, select
+    from ascend_tune.emit.selection import NONE, select
 
     spec = load_spec(ref)
     rng = np.random.default_rng(5)

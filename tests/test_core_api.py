@@ -8,13 +8,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import results, search_run, validation
-from ascend_tune.errors import AscendTuneError
-from ascend_tune.explain import explain
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.calibrate import validation
+from ascend_tune.calibrate.rows import parse_where
 from ascend_tune.hardware import load_profile
-from ascend_tune.measurement_rows import parse_where
+from ascend_tune.results import format as results
 from ascend_tune.spec import load_spec
-from ascend_tune.tuner import TuneSettings
+from ascend_tune.tune import run as search_run
+from ascend_tune.tune.explain import explain
+from ascend_tune.tune.shape import TuneSettings
 
 
 def _head(spec: Any, hw: Any, budget: int = 50) -> dict[str, Any]:

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ascend_tune.diagnose import diagnose
-from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import HardwareProfile
+from ascend_tune.model.diagnose import diagnose
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import OperatorSpec
 
 
@@ -52,7 +52,7 @@ def test_cube_bound_lever_is_a_real_improvement(hw: HardwareProfile,
 
 
 def test_out_of_domain_set_is_flagged(hw: HardwareProfile, add_spec: OperatorSpec) -> None:
-    from ascend_tune.explain import explain
+    from ascend_tune.tune.explain import explain
 
     ex = explain(add_spec, hw, {"totalLength": 1 << 20}, {"tileLength": 1000})
     assert any("tileLength=1000 is outside the searched domain (nearest: 512, 1024)" in n

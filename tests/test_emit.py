@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import emit, results
-from ascend_tune.emit_styles import STYLES
+from ascend_tune.emit import render as emit
+from ascend_tune.emit.selection import BASELINE, EXACT, NONE, field_value, select
+from ascend_tune.emit.styles import STYLES
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.selection import BASELINE, EXACT, NONE, field_value, select
+from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
-from ascend_tune.tuner import TuneSettings, tune_shape
+from ascend_tune.tune.shape import TuneSettings, tune_shape
 from tests.conftest import STUB, needs_gxx
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ascend_tune.errors import ExprError
+from ascend_tune.base.errors import ExprError
 from ascend_tune.expr import CPP_RUNTIME, Kind, parse
 from tests.conftest import needs_gxx
 

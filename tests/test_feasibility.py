@@ -12,8 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ascend_tune.engine import ShapeModel
-from ascend_tune.feasibility import (
+from ascend_tune.hardware import HardwareProfile, load_profile
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.search.problem import decode_flat
+from ascend_tune.search.space import (
     CheckSet,
     Enumerator,
     TooMany,
@@ -22,11 +24,9 @@ from ascend_tune.feasibility import (
     index_blocks,
     valid_indices,
 )
-from ascend_tune.hardware import HardwareProfile, load_profile
+from ascend_tune.search.strategies import COUNT_ESTIMATE_FACTOR, EXHAUSTIVE_VALID_LIMIT
 from ascend_tune.spec import load_spec, load_spec_text
-from ascend_tune.strategies import COUNT_ESTIMATE_FACTOR, EXHAUSTIVE_VALID_LIMIT
-from ascend_tune.strategies.base import decode_flat
-from ascend_tune.tuner import TuneSettings, resolve_strategy, tune_shape
+from ascend_tune.tune.shape import TuneSettings, resolve_strategy, tune_shape
 from tests.test_model_fastpaths import _example_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +95,7 @@ def test_too_large_a_valid_set_is_said(hw: HardwareProfile) -> None:
 
 
 def test_blocks_are_the_valid_set_in_bounded_pieces(hw: HardwareProfile) -> None:
-    from ascend_tune.feasibility import enumerator
+    from ascend_tune.search.space import enumerator
 
     model = ShapeModel(load_spec("matmul"), hw, {"M": 96, "N": 200, "K": 64})
     enum = enumerator(model)
@@ -108,7 +108,7 @@ def test_blocks_are_the_valid_set_in_bounded_pieces(hw: HardwareProfile) -> None
 
 def test_launch_checks_proven_once_hold_everywhere(hw: HardwareProfile) -> None:
     from ascend_tune import expr as expr_mod
-    from ascend_tune import launch
+    from ascend_tune.spec import launch
 
     model = ShapeModel(load_spec("matmul"), hw, {"M": 4096, "N": 4096, "K": 4096})
     cores = {"cube": hw["cube_cores"], "vector": hw["vector_cores"]}
@@ -131,8 +131,8 @@ def test_launch_checks_proven_once_hold_everywhere(hw: HardwareProfile) -> None:
 @pytest.mark.parametrize("shape", [{"M": 1, "N": 4096, "K": 4096},
                                    {"M": 2, "N": 32, "K": 16}])
 def test_walks_stay_inside_the_valid_set(shape: dict[str, int], hw: HardwareProfile) -> None:
-    from ascend_tune.feasibility import check_set
-    from ascend_tune.strategies import construct
+    from ascend_tune.search import construct
+    from ascend_tune.search.space import check_set
 
     model = ShapeModel(load_spec("matmul"), hw, shape)
     feasible = check_set(model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.hardware import load_profile_data
 from ascend_tune.spec import load_spec_text
 from tests.conftest import ROOT

@@ -20,19 +20,24 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import calibrate, emit, executors, results, search_run, tiling_blob
-from ascend_tune.calibrate import error_stats
-from ascend_tune.engine import ShapeModel
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base import executors
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.calibrate import fit as calibrate
+from ascend_tune.calibrate.fit import error_stats
+from ascend_tune.emit import blob as tiling_blob
+from ascend_tune.emit import render as emit
 from ascend_tune.hardware import HardwareProfile, load_profile_data
 from ascend_tune.hil import candidates as cands
 from ascend_tune.hil import command as cmd
 from ascend_tune.hil import run as hil_run
-from ascend_tune.shapes import shape_key
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.results import format as results
+from ascend_tune.results.store import survey
+from ascend_tune.search.problem import decode_flat
 from ascend_tune.spec import OperatorSpec, load_spec
-from ascend_tune.store import survey
-from ascend_tune.strategies.base import decode_flat
-from ascend_tune.tuner import TuneSettings, tune_shape
+from ascend_tune.spec.shapes import shape_key
+from ascend_tune.tune import run as search_run
+from ascend_tune.tune.shape import TuneSettings, tune_shape
 from tests.conftest import ROOT, STUB, needs_gxx
 from tests.npu_standin import standin
 

@@ -1,4 +1,4 @@
-"""Hostile inputs meet the reading layer (ascend_tune.yamlio) through the CLI as a user's CI
+"""Hostile inputs meet the reading layer (ascend_tune.base.yamlio) through the CLI as a user's CI
 would: one line on stderr naming the file (and line), exit 2, no traceback, nothing written.
 
 Small hostile files live in tests/data/hostile/reading/; big, deep or binary ones are made in
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from ascend_tune.measurements import load_manifest, read_files
-from ascend_tune.shapes import load_shape_file
+from ascend_tune.calibrate.measurements import load_manifest, read_files
 from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec.shapes import load_shape_file
 from tests.conftest import DATA, ROOT
 from tests.test_cli import cli, one_line_error
 

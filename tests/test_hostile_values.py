@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ascend_tune.errors import ExprError
+from ascend_tune.base.errors import ExprError
 from ascend_tune.expr import CPP_RUNTIME, INT64_MAX, INT64_MIN, Kind, parse
 from tests.conftest import needs_gxx
 from tests.test_cli import cli, one_line_error
@@ -98,7 +98,7 @@ def test_profile_values_cover_every_scalar_leaf() -> None:
 
 def test_embedded_profile_nan_is_refused() -> None:
     """A results file is JSON: nan and huge numbers arrive without YAML's help."""
-    from ascend_tune.errors import ProfileError
+    from ascend_tune.base.errors import ProfileError
     from ascend_tune.hardware import load_profile, load_profile_data
 
     data = load_profile("ascend910b3").data

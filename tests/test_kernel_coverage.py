@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import emit
+from ascend_tune.emit import render as emit
+from ascend_tune.emit.selection import NONE, derive, field_value, runtime_env, select
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.selection import NONE, derive, field_value, runtime_env, select
 from ascend_tune.spec import OperatorSpec, load_spec_text
 from tests.conftest import ROOT, STUB, needs_gxx
 

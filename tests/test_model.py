@@ -5,11 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ascend_tune import costs
-from ascend_tune.engine import ShapeModel
+from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
+from ascend_tune.model import costs
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import OperatorSpec, load_spec, load_spec_text
-from ascend_tune.vocabulary import PIPE_COLUMNS
 
 A1 = np.ones(1)
 

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import yaml
 
-from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import HardwareProfile, load_profile
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import OperatorSpec, load_spec, load_spec_text
-from ascend_tune.tuner import TuneSettings, tune_shape
+from ascend_tune.tune.shape import TuneSettings, tune_shape
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "operator_specs"

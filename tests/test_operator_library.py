@@ -11,14 +11,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import emit, results
-from ascend_tune.emit_styles import STYLES
-from ascend_tune.engine import ShapeModel
+from ascend_tune.base.yamlio import load_yaml
+from ascend_tune.emit import render as emit
+from ascend_tune.emit.styles import STYLES
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.shapes import load_shape_file
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.results import format as results
 from ascend_tune.spec import load_spec, spec_paths
-from ascend_tune.tuner import TuneSettings, tune_shape
-from ascend_tune.yamlio import load_yaml
+from ascend_tune.spec.shapes import load_shape_file
+from ascend_tune.tune.shape import TuneSettings, tune_shape
 from tests.conftest import ROOT, STUB, needs_gxx
 
 

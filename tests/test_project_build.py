@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from ascend_tune import emit
-from ascend_tune.emit import Bundle
-from ascend_tune.emit_styles import STYLES
-from ascend_tune.selection import BASELINE, EXACT, NEAREST, NONE, field_value, select
+from ascend_tune.emit import render as emit
+from ascend_tune.emit.render import Bundle
+from ascend_tune.emit.selection import BASELINE, EXACT, NEAREST, NONE, field_value, select
+from ascend_tune.emit.styles import STYLES
 from ascend_tune.spec import OperatorSpec, spec_paths
 from tests.conftest import ROOT, STUB, needs_gxx
 

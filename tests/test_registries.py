@@ -12,15 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import emit, measurements, results
-from ascend_tune.emit_styles import STYLES, emit_style
-from ascend_tune.errors import AscendTuneError, ExprError
+from ascend_tune.base.errors import AscendTuneError, ExprError
+from ascend_tune.calibrate import measurements
+from ascend_tune.emit import render as emit
+from ascend_tune.emit.styles import STYLES, emit_style
 from ascend_tune.expr import CPP_RUNTIME, FUNCTIONS, Kind, parse
 from ascend_tune.hardware import HardwareProfile
+from ascend_tune.results import format as results
+from ascend_tune.search.problem import run
+from ascend_tune.search.strategies import STRATEGIES, Problem
 from ascend_tune.spec import OperatorSpec
-from ascend_tune.strategies import STRATEGIES, Problem
-from ascend_tune.strategies.base import run
-from ascend_tune.tuner import TuneSettings, tune_shape
+from ascend_tune.tune.shape import TuneSettings, tune_shape
 from tests.conftest import DATA, needs_gxx
 
 INTS = ("a", "b", "c", "d", "e", "f", "g", "h")

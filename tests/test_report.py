@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import results
 from ascend_tune.cli import main
-from ascend_tune.engine import ShapeModel
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.report import build, data
-from ascend_tune.tuner import describe
+from ascend_tune.results import format as results
+from ascend_tune.tune.shape import describe
 from tests.conftest import DATA, ROOT
 
 EXAMPLES = ROOT / "examples"
@@ -311,8 +311,8 @@ def test_the_roof_drawn_is_the_models_and_every_point_is_under_it() -> None:
 
 
 def test_fidelity_sweeps_rank_rows_of_one_shape() -> None:
-    from ascend_tune import calibrate
-    from ascend_tune.measurement_rows import load_rows
+    from ascend_tune.calibrate import fit as calibrate
+    from ascend_tune.calibrate.rows import load_rows
     from ascend_tune.report import fidelity
 
     op = data.gather(ADD, 0)

@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
-from ascend_tune import executors, results, store
+from ascend_tune.base import executors
 from ascend_tune.hardware import load_profile
-from ascend_tune.shapes import shape_key
+from ascend_tune.results import format as results
+from ascend_tune.results import store
+from ascend_tune.results.store import ResultsStore
 from ascend_tune.spec import load_spec
-from ascend_tune.store import ResultsStore
+from ascend_tune.spec.shapes import shape_key
 from tests.test_cli import cli, one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent

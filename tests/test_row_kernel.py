@@ -1,6 +1,6 @@
 """The row kernel gives the vectorised engine's bits, one configuration at a time.
 
-:mod:`ascend_tune.row_kernel` renders every expression and the engine's loop, stage and
+:mod:`ascend_tune.model.fastpaths.kernel` renders every expression and the engine's loop, stage and
 transfer formulas as straight-line Python on floats. Held here against the numpy evaluation:
 
 * every operator and function of the expression language, element by element, over the
@@ -24,17 +24,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import row_kernel, row_memo
-from ascend_tune.check_tables import MAX_TABLE_ENTRIES
-from ascend_tune.engine import ROW_KERNEL_MAX_ROWS, ShapeModel
 from ascend_tune.expr import FUNCTIONS, Kind, parse
-from ascend_tune.feasibility import (
-    CHECK_KERNEL_MAX_ROWS,
-    CheckSet,
-    enumerator,
-    index_blocks,
-)
 from ascend_tune.hardware import load_profile
+from ascend_tune.model.engine import ROW_KERNEL_MAX_ROWS, ShapeModel
+from ascend_tune.model.fastpaths import kernel as row_kernel
+from ascend_tune.model.fastpaths import memo as row_memo
+from ascend_tune.model.fastpaths.tables import MAX_TABLE_ENTRIES
+from ascend_tune.search.space import CHECK_KERNEL_MAX_ROWS, CheckSet, enumerator, index_blocks
 from ascend_tune.spec import load_spec
 from tests.test_model_fastpaths import SPECS, SYMBOLS, _envs, _example_shapes, _sources
 

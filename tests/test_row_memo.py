@@ -1,5 +1,5 @@
-"""Memoised row kernels (ascend_tune.row_memo): the same bits as the straight-line kernel in
-any row order, errors never remembered, anything unfamiliar left alone."""
+"""Memoised row kernels (ascend_tune.model.fastpaths.memo): the same bits as the
+straight-line kernel in any row order, errors never remembered, anything unfamiliar left alone."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ascend_tune import row_kernel, row_memo
-from ascend_tune.engine import ShapeModel
-from ascend_tune.feasibility import index_blocks
 from ascend_tune.hardware import load_profile
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.model.fastpaths import kernel as row_kernel
+from ascend_tune.model.fastpaths import memo as row_memo
+from ascend_tune.search.space import index_blocks
 from ascend_tune.spec import load_spec
 from tests.test_model_fastpaths import SPECS, _example_shapes
 

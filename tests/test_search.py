@@ -6,14 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ascend_tune.engine import ShapeModel
-from ascend_tune.errors import NoValidConfigError
+from ascend_tune.base.errors import NoValidConfigError
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.search_run import plan
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.search.problem import run
+from ascend_tune.search.strategies import STRATEGIES, Problem
 from ascend_tune.spec import OperatorSpec, load_spec
-from ascend_tune.strategies import STRATEGIES, Problem
-from ascend_tune.strategies.base import run
-from ascend_tune.tuner import TuneSettings, search_problem, tune_shape
+from ascend_tune.tune.run import plan
+from ascend_tune.tune.shape import TuneSettings, search_problem, tune_shape
 
 
 def _true_optimum(model: ShapeModel) -> float:
@@ -201,7 +201,7 @@ def _two_basins(genomes: np.ndarray) -> np.ndarray:
 
 
 def test_mirror_move_reaches_the_mirrored_optimum() -> None:
-    from ascend_tune.strategies.moves import polish
+    from ascend_tune.search.moves import polish
 
     for pairs, want in (([(0, 1)], 1.0), ([], 10.0)):
         problem = Problem(np.array([8, 8]), _two_basins, np.array([0, 7]),
@@ -214,7 +214,7 @@ def test_mirror_move_reaches_the_mirrored_optimum() -> None:
 
 def test_mirror_pairs_found_from_names_and_domains(matmul_spec: OperatorSpec,
                                                    hw: HardwareProfile) -> None:
-    from ascend_tune.feasibility import mirror_pairs
+    from ascend_tune.search.space import mirror_pairs
 
     model = ShapeModel(matmul_spec, hw, {"M": 512, "N": 4096, "K": 1024})
     names = {(matmul_spec.params[i], matmul_spec.params[j])
@@ -240,7 +240,7 @@ def test_ils_reaches_the_optimum_the_ga_misses(hw: HardwareProfile,
 
 def test_shift_repairs_with_the_fewest_changes(hw: HardwareProfile,
                                                matmul_spec: OperatorSpec) -> None:
-    from ascend_tune.strategies import construct
+    from ascend_tune.search import construct
 
     model = ShapeModel(matmul_spec, hw, {"M": 512, "N": 4096, "K": 1024})
     feasible = search_problem(model, "ils").feasible
@@ -265,7 +265,7 @@ def test_shift_repairs_with_the_fewest_changes(hw: HardwareProfile,
 
 
 def test_ratio_moves_trade_a_core_split(hw: HardwareProfile) -> None:
-    from ascend_tune.strategies.moves import ratio_moves
+    from ascend_tune.search.moves import ratio_moves
 
     spec = load_spec("batch_matmul")
     model = ShapeModel(spec, hw, {"B": 32, "M": 2048, "N": 2048, "K": 128})
@@ -286,7 +286,7 @@ def test_ratio_moves_trade_a_core_split(hw: HardwareProfile) -> None:
 
 def test_exhaustive_top_k_are_the_best_of_the_valid_set(
         hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
-    from ascend_tune.feasibility import valid_indices
+    from ascend_tune.search.space import valid_indices
 
     model = ShapeModel(matmul_spec, hw, TINY)
     lat = np.sort(model.objective(valid_indices(model)))
@@ -300,7 +300,7 @@ def test_exhaustive_top_k_are_the_best_of_the_valid_set(
 
 def test_mirror_image_flips_the_walk_order(hw: HardwareProfile,
                                            matmul_spec: OperatorSpec) -> None:
-    from ascend_tune.strategies.moves import mirror_moves
+    from ascend_tune.search.moves import mirror_moves
 
     # The mirror image of a tiling swaps M and N and also which of them is walked inner
     # (iterateOrder), a gene whose name does not say M or N.

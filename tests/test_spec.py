@@ -5,10 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ascend_tune.checking import check_file
-from ascend_tune.errors import ProfileError, SpecError
+from ascend_tune.base.errors import ProfileError, SpecError
 from ascend_tune.hardware import load_profile, profile_paths, sourced_leaves
-from ascend_tune.schema_files import FOLDER, generated
 from ascend_tune.spec import (
     OperatorSpec,
     ShapeSource,
@@ -17,6 +15,8 @@ from ascend_tune.spec import (
     snake_case,
     spec_paths,
 )
+from ascend_tune.spec.checking import check_file
+from ascend_tune.spec.schema_files import FOLDER, generated
 from tests.conftest import DATA
 
 BROKEN = {
@@ -155,7 +155,8 @@ def test_profiles_inherit_and_override(tmp_path: Path) -> None:
 
 def test_shipped_json_schemas_match_the_loaders() -> None:
     for name, text in generated().items():
-        assert (FOLDER / name).read_text() == text, "regenerate: python -m ascend_tune.schema_files"
+        regenerate = "regenerate: python -m ascend_tune.spec.schema_files"
+        assert (FOLDER / name).read_text() == text, regenerate
     spec_schema = json.loads((FOLDER / "spec.schema.json").read_text())
     assert set(spec_schema["properties"]) == {
         "version", "layouts",

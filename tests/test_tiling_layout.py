@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from ascend_tune import emit, results
+from ascend_tune.emit import render as emit
+from ascend_tune.emit.selection import NONE, field_value, select
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.launch import tiling_fields
-from ascend_tune.selection import NONE, field_value, select
+from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec, spec_paths
+from ascend_tune.spec.launch import tiling_fields
 from tests.conftest import STUB, needs_gxx
 
 ROOT = Path(__file__).resolve().parent.parent

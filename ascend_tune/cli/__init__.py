@@ -15,8 +15,9 @@ import sys
 
 import typer
 
-from ascend_tune import __version__, console
-from ascend_tune.errors import AscendTuneError
+from ascend_tune import __version__
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.cli import console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Tiling auto-tuner for Huawei Ascend NPUs (no NPU needed).")

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ascend_tune import console
-from ascend_tune.cli import ExitWith, app
+from ascend_tune.cli import ExitWith, app, console
 
 
 @app.command()

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import typer
 
-from ascend_tune import console
-from ascend_tune.cli import ExitWith, app
-from ascend_tune.emit_styles import STYLES
+from ascend_tune.cli import ExitWith, app, console
+from ascend_tune.emit.styles import STYLES
 
 
 @app.command()
@@ -35,7 +34,7 @@ def emit(
                                  help="Print {files, written | stale, leftovers} as JSON."),
 ) -> None:
     """Render AscendC tiling headers, host selection code and kernel constants."""
-    from ascend_tune import emit as emitter
+    from ascend_tune.emit import render as emitter
 
     bundle, files = emitter.prepare(results_path, out_dir, style, op_host, tuple(socs))
     snake = bundle.spec.snake_name

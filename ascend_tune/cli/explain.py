@@ -7,10 +7,9 @@ import sys
 
 import typer
 
-from ascend_tune import console
-from ascend_tune.cli import app
-from ascend_tune.shapes import parse_assignments, shape_key
-from ascend_tune.vocabulary import PIPE_COLUMNS
+from ascend_tune.base.vocabulary import PIPE_COLUMNS
+from ascend_tune.cli import app, console
+from ascend_tune.spec.shapes import parse_assignments, shape_key
 
 
 @app.command()

@@ -11,14 +11,14 @@ from typing import Any
 
 import typer
 
-from ascend_tune import console, executors
-from ascend_tune.cli import ExitWith, app
-from ascend_tune.emit_styles import STYLES, emit_style
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base import executors
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.cli import ExitWith, app, console
+from ascend_tune.emit.styles import STYLES, emit_style
 from ascend_tune.hil import candidates as cands
 from ascend_tune.hil import command as cmd
 from ascend_tune.hil import run as hil_run
-from ascend_tune.shapes import shape_key
+from ascend_tune.spec.shapes import shape_key
 
 
 @app.command()
@@ -91,7 +91,7 @@ def measure(
 def _where(text: str | None) -> dict[str, str]:
     if not text:
         return {}
-    from ascend_tune.measurement_rows import parse_where
+    from ascend_tune.calibrate.rows import parse_where
 
     return parse_where(text)
 

@@ -7,8 +7,7 @@ import sys
 
 import typer
 
-from ascend_tune import console
-from ascend_tune.cli import app
+from ascend_tune.cli import app, console
 from ascend_tune.hardware import sourced_leaves
 
 hw_app = typer.Typer(no_args_is_help=True, help="List and show hardware profiles.")

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ascend_tune import console, results
-from ascend_tune.cli import app
+from ascend_tune.cli import app, console
 from ascend_tune.hardware import HardwareProfile, load_profile
-from ascend_tune.shapes import shape_key
+from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec, load_spec
+from ascend_tune.spec.shapes import shape_key
 
 if TYPE_CHECKING:
-    from ascend_tune.measurements import LoadReport
+    from ascend_tune.calibrate.measurements import LoadReport
 
 _MANIFEST_HELP = "YAML: config, free, files, shapes, where."
 _WHERE_HELP = "Use rows with COLUMN=VALUE,..."
@@ -26,8 +26,8 @@ _FROM_RESULTS_HELP = ("Results file of `ascend-tune measure`: its measured candi
 
 def _load(files: list[Path], spec: OperatorSpec, hw: HardwareProfile, manifest: Path | None,
           where: str | None, quiet: bool, from_results: list[Path] | None = None) -> LoadReport:
-    from ascend_tune.errors import AscendTuneError
-    from ascend_tune.measurement_rows import load_rows, require_rows
+    from ascend_tune.base.errors import AscendTuneError
+    from ascend_tune.calibrate.rows import load_rows, require_rows
 
     if not files and not from_results:
         raise AscendTuneError("give measurement files, or --from-results RESULTS (measured "
@@ -68,7 +68,7 @@ _EXCLUDE_HELP = "Never fit this coefficient (or leaf). Repeatable."
 
 def _fit_options(holdout: float, seed: int, fit_all: bool, include: list[str] | None,
                  exclude: list[str] | None) -> Any:
-    from ascend_tune.calibrate import FitOptions
+    from ascend_tune.calibrate.fit import FitOptions
 
     return FitOptions(holdout, seed, fit_all, tuple(include or ()), tuple(exclude or ()))
 
@@ -104,7 +104,7 @@ def calibrate(
 
     Only coefficients the rows determine are fitted; high-confidence profile values are left
     alone unless included. The held-out error (rows the fit did not see) is reported first."""
-    from ascend_tune import calibrate as cal
+    from ascend_tune.calibrate import fit as cal
 
     options = _fit_options(holdout, seed, fit_all, include, exclude)
     spec = load_spec(spec_ref)
@@ -168,7 +168,7 @@ def validate(
 ) -> None:
     """Model error against measurements: MAPE, max error, bias, Spearman, pairwise ordering;
     with --holdout or --kfold, the error on rows held out of a calibration on the rest."""
-    from ascend_tune import validation
+    from ascend_tune.calibrate import validation
 
     validation.check_split(holdout, kfold)
     options = _fit_options(0.0, seed, fit_all, include, exclude)

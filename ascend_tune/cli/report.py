@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ascend_tune import console
-from ascend_tune.cli import app
+from ascend_tune.cli import app, console
 from ascend_tune.report import DEFAULT_CHART_SHAPES
 
 
@@ -32,7 +31,7 @@ def report(
     """Write a self-contained HTML report: shapes, pipes, roofline, search history,
     sensitivity, and the model against measurements."""
     from ascend_tune import report as rep
-    from ascend_tune.results import write_atomic
+    from ascend_tune.results.format import write_atomic
 
     rep.check_output(output)
     built = rep.build(results_paths, measurements, manifest, where, chart_shapes)

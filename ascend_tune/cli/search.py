@@ -11,14 +11,15 @@ from typing import Any
 
 import typer
 
-from ascend_tune import console, results, search_run
-from ascend_tune.cli import ExitWith, app
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.cli import ExitWith, app, console
 from ascend_tune.hardware import load_profile
-from ascend_tune.shapes import shape_key
+from ascend_tune.results import format as results
+from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.spec import OperatorSpec, load_spec
-from ascend_tune.strategies import STRATEGIES
-from ascend_tune.tuner import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
+from ascend_tune.spec.shapes import shape_key
+from ascend_tune.tune import run as search_run
+from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
 
 
 @app.command()
@@ -57,7 +58,7 @@ def search(
                                  help="Print search spaces and baselines; tune nothing."),
 ) -> None:
     """Tune every shape; save each one as it finishes."""
-    from ascend_tune.shapes import collect
+    from ascend_tune.spec.shapes import collect
 
     _check_options(strategy, budget, jobs, seed)
     if top_k < 1:
@@ -96,7 +97,7 @@ def search(
 
 def _executor(name: str, address: str | None) -> Any:
     """None for the local process pool (--jobs); else the named executor."""
-    from ascend_tune import executors
+    from ascend_tune.base import executors
 
     if name == "local":
         if address is not None:

@@ -18,12 +18,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ascend_tune import results
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.calibrate.measurements import LoadReport, Measurement
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.measurements import LoadReport, Measurement
-from ascend_tune.shapes import check_shape, shape_key
+from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec.shapes import check_shape, shape_key
 
 Entry = dict[str, Any]
 # Fields a candidate and the entry's winner share.
@@ -193,7 +193,7 @@ def extend_report(report: LoadReport, paths: Sequence[Path], spec: OperatorSpec,
     """Add the measured candidates of results files ``paths`` to the rows `calibrate` and
     `validate` loaded (``--from-results``); a row the model rejects on ``hw`` is skipped with
     its reason, as a measurement file's would be."""
-    from ascend_tune.calibrate import split_valid
+    from ascend_tune.calibrate.fit import split_valid
 
     rows, invalid = split_valid(spec, hw, read_measured_rows(paths, spec))
     report.rows += rows

@@ -7,7 +7,7 @@ argument. Placeholders (``{{`` and ``}}`` are literal braces):
 * ``{shape}`` (``M=4096,N=4096,K=4096``), ``{shape_json}``, and each shape variable (``{M}``);
 * ``{config_json}`` and each parameter (``{baseM}``); ``{block_dim}``, ``{tiling_key}``;
 * ``{candidate}``: its rank by the model (0 = the model's pick);
-* ``{tiling_blob}``: a file holding the packed TilingData bytes (``ascend_tune.tiling_blob``);
+* ``{tiling_blob}``: a file holding the packed TilingData bytes (``ascend_tune.emit.blob``);
 * ``{headers_dir}``: a folder with the headers ``emit`` writes for this candidate alone;
 * ``{work_dir}``: an empty folder for this run (e.g. ``msprof --output={work_dir}``);
 * ``{device}``: the device the run is on (``ASCEND_RT_VISIBLE_DEVICES``), ``{repeat}``: the
@@ -41,9 +41,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ascend_tune.errors import AscendTuneError
-from ascend_tune.vocabulary import PIPE_COLUMNS
-from ascend_tune.yamlio import LIMIT_MEASUREMENTS, ReadError, csv_rows, read_text
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.vocabulary import PIPE_COLUMNS
+from ascend_tune.base.yamlio import LIMIT_MEASUREMENTS, ReadError, csv_rows, read_text
 
 DEFAULT_PATTERN = r"time_us:\s*([-+0-9.eE]+)"
 # Filled by the worker, not by the job.

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ascend_tune import emit, results, tiling_blob
-from ascend_tune.engine import ShapeModel
-from ascend_tune.errors import AscendTuneError
-from ascend_tune.executors import Executor
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.executors import Executor
+from ascend_tune.emit import blob as tiling_blob
+from ascend_tune.emit import render as emit
 from ascend_tune.hil import candidates as cands
 from ascend_tune.hil.command import (
     Command,
@@ -31,9 +31,11 @@ from ascend_tune.hil.command import (
     kill_running,
     run_job,
 )
-from ascend_tune.shapes import shape_key
-from ascend_tune.store import ResultsStore
-from ascend_tune.tuner import describe
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.results import format as results
+from ascend_tune.results.store import ResultsStore
+from ascend_tune.spec.shapes import shape_key
+from ascend_tune.tune.shape import describe
 
 Entry = dict[str, Any]
 

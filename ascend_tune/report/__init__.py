@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base.errors import AscendTuneError
 
 DEFAULT_CHART_SHAPES = 12  # per operator: the shapes with the longest tuned latency
 

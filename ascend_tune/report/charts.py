@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.report.data import OperatorResult, ShapeResult
-from ascend_tune.vocabulary import PIPE_COLUMNS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

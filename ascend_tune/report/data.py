@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune import results
-from ascend_tune import roofline as rf
-from ascend_tune.emit import load_bundle
-from ascend_tune.engine import Evaluation, ShapeModel
-from ascend_tune.errors import AscendTuneError
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.vocabulary import BOUND_NAMES, PIPE_COLUMNS
+from ascend_tune.emit.render import load_bundle
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.shapes import shape_key
+from ascend_tune.model import roofline as rf
+from ascend_tune.model.engine import Evaluation, ShapeModel
+from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
-from ascend_tune.vocabulary import BOUND_NAMES, PIPE_COLUMNS
+from ascend_tune.spec.shapes import shape_key
 
 _DIGITS = 6  # as the results file rounds, so the page and `explain` agree to the last digit
 
@@ -164,7 +164,7 @@ def gather(path: Path, chart_shapes: int) -> OperatorResult:
 
 
 def roofline(spec: OperatorSpec, hw: HardwareProfile) -> Roofline:
-    """The ceiling drawn (ascend_tune.roofline): Cube FLOP/s when the spec counts Cube work,
+    """The ceiling drawn (ascend_tune.model.roofline): Cube FLOP/s when the spec counts Cube work,
     else vector bytes/s when it counts vector work, and HBM bytes/s."""
     top = rf.ceilings(spec, hw)
     if top.cube_flops_per_s is not None:

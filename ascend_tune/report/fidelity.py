@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ascend_tune import calibrate
+from ascend_tune.calibrate import fit as calibrate
+from ascend_tune.calibrate.rows import load_rows, require_rows
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.measurement_rows import load_rows, require_rows
-from ascend_tune.shapes import shape_key
 from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec.shapes import shape_key
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from ascend_tune import __version__, resources
+from ascend_tune import __version__
+from ascend_tune.base import resources
 from ascend_tune.report import charts
 from ascend_tune.report.data import Neighbour, OperatorResult, ShapeResult
 from ascend_tune.report.fidelity import Fidelity

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ascend_tune.base.vocabulary import DTYPE_BYTES, PIPES
 from ascend_tune.spec.compile import hw_symbols, load_spec_text, meaning_sha256
 from ascend_tune.spec.format import (
     CPP_IDENT,
@@ -35,10 +36,9 @@ from ascend_tune.spec.model import (
     round_half_up,
     snake_case,
 )
-from ascend_tune.vocabulary import DTYPE_BYTES, PIPES
 
 if TYPE_CHECKING:
-    from ascend_tune.shapes import check_shape, parse_assignments, shape_key
+    from ascend_tune.spec.shapes import check_shape, parse_assignments, shape_key
 
 __all__ = [
     "CPP_IDENT",
@@ -73,14 +73,14 @@ __all__ = [
     "split_variant",
 ]
 
-# Shape helpers that used to live here; they are in ascend_tune.shapes now (which imports this
+# Shape helpers that used to live here; they are in ascend_tune.spec.shapes now (which imports this
 # package, so they are fetched on first use rather than at import).
 _MOVED_TO_SHAPES = ("check_shape", "parse_assignments", "shape_key")
 
 
 def __getattr__(name: str) -> Any:
     if name in _MOVED_TO_SHAPES:
-        from ascend_tune import shapes
+        from ascend_tune.spec import shapes
 
         return getattr(shapes, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

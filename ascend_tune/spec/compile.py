@@ -15,8 +15,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from ascend_tune import cann, schema
-from ascend_tune.errors import SpecError, did_you_mean
+from ascend_tune.base import cann, schema
+from ascend_tune.base.errors import SpecError, did_you_mean
+from ascend_tune.base.vocabulary import DTYPE_BYTES, PATH_PIPE, SIDE_PIPES, stage_kind
+from ascend_tune.base.yamlio import INT64_MAX, KeyPath, parse_yaml
 from ascend_tune.expr import Expr, Kind, parse
 from ascend_tune.hardware import SCALARS
 from ascend_tune.spec.format import (
@@ -44,8 +46,6 @@ from ascend_tune.spec.model import (
     Side,
     Stage,
 )
-from ascend_tune.vocabulary import DTYPE_BYTES, PATH_PIPE, SIDE_PIPES, stage_kind
-from ascend_tune.yamlio import INT64_MAX, KeyPath, parse_yaml
 
 Symbols = dict[str, Kind]
 

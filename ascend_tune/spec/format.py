@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ascend_tune import cann, schema
-from ascend_tune.vocabulary import (
+from ascend_tune.base import cann, schema
+from ascend_tune.base.vocabulary import (
     DTYPE_BYTES,
     PIPES,
     STAGE_KINDS,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ascend_tune import resources
-from ascend_tune.errors import SpecError, did_you_mean
+from ascend_tune.base import resources
+from ascend_tune.base.errors import SpecError, did_you_mean
+from ascend_tune.base.yamlio import read_text
 from ascend_tune.spec.compile import load_spec_text
 from ascend_tune.spec.model import OperatorSpec
-from ascend_tune.yamlio import read_text
 
 
 def split_variant(ref: str) -> tuple[str, str | None]:

@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ascend_tune import cann
-from ascend_tune.errors import SpecError
+from ascend_tune.base import cann
+from ascend_tune.base.errors import SpecError
+from ascend_tune.base.vocabulary import DTYPE_BYTES, stage_kind
+from ascend_tune.base.yamlio import INT64_MAX, INT64_MIN
 from ascend_tune.expr import Expr
 from ascend_tune.spec.format import MAX_DOMAIN_VALUES
-from ascend_tune.vocabulary import DTYPE_BYTES, stage_kind
-from ascend_tune.yamlio import INT64_MAX, INT64_MIN
 
 ShapeSourceKind = Literal["size", "rows", "last", "dim"]
 

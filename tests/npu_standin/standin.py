@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune.engine import ShapeModel
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import OperatorSpec, load_spec
 
 # The hidden truth: leaf path -> factor (bandwidth curves scale their bytes/cycle column).

@@ -1,0 +1,469 @@
+"""Fit a hardware profile to measurements, and measure the model's error.
+
+The fitted quantities are multiplicative scales on groups of profile numbers (a bandwidth
+curve, a latency, the head overhead, Cube and Vector cycle costs:
+:mod:`ascend_tune.calibrate.coefficients`). A fit (docs/model.md
+"Calibration"):
+
+1. splits the rows into a fit set and a held-out set before anything is fitted
+   (:mod:`ascend_tune.calibrate.split`);
+2. leaves alone every coefficient that scales a high-confidence profile leaf (a datasheet or
+   official-document number), unless the caller includes it;
+3. fits only what the fit rows determine: the Jacobian of the predictions decides
+   (:mod:`ascend_tune.calibrate.identifiability`), and too few rows for what is left is refused;
+4. solves bounded robust least squares on log errors, end-to-end times and measured per-pipe
+   busy times together (:mod:`ascend_tune.calibrate.solver`: ``scipy.optimize.least_squares``,
+   soft-L1 loss);
+5. reports the held-out error first and the in-sample error second.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from ascend_tune.base.errors import AscendTuneError, did_you_mean
+from ascend_tune.base.vocabulary import COLUMN_PIPE, PIPE_COLUMNS
+from ascend_tune.calibrate import split as row_split
+from ascend_tune.calibrate.coefficients import (
+    BY_NAME,
+    COEFFICIENTS,
+    SCALE_BOUNDS,
+    Coefficient,
+    apply,
+    leaf,
+    scaled_profile,
+)
+from ascend_tune.calibrate.identifiability import identify
+from ascend_tune.calibrate.measurements import Measurement
+from ascend_tune.calibrate.row_model import RowModel, RowTimes
+from ascend_tune.calibrate.solver import (
+    COARSE_TOL,
+    FINE_TOL,
+    SCREEN_STEP,
+    Problem,
+    Screen,
+    screen,
+    solve,
+)
+from ascend_tune.hardware import HardwareProfile, load_profile_data
+from ascend_tune.results import format as results
+from ascend_tune.spec import OperatorSpec
+
+__all__ = [
+    "COEFFICIENTS",
+    "DEFAULT_HOLDOUT",
+    "FitOptions",
+    "FitResult",
+    "apply",
+    "candidates",
+    "error_stats",
+    "fit",
+    "fit_split",
+    "load_profile_data",
+    "predict",
+    "profile_document",
+    "scaled_profile",
+    "screen",
+    "write_profile",
+]
+
+DEFAULT_HOLDOUT = 0.25
+# Rows per fitted coefficient below which the fit is reported as weak (not refused).
+ROWS_PER_COEFFICIENT = 3
+# Elasticity below which a row is not counted as one a coefficient was fitted on.
+ROW_SENSITIVITY = 1e-3
+
+
+# ---- predictions and errors -----------------------------------------------------------------
+
+
+@dataclass
+class Prediction:
+    time_us: np.ndarray
+    pipes_us: list[dict[str, float]]
+
+
+def _valid_model(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement]
+                 ) -> RowModel:
+    model = RowModel(spec, hw, rows)
+    if model.invalid:
+        raise AscendTuneError(model.invalid[0][1])
+    return model
+
+
+def predict(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement]) -> Prediction:
+    """The model's time and per-pipe busy times for each row (the best over a row's free
+    parameters); a row whose configuration the model rejects raises."""
+    times = _valid_model(spec, hw, rows).evaluate()
+    pipes = [dict(zip(PIPE_COLUMNS, (float(v) for v in row), strict=True))
+             for row in times.pipes_us]
+    return Prediction(times.time_us, pipes)
+
+
+def split_valid(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement]
+                ) -> tuple[list[Measurement], list[str]]:
+    """Rows whose configuration the model accepts on ``hw``, and a reason for each other."""
+    model = RowModel(spec, hw, rows)
+    bad = {i for i, _ in model.invalid}
+    return [m for i, m in enumerate(rows) if i not in bad], [r for _, r in model.invalid]
+
+
+@dataclass(frozen=True)
+class Errors:
+    n: int
+    mape: float
+    max_error: float
+    spearman: float
+    pairwise_agreement: float
+    bias: float = 0.0  # mean signed relative error: > 0 the model predicts slower than measured
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"n": self.n, "mape": round(self.mape, 6), "max_error": round(self.max_error, 6),
+                "bias": round(self.bias, 6), "spearman": round(self.spearman, 6),
+                "pairwise_agreement": round(self.pairwise_agreement, 6)}
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x), dtype=np.float64)
+    for value in np.unique(x):  # average ranks over ties
+        tie = x == value
+        ranks[tie] = ranks[tie].mean()
+    return ranks
+
+
+def error_stats(predicted: np.ndarray, measured: np.ndarray) -> Errors:
+    signed = (predicted - measured) / measured
+    rel = np.abs(signed)
+    n = len(measured)
+    if n >= 2:
+        rp, rm = _ranks(predicted), _ranks(measured)
+        sd = rp.std() * rm.std()
+        spearman = float(((rp - rp.mean()) * (rm - rm.mean())).mean() / sd) if sd > 0 else 0.0
+        i, j = np.triu_indices(n, k=1)
+        dm = np.sign(measured[i] - measured[j])
+        dp = np.sign(predicted[i] - predicted[j])
+        keep = dm != 0
+        agree = float(np.mean(dm[keep] == dp[keep])) if keep.any() else 1.0
+    else:
+        spearman, agree = 1.0, 1.0
+    return Errors(n, float(rel.mean()), float(rel.max()), spearman, agree, float(signed.mean()))
+
+
+# ---- the fit --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    holdout: float = DEFAULT_HOLDOUT  # share of rows held out (0: fit on every row)
+    seed: int = 0  # of the held-out split
+    fit_all: bool = False  # fit high-confidence leaves too
+    include: tuple[str, ...] = ()  # coefficients or leaf paths to fit even if high confidence
+    exclude: tuple[str, ...] = ()  # coefficients or leaf paths never to fit
+
+
+@dataclass
+class FitResult:
+    scales: dict[str, float]  # fitted coefficients only
+    fitted: list[str]
+    not_fitted: dict[str, str]  # coefficient -> why it was left at 1
+    before: Errors  # in-sample: on the fit rows, with the starting profile
+    after: Errors  # in-sample: on the fit rows, with the calibrated profile
+    held_out_before: Errors | None  # on the held-out rows (None: nothing held out)
+    held_out_after: Errors | None
+    split: row_split.Split
+    warnings: list[str]
+    rows_by_coefficient: dict[str, list[str]]  # fitted coefficient -> origins of its rows
+    data: dict[str, Any]  # the calibrated merged profile
+    base_data: dict[str, Any] = field(default_factory=dict)  # the starting profile
+
+    def document(self) -> dict[str, Any]:
+        """The fit as JSON-ready data: held-out errors first, in-sample second."""
+        held = None
+        if self.held_out_before is not None and self.held_out_after is not None:
+            held = {"rows": self.held_out_before.n, "before": self.held_out_before.as_dict(),
+                    "after": self.held_out_after.as_dict()}
+        return {
+            "split": self.split.as_dict(),
+            "held_out": held,
+            "in_sample": {"rows": self.before.n, "before": self.before.as_dict(),
+                          "after": self.after.as_dict(),
+                          "caveat": "in-sample: these rows were fitted, the error flatters"},
+            "fitted": {name: {"scale": self.scales[name],
+                              "leaves": [".".join(p) for p in BY_NAME[name].leaves],
+                              "rows": compress_origins(self.rows_by_coefficient[name])}
+                       for name in self.fitted},
+            "not_fitted": dict(self.not_fitted),
+            "warnings": list(self.warnings),
+        }
+
+
+def _resolve(names: Sequence[str], option: str) -> set[str]:
+    """Coefficient names or leaf paths (``cube.cycles_per_fractal``) -> coefficient names."""
+    by_leaf = {".".join(p): c.name for c in COEFFICIENTS for p in c.leaves}
+    out = set()
+    for name in names:
+        if name in BY_NAME:
+            out.add(name)
+        elif name in by_leaf:
+            out.add(by_leaf[name])
+        else:
+            choices = [*BY_NAME, *by_leaf]
+            raise AscendTuneError(f"{option} {name}: not a calibrated coefficient or leaf"
+                                  f"{did_you_mean(name, choices)}; coefficients: "
+                                  f"{', '.join(BY_NAME)}")
+    return out
+
+
+def _protected(hw: HardwareProfile, coef: Coefficient) -> str | None:
+    """Why ``coef`` is left alone by default: the first high-confidence leaf it scales."""
+    for path in coef.leaves:
+        node = leaf(hw.data, path)
+        if str(node.get("confidence", "")) == "high":
+            source = str(node.get("source", "")).strip()
+            source = source if len(source) <= 70 else source[:67] + "..."
+            return (f"high-confidence profile value {'.'.join(path)} ({source}); "
+                    f"--include {coef.name} or --fit-all to fit it")
+    return None
+
+
+def _unseen_reason(coef: Coefficient, moves_any: bool, rows: Sequence[Measurement],
+                   fit_rows: np.ndarray, predicted_pipes_us: np.ndarray) -> str:
+    if not moves_any:
+        used = any(predicted_pipes_us[i, PIPE_COLUMNS.index(c)] > 0
+                   for c in coef.pipes for i in fit_rows)
+        if coef.pipes and not used:
+            return f"nothing in these rows uses it (no {coef.bound_by} work in the spec's stages)"
+        return ("it changes no prediction in these rows (what it costs is limited by something "
+                "else there, e.g. the cores' share of GM bandwidth)")
+    measured = [c for c in coef.pipes if any(rows[i].pipes_us.get(c, 0.0) > 0
+                                             for i in fit_rows)]
+    if coef.pipes and not measured:
+        pipes = sorted({COLUMN_PIPE[c] for c in coef.pipes})
+        return (f"no row is bound by {'/'.join(pipes)} and none measures its busy time "
+                f"({' or '.join(coef.pipes)})")
+    return f"no row is bound by {coef.bound_by}"
+
+
+def compress_origins(origins: Sequence[str]) -> list[str]:
+    """``file:2, file:3, file:4, file:9`` -> ``file:2-4,9`` (one entry per file, in order)."""
+    lines: dict[str, list[int]] = {}
+    other: list[str] = []
+    for origin in origins:
+        path, _, line = origin.rpartition(":")
+        if path and line.isdigit():
+            lines.setdefault(path, []).append(int(line))
+        else:
+            other.append(origin)
+    out = []
+    for path, numbers in lines.items():
+        numbers = sorted(set(numbers))
+        spans: list[str] = []
+        start = prev = numbers[0]
+        for n in [*numbers[1:], None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            spans.append(str(start) if start == prev else f"{start}-{prev}")
+            if n is not None:
+                start = prev = n
+        out.append(f"{path}:{','.join(spans)}")
+    return out + other
+
+
+def _together_reasons(together: Mapping[str, list[str]], not_fitted: dict[str, str]) -> None:
+    for name, partners in together.items():
+        not_fitted[name] = (f"{name} and {' and '.join(partners)} scale together in these rows "
+                            f"(only their product is determined; {partners[0]} is fitted)")
+
+
+def _check_counts(names: list[str], n_fit: int, not_fitted: Mapping[str, str],
+                  warnings: list[str]) -> list[str]:
+    """Refuse a fit with nothing to fit or fewer rows than coefficients; warn below
+    ``ROWS_PER_COEFFICIENT`` rows per coefficient."""
+    if not names:
+        first = next(iter(not_fitted.items()), ("", "no coefficient"))
+        raise AscendTuneError(f"nothing to calibrate: no coefficient is determined by the "
+                              f"{n_fit} fit row(s) (e.g. {first[0]}: {first[1]})")
+    if n_fit < len(names):
+        raise AscendTuneError(
+            f"{n_fit} fit row(s) for {len(names)} identifiable coefficients "
+            f"({', '.join(names)}): give at least {len(names)} rows "
+            f"({ROWS_PER_COEFFICIENT * len(names)} for a trustworthy fit), or --exclude some")
+    if n_fit < ROWS_PER_COEFFICIENT * len(names):
+        warnings.append(f"{n_fit} fit row(s) for {len(names)} coefficients: fewer than "
+                        f"{ROWS_PER_COEFFICIENT} rows per coefficient, the fit is weak")
+    return names
+
+
+def fit(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement],
+        options: FitOptions | None = None) -> FitResult:
+    """Split ``rows``, fit what the fit rows determine, judge it on the held-out rows."""
+    options = options or FitOptions()
+    if not rows:
+        raise AscendTuneError("no usable measurement rows to fit")
+    split = row_split.holdout(rows, options.holdout, options.seed)
+    return fit_split(_valid_model(spec, hw, rows), rows, split, options)
+
+
+def candidates(hw: HardwareProfile, options: FitOptions) -> tuple[list[str], dict[str, str]]:
+    """The coefficients a fit may move, and why each other one is left alone (its profile
+    value is high-confidence and not included, or it is excluded)."""
+    include = _resolve(options.include, "--include")
+    exclude = _resolve(options.exclude, "--exclude")
+    names: list[str] = []
+    not_fitted: dict[str, str] = {}
+    for coef in COEFFICIENTS:
+        reason = None if options.fit_all or coef.name in include else _protected(hw, coef)
+        if coef.name in exclude:
+            reason = "excluded (--exclude)"
+        if reason:
+            not_fitted[coef.name] = reason
+        else:
+            names.append(coef.name)
+    return names, not_fitted
+
+
+def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Split,
+              options: FitOptions, screened: Screen | None = None) -> FitResult:
+    """The fit on ``split.fit`` of a model built over every row (``model.hw`` is the start).
+    ``screened``: a :func:`screen` over a superset of the fit rows, to reuse."""
+    hw = model.hw
+    names, not_fitted = candidates(hw, options)
+    warnings: list[str] = []
+    if not split.held_out.size:
+        warnings.append(f"nothing held out {split.method.removeprefix('none ')}: every error "
+                        "reported is in-sample")
+    start = model.evaluate(hw)
+    if screened is None or list(screened.names) != names:
+        screened = screen(model, rows, split.fit, names, start)
+    jac, owners, moves_any = screened.subset(split.fit)
+    found = identify(jac, names)
+    for name in found.unseen:
+        not_fitted[name] = _unseen_reason(BY_NAME[name], bool(moves_any[names.index(name)]),
+                                          rows, split.fit, start.pipes_us)
+    _together_reasons(found.together, not_fitted)
+    candidate_names = names
+    names = _check_counts(found.kept, len(split.fit), not_fitted, warnings)
+    sub = Problem(model, rows, split.fit, names, start)
+    cols = [candidate_names.index(n) for n in names]
+    # The screen's rows for the fit rows are the fit's residuals, in the same order.
+    assert jac.shape[0] == len(sub.residuals_of(start)), "screen and fit residuals differ"
+    solution = solve(sub, np.zeros(len(names)), sub.residuals_of(start), jac[:, cols],
+                     COARSE_TOL)
+    # Where the first solve ended (it ran on secant updates, to a loose tolerance), a
+    # finite-difference Jacobian again: a coefficient that moved past a kink (a bandwidth no
+    # longer the bound) or into step with another is undetermined there and is refitted
+    # without; the rest are solved to the final tolerance from that exact Jacobian. A fit that
+    # stayed within the screening step of 1 was already probed there, by the first screen.
+    x_end = np.asarray(solution.x, dtype=np.float64)
+    keep = list(range(len(names)))
+    jac_end = jac[:, cols]
+    if np.abs(x_end).max() > SCREEN_STEP:
+        t_end = sub.times(x_end)
+        at_end = screen(model, rows, split.fit, names, t_end, at=x_end)
+        again = identify(at_end.jacobian, names)
+        keep = [names.index(n) for n in again.kept]
+        jac_end = at_end.jacobian[:, keep]
+        if again.kept != names:
+            for name in again.unseen:
+                not_fitted[name] = (f"undetermined at the fitted point: scaled to "
+                                    f"x{np.exp(x_end[names.index(name)]):.3g} it no longer "
+                                    "bounds any row (left at 1)")
+            _together_reasons(again.together, not_fitted)
+            names = _check_counts(again.kept, len(split.fit), not_fitted, [])
+            sub = Problem(model, rows, split.fit, names, start)
+    solution = solve(sub, x_end[keep], sub.residuals(x_end[keep]), jac_end, FINE_TOL)
+    x = np.asarray(solution.x, dtype=np.float64)
+    scales = {n: round(float(np.exp(v)), 6) for n, v in zip(names, x, strict=True)}
+    for n, v in scales.items():
+        if v <= SCALE_BOUNDS[0] * 1.001 or v >= SCALE_BOUNDS[1] * 0.999:
+            warnings.append(f"{n} stopped at its bound (x{v:.3g}): the rows want more than a "
+                            "scale of this number can give; the model's form is the suspect")
+    # Rows each fitted coefficient came from: those whose residuals it moves at scale 1.
+    rows_by: dict[str, list[str]] = {}
+    for n in names:
+        col = jac[:, candidate_names.index(n)]
+        seen = sorted({int(owners[r]) for r in np.flatnonzero(np.abs(col) > ROW_SENSITIVITY)})
+        rows_by[n] = [rows[i].origin for i in seen]
+    calibrated = apply(hw.data, scales)
+    tuned = load_profile_data(calibrated, "calibrated")  # the numbers as written (rounded)
+    end = model.evaluate(tuned)
+    measured = np.array([m.time_us for m in rows])
+
+    def errors(times: RowTimes, idx: np.ndarray) -> Errors:
+        return error_stats(times.time_us[idx], measured[idx])
+
+    held = split.held_out
+    return FitResult(
+        scales=scales, fitted=names, not_fitted=not_fitted,
+        before=errors(start, split.fit), after=errors(end, split.fit),
+        held_out_before=errors(start, held) if held.size else None,
+        held_out_after=errors(end, held) if held.size else None,
+        split=split, warnings=warnings, rows_by_coefficient=rows_by, data=calibrated,
+        base_data=copy.deepcopy(dict(hw.data)))
+
+
+# ---- the written profile --------------------------------------------------------------------
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, separators=(", ", ": "))
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+def profile_document(result: FitResult, base_ref: str, name: str, files: Sequence[str],
+                     rows_used: int, rows_skipped: int) -> dict[str, Any]:
+    """The calibrated profile as YAML-ready data: the base plus sourced overrides. Each
+    overridden leaf's note keeps the sourced value it replaces and names its fit rows."""
+    doc: dict[str, Any] = {"name": name, "base": base_ref,
+                           "description": f"{base_ref} calibrated by ascend-tune"}
+    for coef_name in result.fitted:
+        coef = BY_NAME[coef_name]
+        factor = result.scales[coef_name]
+        if abs(factor - 1.0) < 1e-6:
+            continue
+        origins = result.rows_by_coefficient.get(coef_name, [])
+        for path in coef.leaves:
+            target = doc
+            for key in path[:-1]:
+                target = target.setdefault(key, {})
+            base_leaf = leaf(result.base_data, path) if result.base_data else {}
+            target[path[-1]] = {
+                "value": leaf(result.data, path)["value"],
+                "source": f"calibrated: {coef.doc} x{factor:.4g} of {base_ref}, fitted on "
+                          f"{len(origins)} of {rows_used} measurement(s)",
+                "confidence": "med",
+                "note": f"sourced value in {base_ref}: {_short(base_leaf.get('value'))} "
+                        f"({str(base_leaf.get('source', '')).strip()[:120]}); fit rows: "
+                        f"{'; '.join(compress_origins(origins)) or 'none'}",
+            }
+    fit_doc = result.document()
+    doc["calibration"] = {
+        "files": list(files),
+        "rows_used": rows_used,
+        "rows_skipped": rows_skipped,
+        **fit_doc,
+    }
+    return doc
+
+
+def write_profile(output: Path, result: FitResult, hw_ref: str, name: str, files: Sequence[str],
+                  rows_used: int, rows_skipped: int) -> None:
+    """Write the calibrated profile to ``output``. Its base is ``hw_ref``: a built-in name as
+    given, a profile file as a path relative to the output's folder."""
+    hw_path = Path(hw_ref)
+    base_ref = (os.path.relpath(hw_path.resolve(), output.resolve().parent)
+                if hw_path.is_file() else hw_ref)
+    doc = profile_document(result, base_ref, name, files, rows_used, rows_skipped)
+    results.write_atomic(output, yaml.safe_dump(doc, sort_keys=False, width=100))

@@ -1,0 +1,491 @@
+"""Render a results file into AscendC C++: TilingData header, host selection code, kernel
+constants, and optionally the complete msOpGen host file (OpDef and TilingFunc).
+
+Python prepares every value (names checked as C++ identifiers by the spec loader, numbers
+formatted, expressions rendered to C++); the Jinja templates only loop and branch, with
+``StrictUndefined`` so a missing value is an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ascend_tune import __version__
+from ascend_tune.base import cann, resources
+from ascend_tune.base.errors import AscendTuneError, did_you_mean
+from ascend_tune.emit.selection import first_failure, runtime_env
+from ascend_tune.emit.styles import emit_style
+from ascend_tune.expr import CPP_RUNTIME, Expr, Kind, scalar_value
+from ascend_tune.hardware import HardwareProfile, load_profile_data
+from ascend_tune.results.format import glob_escape
+from ascend_tune.spec import Nested, OperatorSpec, launch, load_spec_text
+from ascend_tune.spec.shapes import check_shape, shape_key
+
+# Platform core counts replace the profile's at run time (GetCoreNumAic / GetCoreNumAiv).
+RUNTIME_CORES = {"hw.cube_cores": "aicNum", "hw.vector_cores": "aivNum"}
+_CORE_VAR = {"cube": "aicNum", "vector": "aivNum"}
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def cpp_name(name: str) -> str:
+    """Spec names in C++ get a prefix so they cannot collide with the code around them."""
+    if name.startswith("hw."):
+        return "hw_" + name[3:]
+    if name.startswith("sizeof."):
+        return "sizeof_" + name[7:]
+    return "v_" + name
+
+
+def cpp(e: Expr) -> str:
+    return e.to_cpp(cpp_name)
+
+
+def cpp_member(e: Expr) -> str:
+    """Render reading spec names from a ``Values v`` (functions after Derive)."""
+    def name(n: str) -> str:
+        if n in RUNTIME_CORES:
+            return "v." + RUNTIME_CORES[n]
+        if n.startswith(("hw.", "sizeof.")):
+            return cpp_name(n)
+        return "v." + cpp_name(n)
+    return e.to_cpp(name)
+
+
+def _ctype(kind: Kind) -> str:
+    return {Kind.INT: "int64_t", Kind.FLOAT: "double", Kind.BOOL: "bool"}[kind]
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise AscendTuneError(f"value {value} does not fit a 64-bit integer")
+        # INT64_MIN has no literal form: write it as an expression.
+        return "(INT64_C(-9223372036854775807) - 1)" if value == _INT64_MIN else f"INT64_C({value})"
+    number = float(value)
+    if not math.isfinite(number):
+        raise AscendTuneError(f"value {value} is not a finite number")
+    text = repr(number)
+    return text if ("." in text or "e" in text) else text + ".0"
+
+
+def _comment(text: str) -> str:
+    """Text from an input placed in a C++ comment: printable ASCII only, no line breaks."""
+    return "".join(ch if " " <= ch <= "~" else "?" for ch in text)[:80]
+
+
+def _bound(value: float) -> str:
+    """A range bound as a C++ double literal (exact for every bound in cann.FIELD_CTYPES)."""
+    return repr(float(value)) if abs(value) < 1e16 else f"{float(value):.17e}"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    spec: OperatorSpec
+    hw: HardwareProfile
+    doc: Mapping[str, Any]
+    digest: str
+    shapes: tuple[tuple[dict[str, int], dict[str, int]], ...]  # (shape, best), checked
+
+
+def load_bundle(doc: Mapping[str, Any], origin: str) -> Bundle:
+    """Rebuild spec and profile from a results file and re-check every tuned entry: a results
+    file is an input like any other, so nothing in it reaches C++ unless it is an integer
+    configuration that passes the spec's constraints and launch checks on its shape."""
+    try:
+        spec = load_spec_text(doc["spec"]["text"], f"{origin} (embedded spec)",
+                              doc["spec"].get("variant"))
+        hw = load_profile_data(doc["hw"]["data"], f"{origin} (embedded profile)")
+    except (KeyError, TypeError, AttributeError):
+        raise AscendTuneError(f"{origin}: results file lacks the embedded spec or profile; "
+                              "rerun `ascend-tune search`") from None
+    entries = doc.get("shapes")
+    if not isinstance(entries, list) or not entries:
+        raise AscendTuneError(f"{origin}: results file holds no tuned shape")
+    env = runtime_env(spec, hw, int(hw["cube_cores"]), int(hw["vector_cores"]))
+    checked = []
+    seen: set[tuple[int, ...]] = set()
+    for i, entry in enumerate(entries):
+        where = f"{origin}: shapes[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("shape"), Mapping):
+            raise AscendTuneError(f"{where}: expected a mapping with 'shape' and 'best'")
+        shape = check_shape(spec, entry["shape"], where)
+        key = tuple(shape.values())
+        if key in seen:
+            raise AscendTuneError(f"{where}: shape {shape_key(shape)} is listed twice")
+        seen.add(key)
+        best = _checked_config(spec, entry.get("best"), f"{where} ({shape_key(shape)})")
+        _local, failed = first_failure(spec, env, shape, best)
+        if failed is not None:
+            raise AscendTuneError(f"{where} ({shape_key(shape)}): the tuned configuration fails "
+                                  f"'{failed}' on {hw.name}; the results file is stale or was "
+                                  "edited: rerun `ascend-tune search`")
+        checked.append((shape, best))
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return Bundle(spec, hw, doc, hashlib.sha256(canonical.encode()).hexdigest(), tuple(checked))
+
+
+def _checked_config(spec: OperatorSpec, best: Any, where: str) -> dict[str, int]:
+    if not isinstance(best, Mapping):
+        raise AscendTuneError(f"{where}: 'best' must map each parameter to an integer")
+    unknown = [k for k in best if k not in spec.params]
+    if unknown:
+        raise AscendTuneError(f"{where}: 'best' has unknown parameter '{unknown[0]}'"
+                              f"{did_you_mean(str(unknown[0]), spec.params)}")
+    out = {}
+    for p in spec.params:
+        value = best.get(p)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise AscendTuneError(f"{where}: best.{p} must be an integer, got {value!r:.40}")
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise AscendTuneError(f"{where}: best.{p} = {value} does not fit a 64-bit integer")
+        out[p] = value
+    return out
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    # One per process: compiling the templates costs ~0.2 s, and `measure` renders the
+    # headers of every candidate (the environment is read-only once built).
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resources.data_dir("templates"))),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True, autoescape=False)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One member of the emitted TilingData, in emitted order."""
+
+    name: str
+    ctype: str
+    expr: str | None  # None for padding
+    nested: Nested | None = None
+
+
+def layout(spec: OperatorSpec) -> tuple[list[Slot], int]:
+    """Members in emitted order and the total size in bytes.
+
+    Nested API structs first, then scalars widest first, so every member lands naturally
+    aligned without holes and the macro class, the build's generated kernel struct and the
+    struct-style header agree byte for byte; then padding to a multiple of 8 bytes, which
+    the replay generator needs (docs/spec_reference.md, CANN facts)."""
+    slots: list[Slot] = []
+    offset = 0
+    for n in spec.tiling_nested:
+        names, ctype = cann.NESTED_TYPES[n.ctype]
+        offset = _align(offset, cann.field_bytes(ctype)) + len(names) * cann.field_bytes(ctype)
+        slots.append(Slot(n.name, n.ctype, None, n))
+    for f in sorted(spec.tiling_fields, key=lambda f: -cann.field_bytes(f.ctype)):
+        offset = _align(offset, cann.field_bytes(f.ctype)) + cann.field_bytes(f.ctype)
+        slots.append(Slot(f.name, f.ctype, cpp_member(f.value)))
+    pad = 0
+    while offset % cann.TILING_ALIGN_BYTES:
+        size = next(s for s in (4, 2, 1) if offset % s == 0
+                    and offset + s <= _align(offset, cann.TILING_ALIGN_BYTES))
+        slots.append(Slot(f"{cann.PAD_FIELD_PREFIX}{pad}", f"uint{8 * size}_t", None))
+        offset += size
+        pad += 1
+    return slots, offset
+
+
+def _align(offset: int, size: int) -> int:
+    return -(-offset // size) * size
+
+
+def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str, Any]:
+    spec, hw = bundle.spec, bundle.hw
+    shapes = sorted(bundle.shapes, key=lambda s: tuple(s[0].values()))
+    snake = spec.snake_name
+    runtime = set(RUNTIME_CORES)
+    hw_used = sorted({n for e in _all_exprs(spec) for n in e.names if n.startswith("hw.")})
+    sizeof = spec.sizeof_env()
+    slots, size = layout(spec)
+    mode = spec.mode
+    return {
+        "version": __version__,
+        "digest": bundle.digest,
+        "spec_name": _comment(spec.display_name),
+        "spec_sha": spec.sha256[:16],
+        "hw_name": _comment(hw.name),
+        "hw_sha": hw.sha256[:16],
+        "op": spec.name,
+        "snake": snake,
+        "ns": f"{snake}_tiling",
+        "guard": snake.upper(),
+        "struct": spec.tiling_struct,
+        "struct_bytes": size,
+        "style": style,
+        "kernel_mode": mode.name,
+        "kernel_mode_summary": mode.summary,
+        "kernel_type": mode.kernel_type,
+        "lib_api_workspace": spec.system_workspace == "lib_api",
+        "tiling_header": emit_style(style).include_from_host(snake),
+        "slots": [{"name": s.name, "type": s.ctype, "expr": s.expr, "pad": s.expr is None
+                   and s.nested is None, "nested": None if s.nested is None else
+                   [{"name": f.name, "type": f.ctype, "expr": cpp_member(f.value)}
+                    for f in s.nested.fields]} for s in slots],
+        "has_nested": bool(spec.tiling_nested),
+        "shape_vars": [{"name": v, "cpp": cpp_name(v), "min": spec.shape_min[v],
+                        "max": spec.shape_max.get(v)} for v in spec.shape_vars],
+        "params": [{"name": p, "cpp": cpp_name(p)} for p in spec.params],
+        "derived": [{"name": n, "cpp": cpp_name(n), "type": _ctype(e.kind), "expr": cpp(e)}
+                    for n, e in spec.derive],
+        "constraints": [{"name": n, "expr": cpp(e)} for n, e in spec.constraints],
+        "core_checks": [{"name": n, "expr": cpp(e), "limit": _CORE_VAR[core]}
+                        for n, e, core in launch.core_limit_names(spec)],
+        "range_checks": [{"name": r.name, "expr": cpp(r.expr), "lo": _bound(r.lo),
+                          "hi": _bound(r.hi)} for r in launch.range_checks(spec)],
+        "hw_consts": [{"cpp": cpp_name(n), "type": "int64_t" if isinstance(hw[n[3:]], int)
+                       else "double", "value": _literal(hw[n[3:]])}
+                      for n in hw_used if n not in runtime],
+        "hw_runtime": [{"cpp": cpp_name(n), "var": var} for n, var in RUNTIME_CORES.items()],
+        "sizeof": [{"cpp": cpp_name(k), "value": v} for k, v in sorted(sizeof.items())],
+        "baseline": [{"name": p, "cpp": cpp_name(p), "expr": cpp(e)}
+                     for p, e in spec.baseline.items()],
+        "block_dim": cpp_member(spec.block_dim),
+        "tiling_key": (cpp_member(spec.tiling_key)
+                       if spec.tiling_key is not None else "INT64_C(0)"),
+        "workspace": (cpp_member(spec.workspace_bytes)
+                      if spec.workspace_bytes is not None else "INT64_C(0)"),
+        "tuned": [{"shape": ", ".join(_literal(v) for v in shape.values()),
+                   "config": ", ".join(_literal(best[p]) for p in spec.params),
+                   "comment": shape_key(shape)}
+                  for shape, best in shapes],
+        "kernel_constants": [{"name": n, "type": _ctype(e.kind),
+                              "value": _literal(scalar_value(e.evaluate({**hw.env(), **sizeof})))}
+                             for n, e in spec.kernel_constants],
+        "runtime": CPP_RUNTIME,
+        "shape_from": _shape_from(spec),
+        "inputs": [{"name": n, "dtype": cann.GE_DTYPES[spec.dtypes[n]]} for n in spec.io_inputs],
+        "outputs": [{"name": o.name, "dtype": cann.GE_DTYPES[spec.dtypes[o.name]],
+                     "like": None if o.like is None else spec.io_inputs.index(o.like),
+                     "dims": [{"input": spec.io_inputs.index(t), "dim": d} for t, d in o.dims]}
+                    for o in spec.io_outputs],
+        "socs": list(socs),
+    }
+
+
+def _shape_from(spec: OperatorSpec) -> list[dict[str, str]] | None:
+    """Per shape variable, the input to read and the C++ statements that read it (a missing
+    dimension fails the TilingFunc rather than reading as 0)."""
+    out = []
+    pad = " " * 8
+    for v in spec.shape_vars:
+        src = spec.shape_from.get(v)
+        if src is None:
+            return None
+        target = f"{pad}shape.{v} = "
+        if src.kind == "size":
+            read = f"{target}static_cast<int64_t>(dims.GetShapeSize());"
+        else:
+            rank = src.dim + 1 if src.dim is not None else 1
+            read = f"{pad}if (dims.GetDimNum() < {rank}) return ge::GRAPH_FAILED;\n"
+            if src.kind == "last":
+                read += f"{target}static_cast<int64_t>(dims.GetDim(dims.GetDimNum() - 1));"
+            elif src.kind == "rows":
+                read += (f"{pad}const int64_t last = static_cast<int64_t>("
+                         f"dims.GetDim(dims.GetDimNum() - 1));\n"
+                         f"{target}last == 0 ? 0 : "
+                         "static_cast<int64_t>(dims.GetShapeSize()) / last;")
+            else:
+                read += f"{target}static_cast<int64_t>(dims.GetDim({src.dim}));"
+        out.append({"input": str(src.input), "read": read})
+    return out
+
+
+def _all_exprs(spec: OperatorSpec) -> list[Expr]:
+    exprs = [e for _, e in spec.derive] + [e for _, e in spec.constraints]
+    exprs += [s.cores for s in spec.sides] + list(spec.baseline.values())
+    exprs += [f.value for f in spec.tiling_fields]
+    exprs += [f.value for n in spec.tiling_nested for f in n.fields]
+    exprs += [spec.block_dim] + ([spec.tiling_key] if spec.tiling_key is not None else [])
+    exprs += [spec.workspace_bytes] if spec.workspace_bytes is not None else []
+    return exprs
+
+
+def default_socs(hw: HardwareProfile) -> tuple[str, ...]:
+    soc = cann.PROFILE_SOCS.get(hw.name)
+    return (soc,) if soc else ()
+
+
+def render(bundle: Bundle, style: str, op_host: bool = False,
+           socs: tuple[str, ...] = ()) -> dict[str, str]:
+    """Relative path -> file text for everything emit writes.
+
+    ``op_host`` adds the complete msOpGen host file ``op_host/<op>.cpp`` (OpDef, InferShape,
+    InferDataType, a static TilingFunc), registered for ``socs`` (default: the profile's SoC).
+    """
+    emit_as = emit_style(style)
+    socs = socs or default_socs(bundle.hw)
+    for soc in socs:
+        if not SOC_NAME.fullmatch(soc):
+            raise AscendTuneError(f"--soc '{soc:.40}' is not a SoC name such as ascend910b")
+    ctx = context(bundle, style, socs)
+    env = _environment()
+    snake = ctx["snake"]
+    files = {
+        emit_as.header_path(snake): env.get_template(emit_as.template).render(ctx),
+        f"op_host/{snake}_tiling_select.h": env.get_template("select.h.j2").render(ctx),
+        f"op_kernel/{snake}_tuned_constants.h": env.get_template("constants.h.j2").render(ctx),
+    }
+    if op_host:
+        spec = bundle.spec
+        if ctx["shape_from"] is None:
+            raise AscendTuneError(f"--op-host needs 'from: inputN.size', inputN.rows, "
+                                  f"inputN.last or inputN.dimD on every shape variable of "
+                                  f"{spec.name}")
+        if not spec.io_inputs:
+            raise AscendTuneError(f"--op-host needs an 'io' section (inputs and outputs of the "
+                                  f"OpDef) in the {spec.name} spec")
+        if not socs:
+            raise AscendTuneError(f"--op-host: no SoC known for profile {bundle.hw.name}; "
+                                  "pass --soc (e.g. --soc ascend910b)")
+        files[f"op_host/{snake}.cpp"] = env.get_template("op_host.cpp.j2").render(ctx)
+    return files
+
+
+SOC_NAME = re.compile(r"ascend[0-9a-z_]{1,24}")
+_DEFINES = re.compile(r"BEGIN_TILING_DATA_DEF\((\w+)\)|^struct (\w+) \{", re.MULTILINE)
+_REGISTERS = re.compile(r"REGISTER_TILING_DATA_CLASS\((\w+), *(\w+)\)")
+
+
+def project_conflicts(out_dir: Path, files: Mapping[str, str]) -> list[str]:
+    """Tiling headers already in the project that would clash with ``files`` in one library:
+    the same TilingData class name defined by another header (an ODR violation; metadef
+    reports "tiling struct conflict"), or the same operator registered twice."""
+    ours: dict[str, str] = {}
+    our_ops: set[str] = set()
+    for rel, text in files.items():
+        if rel.endswith("_tiling.h"):
+            ours.update({m.group(1) or m.group(2): rel for m in _DEFINES.finditer(text)})
+            our_ops.update(m.group(1) for m in _REGISTERS.finditer(text))
+    problems = []
+    for folder in ("op_host", "op_kernel"):
+        for path in sorted((out_dir / folder).glob("*_tiling.h")):
+            rel = f"{folder}/{path.name}"
+            if rel in files:
+                continue
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for m in _DEFINES.finditer(text):
+                name = m.group(1) or m.group(2)
+                if name in ours and path.name == Path(ours[name]).name:
+                    problems.append(f"{path} is this operator's header from an emit in the other "
+                                    f"style; delete it to switch styles (one project holds one)")
+                elif name in ours:
+                    problems.append(f"{path} already defines tiling class {name}, which "
+                                    f"{ours[name]} would define again in the same project; two "
+                                    "operators in one project need distinct tiling classes "
+                                    "(rename tiling.struct in the spec)")
+            for m in _REGISTERS.finditer(text):
+                if m.group(1) in our_ops:
+                    problems.append(f"{path} already registers tiling data for operator "
+                                    f"{m.group(1)}")
+    return problems
+
+
+def check(out_dir: Path, files: Mapping[str, str]) -> list[str]:
+    """One report per stale or missing file (with a short diff); empty when up to date."""
+    reports = []
+    for rel, text in sorted(files.items()):
+        path = out_dir / rel
+        if not path.exists():
+            reports.append(f"missing: {path}")
+            continue
+        try:
+            current = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            reports.append(f"unreadable: {path}: {exc.strerror}")
+            continue
+        if current != text:
+            diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(),
+                                             f"{path} (on disk)", f"{path} (would write)",
+                                             lineterm="", n=1))
+            shown = "\n".join(diff[:12]) + ("\n  ..." if len(diff) > 12 else "")
+            reports.append(f"stale: {path}\n{shown}")
+    return reports
+
+
+BANNER_START = "// Generated by ascend-tune "
+
+
+def generated_here(out_dir: Path, snake: str) -> list[str]:
+    """Relative paths of files in the project that ascend-tune generated for ``snake`` (by
+    name and banner), whatever options wrote them."""
+    found = []
+    for folder in ("op_host", "op_kernel"):
+        for path in sorted((out_dir / folder).glob(f"{glob_escape(snake)}*")):
+            if not path.is_file() or path.is_symlink():
+                continue
+            try:
+                with path.open(encoding="utf-8", errors="replace") as fh:
+                    first = fh.readline()
+            except OSError:
+                continue
+            if first.startswith(BANNER_START):
+                found.append(f"{folder}/{path.name}")
+    return found
+
+
+def leftovers(out_dir: Path, files: Mapping[str, str], snake: str) -> list[str]:
+    """Generated files of this operator that the current options would not write (another
+    style, an option dropped, an older version's file names)."""
+    return [rel for rel in generated_here(out_dir, snake) if rel not in files]
+
+
+def write(out_dir: Path, files: Mapping[str, str]) -> list[str]:
+    """Write files whose content changed (unchanged files keep their timestamps). Nothing is
+    written through a symlink that leads outside ``out_dir``."""
+    from ascend_tune.results.format import write_atomic
+
+    root = out_dir.resolve()
+    for rel in sorted(files):
+        target = (out_dir / rel).resolve()
+        if not target.is_relative_to(root):
+            raise AscendTuneError(f"{out_dir / rel}: resolves to {target}, outside {out_dir} "
+                                  "(a symlink); refusing to write there")
+    written = []
+    for rel, text in sorted(files.items()):
+        path = out_dir / rel
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AscendTuneError(f"{path.parent}: cannot create folder: {exc.strerror}") from None
+        if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
+            continue
+        write_atomic(path, text)
+        written.append(str(path))
+    return written
+
+
+def prepare(results_path: Path, out_dir: Path, style: str = "macro", op_host: bool = False,
+            socs: tuple[str, ...] = ()) -> tuple[Bundle, dict[str, str]]:
+    """Everything ``emit`` checks before writing: the results file re-checked, the files
+    rendered (a host file emitted earlier stays included), no clash with the project."""
+    from ascend_tune.results import format as results
+
+    bundle = load_bundle(results.read_all(results_path), str(results_path))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AscendTuneError(f"{out_dir}: exists and is not a folder")
+    snake = bundle.spec.snake_name
+    op_host = op_host or f"op_host/{snake}.cpp" in generated_here(out_dir, snake)
+    files = render(bundle, style, op_host=op_host, socs=socs)
+    conflicts = project_conflicts(out_dir, files)
+    if conflicts:
+        raise AscendTuneError(conflicts[0])
+    return bundle, files

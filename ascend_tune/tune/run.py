@@ -1,0 +1,264 @@
+"""Tuning a list of shapes: the results store, worker processes, SIGTERM and Ctrl-C, failures
+and times. Nothing here prints; the caller sees progress through a ``Progress``.
+
+* ``run_search`` tunes the shapes a results file does not already hold and saves each one as
+  it finishes; an interrupt (Ctrl-C or SIGTERM) stops it with what is done saved.
+* ``check_locked`` says, reading only, whether a search would change a results file.
+* ``plan`` describes the search spaces and baselines without tuning anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ascend_tune.base.errors import AscendTuneError, NoValidConfigError
+from ascend_tune.base.executors import Executor, LocalExecutor
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.results import format as results
+from ascend_tune.results.store import ResultsStore, survey
+from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec.shapes import shape_key
+from ascend_tune.tune.shape import TuneSettings, describe, resolve_strategy, tune_shape
+
+Entry = dict[str, Any]
+Finish = Callable[[str, "Entry | str", float], None]
+
+
+# ---- progress -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CacheReport:
+    """What opening the results file found, before anything is tuned."""
+
+    path: Path
+    invalidated: str | None  # why every cached entry was dropped
+    pruned: int  # entries dropped because their shape is no longer asked for
+    removed_temps: int  # temp files a killed run left beside the file
+    reused: int  # shapes taken from the file as they are
+    total: int  # shapes asked for
+
+
+class Progress:
+    """Callbacks of ``run_search``; these defaults do nothing."""
+
+    def opened(self, cache: CacheReport) -> None:
+        """The results file is open (only called with an output file)."""
+
+    @contextlib.contextmanager
+    def running(self, todo: int) -> Iterator[None]:
+        """Wraps the tuning of the ``todo`` shapes not taken from the results file."""
+        yield
+
+    def shape_done(self, key: str, entry: Entry | str, seconds: float) -> None:
+        """One shape finished: its results entry, or why it has no valid configuration."""
+
+
+# ---- search ---------------------------------------------------------------------------------
+
+
+@dataclass
+class SearchOutcome:
+    failures: list[str] = field(default_factory=list)  # one message per shape with no config
+    times: dict[str, float] = field(default_factory=dict)  # shape key -> seconds, tuned now
+    interrupted: bool = False  # Ctrl-C or SIGTERM stopped the run
+    saved: int = 0  # shapes tuned by this run (saved to the file when there is one)
+    _entries: Callable[[], Iterator[Entry]] = field(default=lambda: iter(()), repr=False)
+
+    def entries(self) -> Iterator[Entry]:
+        """Every entry for the shapes asked for (cached and new), in results-file order."""
+        return self._entries()
+
+
+def in_shape_order(entries: Iterable[Entry], shapes: Sequence[Mapping[str, int]]) -> list[Entry]:
+    """``entries`` in the order of ``shapes`` (shapes without an entry are left out)."""
+    by_key = {shape_key(e["shape"]): e for e in entries}
+    return [by_key[shape_key(s)] for s in shapes if shape_key(s) in by_key]
+
+
+def document(head: Mapping[str, Any], rows: list[Entry], failures: list[str]) -> dict[str, Any]:
+    """The JSON summary of a search: the results header without the spec text and profile
+    data, the entries, and the failures."""
+    summary = dict(head)
+    summary["spec"] = {k: v for k, v in head["spec"].items() if k != "text"}
+    summary["hw"] = {k: v for k, v in head["hw"].items() if k != "data"}
+    return {**summary, "shapes": rows, "failures": failures}
+
+
+class _Stop(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C: save what is done, then stop."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Stop()
+
+
+def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[str, int]],
+               settings: TuneSettings, head: Mapping[str, Any], *, jobs: int = 1,
+               output: Path | None = None, fresh: bool = False,
+               progress: Progress | None = None,
+               executor: Executor | None = None) -> SearchOutcome:
+    """Tune every shape of ``shapes`` that ``output`` does not already hold (all of them with
+    ``fresh`` or without ``output``), saving each as it finishes. Ctrl-C and SIGTERM end the
+    run early with ``interrupted`` set; everything finished is kept."""
+    progress = progress or Progress()
+    wanted = {shape_key(s) for s in shapes}
+    out = SearchOutcome()
+    memory: list[Entry] = []  # entries of a run without an output file
+    store: ResultsStore | None = None
+
+    def finish(key: str, entry: Entry | str, seconds: float) -> None:
+        out.times[key] = seconds
+        if isinstance(entry, str):
+            out.failures.append(entry)
+        elif store is not None:
+            store.add(entry)
+        else:
+            memory.append(entry)
+        progress.shape_done(key, entry, seconds)
+
+    old_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        with contextlib.ExitStack() as stack:
+            if output is not None:
+                store = stack.enter_context(ResultsStore(output, head, fresh, keep=wanted))
+            cached = store.keys if store is not None else set()
+            todo = [s for s in shapes if shape_key(s) not in cached]
+            if store is not None and output is not None:
+                progress.opened(CacheReport(output, store.invalidated, store.pruned,
+                                            len(store.removed_temps),
+                                            len(shapes) - len(todo), len(shapes)))
+            try:
+                with progress.running(len(todo)):
+                    _run_shapes(todo, spec, hw, settings, jobs, finish, executor)
+            except KeyboardInterrupt:
+                out.interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, old_sigterm)
+    out.saved = store.saved if store is not None else len(memory)
+    if store is not None:
+        done = store
+        out._entries = lambda: done.entries(wanted)
+    else:
+        out._entries = lambda: iter(sorted(memory, key=results.sort_key))
+    return out
+
+
+def _tune_worker(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
+                 settings: TuneSettings) -> tuple[str, Entry | str, float]:
+    start = time.perf_counter()
+    try:
+        entry: Entry | str = tune_shape(spec, hw, shape, settings)
+    except NoValidConfigError as exc:
+        entry = str(exc)
+    return shape_key(shape), entry, time.perf_counter() - start
+
+
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent and die with it (Linux: parent-death signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _tune_task(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
+               settings: TuneSettings, *, slot: str | None = None
+               ) -> tuple[str, Entry | str, float]:
+    return _tune_worker(spec, hw, shape, settings)
+
+
+def _run_shapes(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProfile,
+                settings: TuneSettings, jobs: int, finish: Finish,
+                executor: Executor | None = None) -> None:
+    if executor is None:
+        if jobs == 1 or len(todo) <= 1:
+            for s in todo:
+                finish(*_tune_worker(spec, hw, s, settings))
+            return
+        executor = LocalExecutor([None] * jobs, processes=True, initializer=_worker_init)
+    # Local processes (--jobs) or e.g. a Ray cluster for a long shape list; leaving the block
+    # early (Ctrl-C, SIGTERM, an error) stops the workers: they would finish for nothing.
+    with executor:
+        for _index, result in executor.run(_tune_task, [(spec, hw, s, settings) for s in todo]):
+            finish(*result)
+
+
+# ---- --locked -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LockCheck:
+    """Whether a search would leave a results file as it is (read only)."""
+
+    shapes: int  # shapes asked for
+    invalidated: str | None  # the file answers other inputs: every shape would be retuned
+    missing: int  # shapes that would be tuned
+    pruned: int  # entries that would be dropped
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.invalidated is None and not self.missing and not self.pruned
+
+
+def check_locked(output: Path | None, head: Mapping[str, Any], wanted: set[str],
+                 fresh: bool) -> LockCheck:
+    if output is None:
+        raise AscendTuneError("--locked needs -o: it checks a results file")
+    if fresh:
+        raise AscendTuneError("--locked and --fresh contradict each other")
+    found = survey(output, head, wanted)
+    if found.invalidated is not None:
+        return LockCheck(len(wanted), found.invalidated, len(wanted), 0)
+    return LockCheck(len(wanted), None, len(wanted - found.cached), found.pruned)
+
+
+# ---- --dry-run ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedShape:
+    key: str
+    space_size: int  # configurations in the search space
+    strategy: str  # the one that would run ("auto" resolved)
+    baseline_us: float | None  # predicted latency of the spec's baseline, None if invalid
+    baseline_violates: str | None  # the constraint an invalid baseline breaks
+
+
+def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[str, int]],
+         strategy: str) -> list[PlannedShape]:
+    """Search space size, strategy and baseline of each shape; nothing is tuned."""
+    planned = []
+    for s in shapes:
+        model = ShapeModel(spec, hw, s)
+        base = describe(model, model.baseline_values())
+        chosen = resolve_strategy(model, strategy)[0]
+        valid = bool(base["valid"])
+        planned.append(PlannedShape(
+            shape_key(s), model.space_size, chosen,
+            float(base["predicted"]["latency_us"]) if valid else None,
+            None if valid else str(base["violates"])))
+    return planned
