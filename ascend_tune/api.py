@@ -1,8 +1,8 @@
 """The Python API: what the command line does, for build scripts and notebooks.
 
-Everything here is a thin, typed entry to the core modules; the CLI calls the same functions.
-Errors are :class:`ascend_tune.base.errors.AscendTuneError` with the same one-line messages the CLI
-prints. A worked example (``tests/test_api.py`` runs it as written)::
+Thin, typed entries to the core; the CLI reaches the core only through them. Errors are
+:class:`AscendTuneError` with the CLI's one-line messages. docs/api.md documents each
+function. A worked example (``tests/test_api.py`` runs it as written)::
 
     from pathlib import Path
     from ascend_tune import api
@@ -15,6 +15,8 @@ prints. A worked example (``tests/test_api.py`` runs it as written)::
     why = api.explain(spec, hw, {"totalLength": 1 << 20}, overrides=best)
     print(why.bound, why.predicted["latency_us"], why.diagnosis)
     written = api.emit(Path("add.results.json"), Path("AddCustom"), op_host=True)
+    scored = api.predict(spec, hw, {"totalLength": 4096}, [best, {"tileLength": 512}])
+    assert scored[0].latency_us == min(p.latency_us for p in scored if p.valid)
 
 ``tune`` with ``output`` uses the results file as a cache exactly as ``ascend-tune search -o``
 does (one writer at a time, each shape saved as it finishes).
@@ -22,29 +24,69 @@ does (one writer at a time, each shape saved as it finishes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import importlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
-from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.calibrate import validation
-from ascend_tune.calibrate.fit import DEFAULT_HOLDOUT, FitOptions, FitResult, fit
-from ascend_tune.calibrate.rows import load_rows, require_rows
+import numpy as np
+
+from ascend_tune import report as _report
+from ascend_tune.base import executors
+from ascend_tune.base.errors import AscendTuneError, did_you_mean
+from ascend_tune.base.vocabulary import BOUND_NAMES, PIPE_COLUMNS
+from ascend_tune.calibrate.measurements import LoadReport as Measurements
 from ascend_tune.emit import render as _emit
-from ascend_tune.hardware import HardwareProfile
+from ascend_tune.emit.styles import STYLES, emit_style
+from ascend_tune.hardware import HardwareProfile, builtin_summaries, show_document
 from ascend_tune.hardware import load_profile as _load_profile
+from ascend_tune.hil import candidates as _cands
+from ascend_tune.hil import command as _command
+from ascend_tune.hil import run as _hil
+from ascend_tune.hil.command import Command
+from ascend_tune.hil.command import Outcome as CandidateOutcome
+from ascend_tune.hil.run import MeasureOutcome
+from ascend_tune.hil.run import Progress as MeasureProgress
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.report import DEFAULT_CHART_SHAPES
+from ascend_tune.report import Built as ReportPage
 from ascend_tune.results import format as results
+from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec import load_spec as _load_spec
-from ascend_tune.spec.shapes import check_shape
-from ascend_tune.tune import run as search_run
+from ascend_tune.spec import shapes as _shapes
+from ascend_tune.spec.checking import check_files
+from ascend_tune.tune import run as _run
 from ascend_tune.tune.explain import Explanation
 from ascend_tune.tune.explain import explain as _explain
+from ascend_tune.tune.run import CacheReport, LockCheck, PlannedShape, Progress
 from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
 
-__all__ = ["AscendTuneError", "Explanation", "FitResult", "HardwareProfile", "OperatorSpec",
-           "calibrate", "check", "emit", "explain", "load_profile", "load_spec",
-           "profile_document", "profiles", "render", "report", "tune", "validate"]
+if TYPE_CHECKING:
+    from ascend_tune.calibrate.fit import FitResult
+    from ascend_tune.calibrate.validation import Validation
+
+__all__ = [
+    "DEFAULT_BUDGET", "DEFAULT_CHART_SHAPES", "DEFAULT_SEED", "AscendTuneError", "CacheReport",
+    "CandidateOutcome", "EmitPlan", "Explanation", "FitResult", "HardwareProfile", "LockCheck",
+    "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements", "OperatorSpec",
+    "PlannedShape", "Prediction", "Progress", "ReportPage", "SearchResult", "Validation",
+    "calibrate", "check", "check_locked", "check_search_options",
+    "check_split", "check_writable", "collect_shapes", "emit", "emit_styles", "explain",
+    "load_measurements", "load_profile", "load_spec", "measure", "measure_summary",
+    "parse_assignments", "parse_shape", "plan", "plan_measure", "predict", "prepare_emit",
+    "profile_document", "profiles", "render", "report", "search", "shape_key", "strategies",
+    "tune", "validate", "write_profile"]
+
+Shape = Mapping[str, int]
+
+if not TYPE_CHECKING:
+    def __getattr__(name: str) -> Any:  # the calibration types load scipy: only when asked
+        module = {"FitResult": "fit", "Validation": "validation"}.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"ascend_tune.calibrate.{module}"), name)
 
 
 def load_spec(ref: str | Path) -> OperatorSpec:
@@ -57,118 +99,401 @@ def load_profile(ref: str | Path) -> HardwareProfile:
     return _load_profile(str(ref))
 
 
-def tune(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Mapping[str, int]], *,
+def strategies() -> list[str]:
+    """The search strategies ``strategy`` may name besides ``"auto"``, in the CLI's order."""
+    return list(STRATEGIES)
+
+
+def emit_styles() -> dict[str, str]:
+    """The TilingData styles ``emit`` takes: name -> what it declares."""
+    return {name: s.doc for name, s in STYLES.items()}
+
+
+def parse_assignments(text: str, what: str = "--set") -> dict[str, int]:
+    """``"K=V,K=V"`` with integer values (``what`` names the input in errors)."""
+    return _shapes.parse_assignments(text, what)
+
+
+def parse_shape(text: str, spec: OperatorSpec | None = None, what: str = "--shape"
+                ) -> dict[str, int]:
+    """One shape ``"M=128,N=256,K=64"``; with ``spec`` checked and in the spec's order."""
+    values = _shapes.parse_assignments(text, what)
+    return _shapes.check_shape(spec, values, f"{what} {text}") if spec is not None else values
+
+
+def shape_key(shape: Shape) -> str:
+    """The text key of a shape (``"M=128,N=256"``), as results files and messages show it."""
+    return _shapes.shape_key(shape)
+
+
+def collect_shapes(spec: OperatorSpec, files: Sequence[Path] = (), shapes: Sequence[str] = ()
+                   ) -> list[dict[str, int]]:
+    """The checked shapes of shape files (YAML, JSON, CSV) and ``"K=V,..."`` texts, in order."""
+    return _shapes.collect(spec, list(files), list(shapes))
+
+
+def check_search_options(*, strategy: str = "auto", budget: int = DEFAULT_BUDGET,
+                         seed: int = DEFAULT_SEED, jobs: int = 1, top_k: int = 1) -> None:
+    """Refuse options ``search`` cannot run with, before any work."""
+    if strategy != "auto" and strategy not in STRATEGIES:
+        raise AscendTuneError(f"--strategy '{strategy}' is not one of: auto, "
+                              f"{', '.join(STRATEGIES)}")
+    for name, value in (("--budget", budget), ("--jobs", jobs)):
+        if value < 1:
+            raise AscendTuneError(f"{name} must be at least 1, got {value}")
+    if not 0 <= seed < 1 << 63:
+        raise AscendTuneError(f"--seed must be between 0 and 2**63-1, got {seed}")
+    if top_k < 1:
+        raise AscendTuneError(f"--top-k must be at least 1, got {top_k}")
+
+
+def _header(spec: OperatorSpec, hw: HardwareProfile, strategy: str, budget: int, seed: int,
+            top_k: int) -> dict[str, Any]:
+    return results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
+                          hw.data, strategy, seed, budget, spec.variant, top_k=top_k)
+
+
+def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],
+         strategy: str = "auto") -> list[PlannedShape]:
+    """Per shape: space size, strategy, baseline latency; nothing is tuned (``--dry-run``)."""
+    return _run.plan(spec, hw, [_shapes.check_shape(spec, s, "shape") for s in shapes],
+                     strategy)
+
+
+def check_locked(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],
+                 output: Path | None, *, strategy: str = "auto", budget: int = DEFAULT_BUDGET,
+                 seed: int = DEFAULT_SEED, top_k: int = 1, fresh: bool = False) -> LockCheck:
+    """Whether ``search`` would leave ``output`` as it is (``--locked``); reads only."""
+    head = _header(spec, hw, strategy, budget, seed, top_k)
+    return _run.check_locked(output, head, {_shapes.shape_key(s) for s in shapes}, fresh)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a ``search`` run did; ``entries()`` reads the results file when there is one."""
+
+    header: dict[str, Any]  # the results file's header
+    shapes: list[dict[str, int]]  # as asked for, checked
+    failures: list[str]  # one message per shape with no valid configuration
+    times: dict[str, float]  # shape key -> seconds, for the shapes tuned by this run
+    interrupted: bool  # Ctrl-C or SIGTERM stopped the run (what finished is saved)
+    saved: int  # shapes tuned by this run
+    _entries: Callable[[], Iterator[dict[str, Any]]] = field(repr=False)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The results entries (cached and new) in the order of ``shapes``."""
+        return _run.in_shape_order(self._entries(), self.shapes)
+
+    def document(self) -> dict[str, Any]:
+        """The ``search --json`` document."""
+        return _run.document(self.header, self.entries(), self.failures)
+
+
+def search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
+           strategy: str = "auto", budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
+           top_k: int = 1, jobs: int = 1, output: Path | None = None, fresh: bool = False,
+           progress: Progress | None = None, executor: executors.Executor | None = None
+           ) -> SearchResult:
+    """Tune every shape ``output`` does not hold yet, saving each; failures are not raised."""
+    check_search_options(strategy=strategy, budget=budget, seed=seed, jobs=jobs, top_k=top_k)
+    checked = [_shapes.check_shape(spec, s, "shape") for s in shapes]
+    head = _header(spec, hw, strategy, budget, seed, top_k)
+    out = _run.run_search(spec, hw, checked, TuneSettings(strategy, budget, seed, top_k), head,
+                          jobs=jobs, output=output, fresh=fresh, progress=progress,
+                          executor=executor)
+    return SearchResult(head, checked, out.failures, out.times, out.interrupted, out.saved,
+                        out.entries)
+
+
+def tune(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
          strategy: str = "auto", budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
          output: Path | None = None, fresh: bool = False, jobs: int = 1, top_k: int = 1
          ) -> list[dict[str, Any]]:
-    """Tune every shape; return the results entries in the order of ``shapes`` (a shape with
-    no valid configuration raises, after the others are saved). ``top_k`` > 1 keeps that many
-    distinct configurations per shape in ``candidates`` (for ``ascend-tune measure``)."""
-    checked = [check_shape(spec, s, "shape") for s in shapes]
-    head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
-                          hw.data, strategy, seed, budget, spec.variant, top_k=top_k)
-    outcome = search_run.run_search(spec, hw, checked,
-                                    TuneSettings(strategy, budget, seed, top_k),
-                                    head, jobs=jobs, output=output, fresh=fresh)
-    if outcome.interrupted:
+    """``search``, then its entries in the order of ``shapes``; a shape with no valid
+    configuration raises (after the others are saved), an interrupt KeyboardInterrupt."""
+    run = search(spec, hw, shapes, strategy=strategy, budget=budget, seed=seed, top_k=top_k,
+                 jobs=jobs, output=output, fresh=fresh)
+    if run.interrupted:
         raise KeyboardInterrupt
-    if outcome.failures:
-        raise AscendTuneError(outcome.failures[0])
-    return search_run.in_shape_order(outcome.entries(), checked)
+    if run.failures:
+        raise AscendTuneError(run.failures[0])
+    return run.entries()
 
 
-def explain(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
+def explain(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
             overrides: Mapping[str, int] | None = None, *, shape_label: str = "shape",
             overrides_label: str = "overrides") -> Explanation:
-    """The model's breakdown of the baseline configuration, or of ``overrides`` applied to it
-    (pass a tuned entry's ``best`` to explain the winner). The labels name the two inputs in
-    error messages."""
-    return _explain(spec, hw, check_shape(spec, shape, shape_label), overrides,
+    """The model's breakdown of the baseline configuration with ``overrides`` applied; an
+    invalid configuration raises. The labels name the two inputs in error messages."""
+    return _explain(spec, hw, _shapes.check_shape(spec, shape, shape_label), overrides,
                     overrides_label)
 
 
-def check(files: Sequence[Path]) -> list[str]:
-    """Problems in spec and hardware profile files, one line each (empty: all valid),
-    including TilingData class names two specs would both define in one project."""
-    from ascend_tune.spec.checking import check_files
+@dataclass(frozen=True)
+class Prediction:
+    """The model's verdict on one configuration, the engine's float64 values unrounded."""
 
-    return check_files(files)
+    config: dict[str, int]  # every parameter, in the spec's order
+    valid: bool
+    violates: str | None  # the first constraint or launch check that fails; None if valid
+    latency_us: float  # inf when invalid
+    pipes_us: dict[str, float]  # busy time of the slowest core per pipe (PIPE_COLUMNS)
+    gm_bandwidth_us: float  # time the GM bandwidth shared by all cores needs
+    head_overhead_us: float  # launch overhead
+    bound: str | None  # what bounds the latency (vocabulary.BOUND_NAMES); None if invalid
+    roofline_us: float  # the shape's roofline
 
 
-def profiles() -> list[dict[str, Any]]:
-    """The headline numbers of every built-in hardware profile (``hw list``)."""
-    from ascend_tune.hardware import builtin_summaries
+@overload
+def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
+            configs: Mapping[str, int]) -> Prediction: ...
+@overload
+def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
+            configs: Sequence[Mapping[str, int]]) -> list[Prediction]: ...
+def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
+            configs: Mapping[str, int] | Sequence[Mapping[str, int]]
+            ) -> Prediction | list[Prediction]:
+    """Score one configuration (a mapping of parameter values; missing ones are the spec's
+    baseline) or a sequence of them. Values must lie in their parameter's domain."""
+    model = ShapeModel(spec, hw, _shapes.check_shape(spec, shape, "shape"))
+    if isinstance(configs, Mapping):
+        return _score(model, [configs], ["config"])[0]
+    if isinstance(configs, (str, bytes)) or not isinstance(configs, Sequence):
+        raise AscendTuneError("configs: expected a mapping of parameter values or a sequence "
+                              f"of them, got {type(configs).__name__}")
+    return _score(model, configs, [f"configs[{i}]" for i in range(len(configs))])
 
-    return builtin_summaries()
+
+def _score(model: ShapeModel, configs: Sequence[Any], labels: list[str]) -> list[Prediction]:
+    if not configs:
+        return []
+    domains = [set(g.tolist()) for g in model.grids]
+    rows = [_config_row(model, domains, c, where)
+            for c, where in zip(configs, labels, strict=True)]
+    ev = model.evaluate(np.array(rows, dtype=np.int64))
+    out = []
+    for i, row in enumerate(rows):
+        valid = bool(ev.valid[i])
+        out.append(Prediction(
+            dict(zip(model.spec.params, row, strict=True)), valid,
+            None if valid else model.constraint_names[int(ev.failed[i])],
+            float(ev.latency_us[i]), {c: float(ev.pipes_us[c][i]) for c in PIPE_COLUMNS},
+            float(ev.gm_us[i]), float(ev.head_us[i]),
+            BOUND_NAMES[int(ev.bound[i])] if valid else None, float(ev.roofline_us)))
+    return out
 
 
-def profile_document(hw: HardwareProfile) -> dict[str, Any]:
-    """Every number of a profile with its source and confidence (``hw show --json``)."""
-    from ascend_tune.hardware import show_document
+def _config_row(model: ShapeModel, domains: list[set[int]], config: Any, where: str
+                ) -> list[int]:
+    spec = model.spec
+    if not isinstance(config, Mapping):
+        raise AscendTuneError(f"{where}: expected a mapping of parameter values, got "
+                              f"{type(config).__name__}")
+    values = model.baseline_values()
+    for k, v in config.items():
+        if k not in values:
+            raise AscendTuneError(f"{where}: unknown parameter '{k!s:.40}'"
+                                  f"{did_you_mean(str(k), spec.params)}; {spec.name} takes "
+                                  f"{', '.join(spec.params)}")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise AscendTuneError(f"{where}: {k} must be an integer, got {v!r:.40}")
+        j = spec.params.index(k)
+        if int(v) != values[k] and int(v) not in domains[j]:
+            grid = model.grids[j]
+            near = min(max(int(v), int(grid.min())), int(grid.max()))
+            two = grid[np.argsort(np.abs(grid.astype(np.float64) - float(near)))[:2]]
+            raise AscendTuneError(f"{where}: {k}={str(int(v))[:40]} is outside its domain for "
+                                  f"shape {_shapes.shape_key(model.shape)} (nearest: "
+                                  f"{', '.join(str(int(x)) for x in sorted(two))})")
+        values[k] = int(v)
+    return [int(values[p]) for p in spec.params]
 
-    return show_document(hw)
+
+@dataclass(frozen=True)
+class EmitPlan:
+    """The files ``emit`` would write into ``out_dir``, checked against the project."""
+
+    out_dir: Path
+    spec: OperatorSpec  # embedded in the results file
+    files: dict[str, str]  # relative path -> text
+    op_host: bool  # the msOpGen host file is among them (asked for, or emitted earlier)
+    leftovers: list[str]  # relative paths of files generated earlier these would not write
+
+    def stale(self) -> list[str]:
+        """One report per stale or missing file (``stale: PATH`` + a short diff)."""
+        return _emit.check(self.out_dir, self.files)
+
+    def write(self) -> list[str]:
+        """Write the files whose content changed; the paths written."""
+        return _emit.write(self.out_dir, self.files)
+
+
+def prepare_emit(results_path: Path, out_dir: Path, *, style: str = "macro",
+                 op_host: bool = False, socs: Sequence[str] = ()) -> EmitPlan:
+    """The results file re-checked, the files rendered, no clash with the project."""
+    bundle, files = _emit.prepare(results_path, out_dir, style, op_host, tuple(socs))
+    snake = bundle.spec.snake_name
+    return EmitPlan(out_dir, bundle.spec, files, f"op_host/{snake}.cpp" in files,
+                    _emit.leftovers(out_dir, files, snake))
 
 
 def render(results_doc: Mapping[str, Any], *, style: str = "macro", op_host: bool = False,
            socs: Sequence[str] = ()) -> dict[str, str]:
-    """The files ``emit`` would write (relative path -> text), after re-checking every tuned
-    configuration in ``results_doc`` against its embedded spec."""
+    """The files ``emit`` would write (relative path -> text) for a results document."""
     bundle = _emit.load_bundle(results_doc, "results")
     return _emit.render(bundle, style, op_host=op_host, socs=tuple(socs))
 
 
 def emit(results_path: Path, out_dir: Path, *, style: str = "macro", op_host: bool = False,
          socs: Sequence[str] = ()) -> list[str]:
-    """Write the tiling headers (and with ``op_host`` the msOpGen host file) into an operator
-    project; returns the paths written (unchanged files are left alone)."""
-    _bundle, files = _emit.prepare(results_path, out_dir, style, op_host, tuple(socs))
-    return _emit.write(out_dir, files)
+    """``prepare_emit(...).write()``: the paths written (unchanged files are left alone)."""
+    return prepare_emit(results_path, out_dir, style=style, op_host=op_host, socs=socs).write()
 
 
-def validate(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path], *,
-             manifest: Path | None = None, where: str | None = None,
-             holdout: float | None = None, kfold: int | None = None, seed: int = 0,
-             fit_all: bool = False, include: Sequence[str] = (), exclude: Sequence[str] = ()
-             ) -> dict[str, Any]:
-    """Model against measurements: the ``validate --json`` document (errors on every row,
-    and with ``holdout`` / ``kfold`` the held-out errors before and after calibrating on the
-    rest, those fits' in-sample errors, what they fitted and what not, and warnings).
-    ``fit_all`` / ``include`` / ``exclude`` are as for :func:`calibrate`."""
-    validation.check_split(holdout, kfold)
+@dataclass(frozen=True)
+class MeasurePlan:
+    """A checked ``measure`` run: the results file, its embedded spec and the command."""
+
+    results: Path
+    spec: OperatorSpec
+    command: Command
+    style: str  # of the headers in {headers_dir}
+
+
+def plan_measure(results_path: Path, run: str, *, pattern: str | None = None,
+                 csv: str | None = None, where: str | Mapping[str, str] | None = None,
+                 repeat: int = 3, timeout: float | None = None, retries: int = 1,
+                 style: str = "macro") -> MeasurePlan:
+    """Check a ``measure`` run before anything runs: style, results file, command."""
+    emit_style(style)
+    bundle = _hil.load(results_path)
+    if isinstance(where, str):
+        from ascend_tune.calibrate.rows import parse_where
+
+        where = parse_where(where) if where else {}
+    if where and csv is None:
+        raise AscendTuneError("--where selects CSV rows: it needs --csv")
+    command = _command.parse(run, _hil.names(bundle), pattern=pattern, csv=csv, where=where,
+                             timeout_s=timeout, repeat=repeat, retries=retries)
+    return MeasurePlan(results_path, bundle.spec, command, style)
+
+
+def measure(plan: MeasurePlan, executor: executors.Executor | None = None, *,
+            fresh: bool = False, retry_failed: bool = False,
+            progress: MeasureProgress | None = None) -> MeasureOutcome:
+    """Measure the candidates not measured yet; the fastest measured wins its shape."""
+    engine = executor if executor is not None else executors.make("local", slots=[None])
+    return _hil.run_measure(plan.results, plan.command, engine, fresh=fresh,
+                            retry_failed=retry_failed, style=plan.style, progress=progress)
+
+
+def measure_summary(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per shape: ``shape``, ``winner`` and each candidate's predicted and measured time."""
+    return list(_cands.summary(entries))
+
+
+def load_measurements(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path] = (), *,
+                      manifest: Path | None = None, where: str | None = None,
+                      from_results: Sequence[Path] = (),
+                      on_skipped: Callable[[str], None] | None = None) -> Measurements:
+    """Measured rows of ``files`` and of results files ``from_results``; ``on_skipped`` hears
+    each row left out (and why) before the check that some row is usable."""
+    from ascend_tune.calibrate.rows import load_rows, require_rows
+
+    if not files and not from_results:
+        raise AscendTuneError("give measurement files, or --from-results RESULTS (measured "
+                              "candidates of `ascend-tune measure`)")
     report = load_rows(files, spec, hw, manifest, where)
-    require_rows(report, files)
+    if from_results:
+        _cands.extend_report(report, from_results, spec, hw)
+    if on_skipped is not None:
+        for line in report.skipped:
+            on_skipped(line)
+    require_rows(report, [*files, *from_results])
+    return report
+
+
+def _rows(spec: OperatorSpec, hw: HardwareProfile, measurements: Sequence[Path] | Measurements,
+          manifest: Path | None, where: str | None) -> Measurements:
+    if isinstance(measurements, Measurements):
+        return measurements
+    return load_measurements(spec, hw, measurements, manifest=manifest, where=where)
+
+
+def check_split(holdout: float | None, kfold: int | None) -> None:
+    """Refuse a ``validate`` split that cannot work, before any work."""
+    from ascend_tune.calibrate.validation import check_split
+
+    check_split(holdout, kfold)
+
+
+def validate(spec: OperatorSpec, hw: HardwareProfile,
+             measurements: Sequence[Path] | Measurements, *, manifest: Path | None = None,
+             where: str | None = None, holdout: float | None = None, kfold: int | None = None,
+             seed: int = 0, fit_all: bool = False, include: Sequence[str] = (),
+             exclude: Sequence[str] = ()) -> Validation:
+    """The model against measurements: ``overall`` errors and the ``validate --json``
+    ``document``; with ``holdout`` / ``kfold`` the error on rows held out of a calibration."""
+    from ascend_tune.calibrate import validation
+    from ascend_tune.calibrate.fit import FitOptions
+
+    check_split(holdout, kfold)
+    rows = _rows(spec, hw, measurements, manifest, where)
     options = FitOptions(0.0, seed, fit_all, tuple(include), tuple(exclude))
-    return validation.validate(spec, hw, report.rows, len(report.skipped), holdout, kfold,
-                               seed, options).document
+    return validation.validate(spec, hw, rows.rows, len(rows.skipped), holdout, kfold, seed,
+                               options)
 
 
-def calibrate(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path], *,
-              manifest: Path | None = None, where: str | None = None,
-              holdout: float = DEFAULT_HOLDOUT, seed: int = 0, fit_all: bool = False,
-              include: Sequence[str] = (), exclude: Sequence[str] = ()) -> FitResult:
-    """Fit the profile coefficients the measurements determine (see ``FitResult``).
+def calibrate(spec: OperatorSpec, hw: HardwareProfile,
+              measurements: Sequence[Path] | Measurements, *, manifest: Path | None = None,
+              where: str | None = None, holdout: float | None = None, seed: int = 0,
+              fit_all: bool = False, include: Sequence[str] = (), exclude: Sequence[str] = ()
+              ) -> FitResult:
+    """Fit the profile coefficients the measurements determine, judged on ``holdout`` of the
+    rows (None: 0.25; 0: none) held out of the fit."""
+    from ascend_tune.calibrate.fit import DEFAULT_HOLDOUT, FitOptions, fit
 
-    ``holdout`` of the rows (whole shape sweeps when there are enough; 0 for none) is set
-    aside before fitting and judged in ``held_out_before`` / ``held_out_after``; ``before`` /
-    ``after`` are in-sample. Coefficients that scale a high-confidence profile value are left
-    alone unless ``fit_all`` or named in ``include`` (a coefficient or a leaf path such as
-    ``"cube.cycles_per_fractal"``); ``exclude`` names ones never to fit. Fewer fit rows than
-    determinable coefficients raise; ``FitResult.warnings`` says when the fit is weak."""
-    report = load_rows(files, spec, hw, manifest, where)
-    require_rows(report, files)
-    return fit(spec, hw, report.rows,
-               FitOptions(holdout, seed, fit_all, tuple(include), tuple(exclude)))
+    rows = _rows(spec, hw, measurements, manifest, where)
+    share = DEFAULT_HOLDOUT if holdout is None else holdout
+    return fit(spec, hw, rows.rows,
+               FitOptions(share, seed, fit_all, tuple(include), tuple(exclude)))
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an output file that cannot be written (no such folder, a folder, read-only)."""
+    results.check_writable(path)
+
+
+def write_profile(output: Path, fit: FitResult, base: str | Path, name: str,
+                  measurements: Measurements) -> Path:
+    """Write the calibrated profile ``name``: it inherits ``base`` and records the fit."""
+    from ascend_tune.calibrate.fit import write_profile as _write
+
+    _write(output, fit, str(base), name, measurements.files, len(measurements.rows),
+           len(measurements.skipped))
+    return output
+
+
+def check(files: Sequence[Path]) -> list[str]:
+    """Problems in spec and hardware profile files, one line each (empty: all valid)."""
+    return check_files(files)
+
+
+def profiles() -> list[dict[str, Any]]:
+    """The headline numbers of every built-in hardware profile (``hw list``)."""
+    return builtin_summaries()
+
+
+def profile_document(hw: HardwareProfile) -> dict[str, Any]:
+    """Every number of a profile with its source and confidence (``hw show --json``)."""
+    return show_document(hw)
 
 
 def report(results_paths: Sequence[Path], output: Path, *, measurements: Sequence[Path] = (),
            manifest: Path | None = None, where: str | None = None,
-           chart_shapes: int | None = None) -> Path:
-    """Write the self-contained HTML report of ``results_paths`` to ``output`` (with
-    ``measurements``, a fidelity section); needs the ``report`` extra (matplotlib)."""
-    from ascend_tune import report as _report
-
+           chart_shapes: int = DEFAULT_CHART_SHAPES) -> ReportPage:
+    """Write the HTML report of results files (and ``measurements``); needs matplotlib."""
     _report.check_output(output)
-    built = _report.build(results_paths, measurements, manifest, where,
-                          _report.DEFAULT_CHART_SHAPES if chart_shapes is None else chart_shapes)
+    built = _report.build(results_paths, measurements, manifest, where, chart_shapes)
     results.write_atomic(output, built.html)
-    return output
+    return built

@@ -101,9 +101,10 @@ def _key(model: ShapeModel) -> str:
     """Spec, profile, shape and the model's code: a changed model never reuses an optimum."""
     import ascend_tune.model.costs
     import ascend_tune.model.engine
+    import ascend_tune.model.pipeline
 
     h = hashlib.sha256()
-    for module in (ascend_tune.model.engine, ascend_tune.model.costs):
+    for module in (ascend_tune.model.engine, ascend_tune.model.pipeline, ascend_tune.model.costs):
         h.update(Path(str(module.__file__)).read_bytes())
     h.update(repr(model.spec).encode())
     h.update(json.dumps(model.hw.scalars, sort_keys=True, default=str).encode())

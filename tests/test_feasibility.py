@@ -128,6 +128,26 @@ def test_launch_checks_proven_once_hold_everywhere(hw: HardwareProfile) -> None:
     assert launch.always_pass(tiny, launch.derived_spans(model.spec, spans)) is False
 
 
+def test_launch_rules_are_built_once_per_spec_and_chip(hw: HardwareProfile) -> None:
+    from ascend_tune.spec import launch
+
+    spec = load_spec("matmul")
+    a = ShapeModel(spec, hw, {"M": 96, "N": 200, "K": 64})
+    b = ShapeModel(spec, hw, {"M": 4096, "N": 4096, "K": 4096})
+    assert a.launch_rules is b.launch_rules  # shared by every shape of the spec on the chip
+    # Keyed by the spec object (a spec has no value hash): another load builds its own.
+    assert a.launch_rules is not ShapeModel(load_spec("matmul"), hw, a.shape).launch_rules
+    cores = {"cube": hw["cube_cores"], "vector": hw["vector_cores"]}
+    assert list(a.launch_rules.checks) == launch.checks(spec, cores)
+    assert list(a.launch_rules.names) == launch.check_names(spec)
+    assert a.constraint_names[len(spec.constraints):] == launch.check_names(spec)
+    # The enumerator takes the model's rules and proof; without the proof it makes its own.
+    enum = enumerator(a)
+    again = Enumerator(spec, a.base_env, a.grids, a.launch_rules, proven=a.space_proven)
+    assert [c for c, _r in again.checks] == [c for c, _r in enum.checks]
+    assert again.order == enum.order
+
+
 @pytest.mark.parametrize("shape", [{"M": 1, "N": 4096, "K": 4096},
                                    {"M": 2, "N": 32, "K": 16}])
 def test_walks_stay_inside_the_valid_set(shape: dict[str, int], hw: HardwareProfile) -> None:

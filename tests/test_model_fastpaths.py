@@ -31,7 +31,7 @@ from ascend_tune.base.errors import ExprError
 from ascend_tune.base.vocabulary import DTYPE_BYTES, PIPE_COLUMN, PIPE_COLUMNS, TRANSFER_PATHS
 from ascend_tune.expr import Expr, Kind, parse
 from ascend_tune.hardware import HardwareProfile, load_profile
-from ascend_tune.model import costs, engine
+from ascend_tune.model import costs, engine, pipeline
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import Loop, Stage, end_pipes, launch, load_spec
 from ascend_tune.spec.shapes import load_shape_file
@@ -278,7 +278,7 @@ def test_chip_share_is_its_formula(hw: HardwareProfile) -> None:
                          _ref_chip_share(hw, chip, cores, port)), (cores[:3], port)
 
 
-# ---- engine helpers against the numpy calls they replace ---------------------------------
+# ---- engine and pipeline helpers against the numpy calls they replace --------------------
 
 def test_column_extremes_are_min_and_max_over_rows() -> None:
     rng = np.random.default_rng(3)
@@ -299,29 +299,29 @@ def test_bound_is_argmax_of_the_stacked_columns() -> None:
                 for _ in range(len(PIPE_COLUMNS) + 2)]
         pipes = dict(zip(PIPE_COLUMNS, cols, strict=False))
         want = np.argmax(np.stack(cols, axis=1), axis=1)
-        got = engine._bound(pipes, cols[-2], cols[-1])
+        got = pipeline.bound(pipes, cols[-2], cols[-1])
         assert np.array_equal(got, want) and got.dtype == np.int64
 
 
 def test_loop_helpers_are_the_wheres_they_replace() -> None:
     trips = np.array([0.0, -0.0, 0.5, 1.0, 1.5, 7.0, np.inf, np.nan])
     value = np.array([3.0, -2.0, np.inf, np.nan, -0.0, 0.0, 1.0, 5.0])
-    assert _same(engine._unless_no_trips(trips, value.copy()),
+    assert _same(pipeline._unless_no_trips(trips, value.copy()),
                  np.where(trips <= 0, 0.0, value))
-    assert _same(engine._unless_no_trips(trips[2:], value[2:]),
+    assert _same(pipeline._unless_no_trips(trips[2:], value[2:]),
                  np.where(trips[2:] <= 0, 0.0, value[2:]))
     for cycles in (0.0, 12.0, -3.0, np.inf, np.nan):
-        assert _same(engine._where_more_than_one(trips, cycles),
+        assert _same(pipeline._where_more_than_one(trips, cycles),
                      np.where(trips > 1.0, cycles, 0.0))
 
 
 def test_only_new_conversions_count_as_owned() -> None:
     floats, ints = np.arange(4.0), np.arange(4)
-    assert engine._owned_arr(floats, 4) == (floats, False)  # the input itself
-    converted, owned = engine._owned_arr(ints, 4)
+    assert pipeline._owned_arr(floats, 4) == (floats, False)  # the input itself
+    converted, owned = pipeline._owned_arr(ints, 4)
     assert owned and _same(converted, ints.astype(np.float64))
-    assert not engine._owned_arr(7, 4)[1]  # a broadcast scalar
-    assert not engine._owned_arr(floats[::2], 2)[1]  # a view of another array
+    assert not pipeline._owned_arr(7, 4)[1]  # a broadcast scalar
+    assert not pipeline._owned_arr(floats[::2], 2)[1]  # a view of another array
 
 
 # ---- whole models: objective against a reference evaluation ------------------------------

@@ -192,6 +192,17 @@ def test_every_reader_claims_its_sample_and_reads_rows_that_fit_the_spec(
 
 
 @pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_every_strategy_declares_its_name_and_flags(name: str) -> None:
+    # The Strategy protocol's class attributes, set in the strategy's own class body (run()
+    # and tune.shape read them; none is inherited or left to a default).
+    cls = STRATEGIES[name]
+    own = vars(cls)
+    assert own.get("name") == name
+    for flag in ("uses_budget", "builds_valid"):
+        assert isinstance(own.get(flag), bool), f"{cls.__name__} does not declare {flag}"
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
 def test_every_strategy_finds_the_optimum_of_a_small_space_within_the_budget(name: str) -> None:
     sizes = np.array([6, 5, 4])
 
@@ -203,7 +214,7 @@ def test_every_strategy_finds_the_optimum_of_a_small_space_within_the_budget(nam
     result = run(STRATEGIES[name](), problem, 120, np.random.default_rng(3))
     assert result.genome.tolist() == [4, 1, 0]
     assert result.latency_us == 1.0
-    if getattr(STRATEGIES[name], "uses_budget", True):
+    if STRATEGIES[name].uses_budget:
         assert result.evaluations <= 120
     assert result.history and result.history[-1][1] == result.latency_us
     assert [lat for _n, lat in result.history] == sorted(

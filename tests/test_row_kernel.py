@@ -134,7 +134,7 @@ def test_another_profile_gets_its_own_kernel() -> None:
 
 
 def _checks(model: ShapeModel, max_table_entries: int) -> CheckSet:
-    return CheckSet(enumerator(model), proven=bool(model._space_proven),
+    return CheckSet(enumerator(model), proven=model.space_proven,
                     max_table_entries=max_table_entries)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from ascend_tune import api
 from ascend_tune.cli import ExitWith, app, console
 
 
@@ -18,8 +19,6 @@ def check(files: list[Path] = typer.Argument(..., metavar="FILE...",
                                        help="Print {files, problems} as JSON (exit codes as "
                                             "without it).")) -> None:
     """Validate specs and hardware profiles: one line per problem, exit 2 if any."""
-    from ascend_tune import api
-
     problems = api.check(files)
     if as_json:
         sys.stdout.write(json.dumps({"files": [str(f) for f in files], "problems": problems},

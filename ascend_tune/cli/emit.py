@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
+from ascend_tune import api
 from ascend_tune.cli import ExitWith, app, console
-from ascend_tune.emit.styles import STYLES
 
 
 @app.command()
@@ -18,7 +18,8 @@ def emit(
     out_dir: Path = typer.Option(..., "-o", "--output",
                                  help="Operator project folder (op_host/, op_kernel/)."),
     style: str = typer.Option("macro", "--style", help="How the TilingData is declared: "
-                              + "; ".join(f"{s.name}: {s.doc}" for s in STYLES.values())
+                              + "; ".join(f"{name}: {doc}"
+                                          for name, doc in api.emit_styles().items())
                               + "."),
     check_only: bool = typer.Option(False, "--check",
                                     help="Write nothing; exit 1 if files are stale or missing."),
@@ -34,14 +35,12 @@ def emit(
                                  help="Print {files, written | stale, leftovers} as JSON."),
 ) -> None:
     """Render AscendC tiling headers, host selection code and kernel constants."""
-    from ascend_tune.emit import render as emitter
-
-    bundle, files = emitter.prepare(results_path, out_dir, style, op_host, tuple(socs))
-    snake = bundle.spec.snake_name
-    op_host = f"op_host/{snake}.cpp" in files  # also when an earlier emit wrote it
-    extra = emitter.leftovers(out_dir, files, snake)
+    plan = api.prepare_emit(results_path, out_dir, style=style, op_host=op_host, socs=socs)
+    files = plan.files
+    op_host = plan.op_host  # also when an earlier emit wrote it
+    extra = plan.leftovers
     if check_only:
-        reports = emitter.check(out_dir, files)
+        reports = plan.stale()
         if as_json:
             _print_json({"files": sorted(str(out_dir / r) for r in files),
                          "stale": [r.split("\n", 1)[0] for r in reports],
@@ -66,7 +65,7 @@ def emit(
             console.line(f"{len(files)} file(s) up to date in {out_dir}"
                          + (f", {len(extra)} leftover" if extra else ""))
         return
-    written = emitter.write(out_dir, files)
+    written = plan.write()
     if as_json:
         _print_json({"files": sorted(str(out_dir / r) for r in files), "written": written,
                      "leftovers": [str(out_dir / r) for r in extra]})

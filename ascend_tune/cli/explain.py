@@ -7,9 +7,9 @@ import sys
 
 import typer
 
+from ascend_tune import api
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.cli import app, console
-from ascend_tune.spec.shapes import parse_assignments, shape_key
 
 
 @app.command()
@@ -22,12 +22,10 @@ def explain(
                                  help="Print the prediction, diagnosis and stages as JSON."),
 ) -> None:
     """Predict one configuration (the spec's baseline unless --set) and say what bounds it."""
-    from ascend_tune import api
-
     spec = api.load_spec(spec_ref)
     hw = api.load_profile(hw_ref)
-    values = parse_assignments(shape, "--shape")
-    overrides = parse_assignments(set_, "--set") if set_ else {}
+    values = api.parse_shape(shape)
+    overrides = api.parse_assignments(set_, "--set") if set_ else {}
     ex = api.explain(spec, hw, values, overrides,
                      shape_label=f"--shape {shape}", overrides_label="--set")
     shp = ex.shape
@@ -38,7 +36,7 @@ def explain(
         return
     pred = ex.predicted
     latency = pred["latency_us"]
-    console.line(f"{spec.display_name} on {hw.name}, {shape_key(shp)}")
+    console.line(f"{spec.display_name} on {hw.name}, {api.shape_key(shp)}")
     console.line("configuration: " + " ".join(f"{k}={v}" for k, v in ex.config.items()))
     rows = [[c, f"{pred['pipes_us'][c]:.3f}", f"{pred['pipes_us'][c] / latency:.0%}"]
             for c in PIPE_COLUMNS if pred["pipes_us"][c] > 0]

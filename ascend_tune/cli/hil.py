@@ -11,14 +11,10 @@ from typing import Any
 
 import typer
 
+from ascend_tune import api
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import ExitWith, app, console
-from ascend_tune.emit.styles import STYLES, emit_style
-from ascend_tune.hil import candidates as cands
-from ascend_tune.hil import command as cmd
-from ascend_tune.hil import run as hil_run
-from ascend_tune.spec.shapes import shape_key
 
 
 @app.command()
@@ -51,7 +47,7 @@ def measure(
     address: str | None = typer.Option(None, "--address",
                                        help="Ray cluster address (default: start a local one)."),
     style: str = typer.Option("macro", "--style", help="Headers in {headers_dir}: "
-                              + " | ".join(STYLES) + "."),
+                              + " | ".join(api.emit_styles()) + "."),
     fresh: bool = typer.Option(False, "--fresh", help="Measure every candidate again."),
     retry_failed: bool = typer.Option(False, "--retry-failed",
                                       help="Measure the candidates that failed again."),
@@ -60,17 +56,11 @@ def measure(
 ) -> None:
     """Measure each shape's candidates with your command; the fastest measured becomes the
     winner `emit` writes. Resumable: measured candidates are saved in RESULTS."""
-    emit_style(style)
-    bundle = hil_run.load(results_path)
-    where_pairs = _where(where)
-    if where_pairs and csv is None:
-        raise AscendTuneError("--where selects CSV rows: it needs --csv")
-    command = cmd.parse(run, hil_run.names(bundle), pattern=pattern, csv=csv,
-                        where=where_pairs, timeout_s=timeout, repeat=repeat, retries=retries)
+    plan = api.plan_measure(results_path, run, pattern=pattern, csv=csv, where=where,
+                            repeat=repeat, timeout=timeout, retries=retries, style=style)
     engine = _executor(executor, devices, address)
     progress = _Progress(quiet or as_json)
-    out = hil_run.run_measure(results_path, command, engine, fresh=fresh,
-                              retry_failed=retry_failed, style=style, progress=progress)
+    out = api.measure(plan, engine, fresh=fresh, retry_failed=retry_failed, progress=progress)
     if out.interrupted:
         console.error(f"interrupted: {out.measured} candidate(s) measured by this run saved "
                       f"to {results_path}")
@@ -79,21 +69,13 @@ def measure(
         sys.stdout.write(json.dumps({
             "results": str(results_path), "measured": out.measured,
             "failures": out.failures, "invocations": out.invocations,
-            "shapes": list(cands.summary(out.entries))}, indent=1) + "\n")
+            "shapes": api.measure_summary(out.entries)}, indent=1) + "\n")
     elif not quiet:
-        _print_table(bundle.spec.display_name, out.entries)
+        _print_table(plan.spec.display_name, out.entries)
     for message in out.failures:
         console.error(message)
     if out.failures:
         raise ExitWith(1)
-
-
-def _where(text: str | None) -> dict[str, str]:
-    if not text:
-        return {}
-    from ascend_tune.calibrate.rows import parse_where
-
-    return parse_where(text)
 
 
 def _executor(engine: str, devices: str | None, address: str | None) -> executors.Executor:
@@ -107,7 +89,7 @@ def _executor(engine: str, devices: str | None, address: str | None) -> executor
     return executors.make(engine, slots=slots, address=address)
 
 
-class _Progress(hil_run.Progress):
+class _Progress(api.MeasureProgress):
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.reporter = console.Reporter(0, quiet, "measuring")
@@ -123,7 +105,7 @@ class _Progress(hil_run.Progress):
         with self.reporter.running():
             yield
 
-    def candidate_done(self, outcome: cmd.Outcome, entry: Mapping[str, Any]) -> None:
+    def candidate_done(self, outcome: api.CandidateOutcome, entry: Mapping[str, Any]) -> None:
         where = f"{outcome.key} #{outcome.index}"
         if outcome.device:
             where += f" (device {outcome.device})"
@@ -136,11 +118,11 @@ class _Progress(hil_run.Progress):
 def _print_table(name: str, entries: Sequence[Mapping[str, Any]]) -> None:
     rows = []
     moved = 0
-    for item in cands.summary(entries):
+    for item in api.measure_summary(entries):
         winner = item["winner"]
         moved += winner not in (None, 0)
         for c in item["candidates"]:
-            rows.append([shape_key(item["shape"]) if c["candidate"] == 0 else "",
+            rows.append([api.shape_key(item["shape"]) if c["candidate"] == 0 else "",
                          c["candidate"],
                          " ".join(f"{k}={v}" for k, v in c["config"].items()),
                          f"{c['predicted_us']:.2f}" if c["predicted_us"] is not None else "",

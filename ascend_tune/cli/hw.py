@@ -7,8 +7,8 @@ import sys
 
 import typer
 
+from ascend_tune import api
 from ascend_tune.cli import app, console
-from ascend_tune.hardware import sourced_leaves
 
 hw_app = typer.Typer(no_args_is_help=True, help="List and show hardware profiles.")
 app.add_typer(hw_app, name="hw")
@@ -18,8 +18,6 @@ app.add_typer(hw_app, name="hw")
 def hw_list(as_json: bool = typer.Option(False, "--json",
                                          help="Print the profiles' numbers as JSON.")) -> None:
     """List the built-in hardware profiles."""
-    from ascend_tune import api
-
     rows = api.profiles()
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
@@ -38,13 +36,13 @@ def hw_show(name: str = typer.Argument(..., help="Profile file or built-in name.
                                          help="Print values, sources and confidences as JSON.")
             ) -> None:
     """Show every number of a profile with its source and confidence."""
-    from ascend_tune import api
-
     p = api.load_profile(name)
+    doc = api.profile_document(p)
     if as_json:
-        sys.stdout.write(json.dumps(api.profile_document(p), indent=1) + "\n")
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
         return
     console.line(f"{p.name}: {p.description}")
     console.table("values", ["key", "value", "confidence", "source"],
-                  [[k, json.dumps(v) if isinstance(v, (list, dict)) else v, c, s]
-                   for k, v, s, c in sourced_leaves(p.data)])
+                  [[k, json.dumps(d["value"]) if isinstance(d["value"], (list, dict))
+                    else d["value"], d["confidence"], d["source"]]
+                   for k, d in doc["values"].items()])

@@ -5,18 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
+from ascend_tune import api
 from ascend_tune.cli import app, console
-from ascend_tune.hardware import HardwareProfile, load_profile
-from ascend_tune.results import format as results
-from ascend_tune.spec import OperatorSpec, load_spec
-from ascend_tune.spec.shapes import shape_key
-
-if TYPE_CHECKING:
-    from ascend_tune.calibrate.measurements import LoadReport
 
 _MANIFEST_HELP = "YAML: config, free, files, shapes, where."
 _WHERE_HELP = "Use rows with COLUMN=VALUE,..."
@@ -24,23 +18,15 @@ _FROM_RESULTS_HELP = ("Results file of `ascend-tune measure`: its measured candi
                       "too. Repeatable.")
 
 
-def _load(files: list[Path], spec: OperatorSpec, hw: HardwareProfile, manifest: Path | None,
-          where: str | None, quiet: bool, from_results: list[Path] | None = None) -> LoadReport:
-    from ascend_tune.base.errors import AscendTuneError
-    from ascend_tune.calibrate.rows import load_rows, require_rows
+def _load(files: list[Path], spec: api.OperatorSpec, hw: api.HardwareProfile,
+          manifest: Path | None, where: str | None, quiet: bool,
+          from_results: list[Path] | None = None) -> api.Measurements:
+    def skipped(line: str) -> None:
+        console.warn(f"skipped {line}")
 
-    if not files and not from_results:
-        raise AscendTuneError("give measurement files, or --from-results RESULTS (measured "
-                              "candidates of `ascend-tune measure`)")
-    report = load_rows(files, spec, hw, manifest, where)
-    if from_results:
-        from ascend_tune.hil.candidates import extend_report
-
-        extend_report(report, from_results, spec, hw)
-    if not quiet:
-        for line in report.skipped:
-            console.warn(f"skipped {line}")
-    require_rows(report, [*files, *(from_results or [])])
+    report = api.load_measurements(spec, hw, files, manifest=manifest, where=where,
+                                   from_results=from_results or [],
+                                   on_skipped=None if quiet else skipped)
     if report.skipped and not quiet:
         total = len(report.rows) + len(report.skipped)
         console.warn(f"used {len(report.rows)} of {total} row(s), skipped {len(report.skipped)}")
@@ -64,13 +50,6 @@ _FIT_ALL_HELP = "Also fit coefficients that scale high-confidence profile values
 _INCLUDE_HELP = ("Fit this coefficient (or the one scaling this leaf, e.g. "
                  "cube.cycles_per_fractal) even if it is high-confidence. Repeatable.")
 _EXCLUDE_HELP = "Never fit this coefficient (or leaf). Repeatable."
-
-
-def _fit_options(holdout: float, seed: int, fit_all: bool, include: list[str] | None,
-                 exclude: list[str] | None) -> Any:
-    from ascend_tune.calibrate.fit import FitOptions
-
-    return FitOptions(holdout, seed, fit_all, tuple(include or ()), tuple(exclude or ()))
 
 
 @app.command()
@@ -104,16 +83,13 @@ def calibrate(
 
     Only coefficients the rows determine are fitted; high-confidence profile values are left
     alone unless included. The held-out error (rows the fit did not see) is reported first."""
-    from ascend_tune.calibrate import fit as cal
-
-    options = _fit_options(holdout, seed, fit_all, include, exclude)
-    spec = load_spec(spec_ref)
-    hw = load_profile(hw_ref)
-    results.check_writable(output)
+    spec = api.load_spec(spec_ref)
+    hw = api.load_profile(hw_ref)
+    api.check_writable(output)
     report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
-    fit = cal.fit(spec, hw, report.rows, options)
-    cal.write_profile(output, fit, hw_ref, name or f"{hw.name}_calibrated", report.files,
-                      len(report.rows), len(report.skipped))
+    fit = api.calibrate(spec, hw, report, holdout=holdout, seed=seed, fit_all=fit_all,
+                        include=include or (), exclude=exclude or ())
+    api.write_profile(output, fit, hw_ref, name or f"{hw.name}_calibrated", report)
     if as_json:
         sys.stdout.write(json.dumps({
             "spec": spec.display_name, "hw": hw.name, "output": str(output),
@@ -168,20 +144,17 @@ def validate(
 ) -> None:
     """Model error against measurements: MAPE, max error, bias, Spearman, pairwise ordering;
     with --holdout or --kfold, the error on rows held out of a calibration on the rest."""
-    from ascend_tune.calibrate import validation
-
-    validation.check_split(holdout, kfold)
-    options = _fit_options(0.0, seed, fit_all, include, exclude)
-    spec = load_spec(spec_ref)
-    hw = load_profile(hw_ref)
+    api.check_split(holdout, kfold)
+    spec = api.load_spec(spec_ref)
+    hw = api.load_profile(hw_ref)
     report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
-    result = validation.validate(spec, hw, report.rows, len(report.skipped), holdout, kfold,
-                                 seed, options)
+    result = api.validate(spec, hw, report, holdout=holdout, kfold=kfold, seed=seed,
+                          fit_all=fit_all, include=include or (), exclude=exclude or ())
     out = result.document
     if as_json:
         sys.stdout.write(json.dumps(out, indent=1) + "\n")
         return
-    table_rows = [[p["row"], shape_key(p["shape"]), f"{p['measured_us']:.2f}",
+    table_rows = [[p["row"], api.shape_key(p["shape"]), f"{p['measured_us']:.2f}",
                    f"{p['predicted_us']:.2f}",
                    f"{(p['predicted_us'] - p['measured_us']) / p['measured_us']:+.1%}"]
                   for p in out["points"]]

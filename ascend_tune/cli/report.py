@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ascend_tune import api
 from ascend_tune.cli import app, console
-from ascend_tune.report import DEFAULT_CHART_SHAPES
 
 
 @app.command()
@@ -23,19 +23,15 @@ def report(
     manifest: Path | None = typer.Option(None, "--manifest",
                                          help="YAML: config, free, files, shapes, where."),
     where: str | None = typer.Option(None, "--where", help="Use rows with COLUMN=VALUE,..."),
-    chart_shapes: int = typer.Option(DEFAULT_CHART_SHAPES, "--charts",
+    chart_shapes: int = typer.Option(api.DEFAULT_CHART_SHAPES, "--charts",
                                      help="Per-shape charts for the N shapes with the longest "
                                           "tuned latency per operator; the table lists all."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line."),
 ) -> None:
     """Write a self-contained HTML report: shapes, pipes, roofline, search history,
     sensitivity, and the model against measurements."""
-    from ascend_tune import report as rep
-    from ascend_tune.results.format import write_atomic
-
-    rep.check_output(output)
-    built = rep.build(results_paths, measurements, manifest, where, chart_shapes)
-    write_atomic(output, built.html)
+    built = api.report(results_paths, output, measurements=measurements, manifest=manifest,
+                       where=where, chart_shapes=chart_shapes)
     if not quiet:
         if built.skipped_rows:
             console.warn(f"fidelity: skipped {len(built.skipped_rows)} measurement row(s); "

@@ -11,15 +11,10 @@ from typing import Any
 
 import typer
 
+from ascend_tune import api
+from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import ExitWith, app, console
-from ascend_tune.hardware import load_profile
-from ascend_tune.results import format as results
-from ascend_tune.search.strategies import STRATEGIES
-from ascend_tune.spec import OperatorSpec, load_spec
-from ascend_tune.spec.shapes import shape_key
-from ascend_tune.tune import run as search_run
-from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
 
 
 @app.command()
@@ -31,9 +26,9 @@ def search(
     strategy: str = typer.Option("auto", "--strategy",
                                  help="ils | ga | exhaustive | random | auto (exhaustive "
                                       "where the valid set is small, else ils)."),
-    budget: int = typer.Option(DEFAULT_BUDGET, "--budget",
+    budget: int = typer.Option(api.DEFAULT_BUDGET, "--budget",
                                help="Configurations looked at per shape (scored or ruled out)."),
-    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Random seed (0 .. 2**63-1)."),
+    seed: int = typer.Option(api.DEFAULT_SEED, "--seed", help="Random seed (0 .. 2**63-1)."),
     jobs: int = typer.Option(1, "--jobs", help="Processes (results do not depend on it)."),
     top_k: int = typer.Option(1, "--top-k", metavar="K",
                               help="Keep the K best distinct configurations per shape as "
@@ -58,47 +53,39 @@ def search(
                                  help="Print search spaces and baselines; tune nothing."),
 ) -> None:
     """Tune every shape; save each one as it finishes."""
-    from ascend_tune.spec.shapes import collect
-
-    _check_options(strategy, budget, jobs, seed)
-    if top_k < 1:
-        raise AscendTuneError(f"--top-k must be at least 1, got {top_k}")
+    api.check_search_options(strategy=strategy, budget=budget, seed=seed, jobs=jobs,
+                             top_k=top_k)
     engine = _executor(executor, address)
-    spec = load_spec(spec_ref)
-    hw = load_profile(hw_ref)
-    shapes = collect(spec, shapes_files, shape)
+    spec = api.load_spec(spec_ref)
+    hw = api.load_profile(hw_ref)
+    shapes = api.collect_shapes(spec, shapes_files, shape)
     if dry_run:
-        _print_plan(spec, hw.name, search_run.plan(spec, hw, shapes, strategy))
+        _print_plan(spec, hw.name, api.plan(spec, hw, shapes, strategy))
         return
-    head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
-                          hw.data, strategy, seed, budget, spec.variant, top_k=top_k)
     if locked:
-        _print_lock_check(output, search_run.check_locked(
-            output, head, {shape_key(s) for s in shapes}, fresh))
+        _print_lock_check(output, api.check_locked(spec, hw, shapes, output, strategy=strategy,
+                                                   budget=budget, seed=seed, top_k=top_k,
+                                                   fresh=fresh))
         return
-    run = search_run.run_search(spec, hw, shapes, TuneSettings(strategy, budget, seed, top_k),
-                                head, jobs=jobs, output=output, fresh=fresh,
-                                progress=_Progress(quiet or as_json), executor=engine)
+    run = api.search(spec, hw, shapes, strategy=strategy, budget=budget, seed=seed,
+                     top_k=top_k, jobs=jobs, output=output, fresh=fresh,
+                     progress=_Progress(quiet or as_json), executor=engine)
     if run.interrupted:
         where = f"saved to {output}" if output is not None else "not saved (no -o)"
         console.error(f"interrupted: {run.saved} shape(s) tuned by this run {where}")
         raise ExitWith(130)
-    rows = search_run.in_shape_order(run.entries(), shapes)
     if as_json:
-        doc = search_run.document(head, rows, run.failures)
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+        sys.stdout.write(json.dumps(run.document(), indent=1) + "\n")
     elif not quiet:
-        _print_summary(spec, rows, run.times)
+        _print_summary(spec, run.entries(), run.times)
     for message in run.failures:
         console.error(message)
     if run.failures:
         raise ExitWith(1)
 
 
-def _executor(name: str, address: str | None) -> Any:
+def _executor(name: str, address: str | None) -> executors.Executor | None:
     """None for the local process pool (--jobs); else the named executor."""
-    from ascend_tune.base import executors
-
     if name == "local":
         if address is not None:
             raise AscendTuneError("--address is for --executor ray")
@@ -106,26 +93,14 @@ def _executor(name: str, address: str | None) -> Any:
     return executors.make(name, slots=[None], address=address, resources={"CPU": 1})
 
 
-def _check_options(strategy: str, budget: int, jobs: int, seed: int) -> None:
-    if strategy != "auto" and strategy not in STRATEGIES:
-        raise AscendTuneError(f"--strategy '{strategy}' is not one of: auto, "
-                              f"{', '.join(STRATEGIES)}")
-    if budget < 1:
-        raise AscendTuneError(f"--budget must be at least 1, got {budget}")
-    if jobs < 1:
-        raise AscendTuneError(f"--jobs must be at least 1, got {jobs}")
-    if not 0 <= seed < 1 << 63:
-        raise AscendTuneError(f"--seed must be between 0 and 2**63-1, got {seed}")
-
-
-class _Progress(search_run.Progress):
+class _Progress(api.Progress):
     """Notes about the results file and a progress bar or lines on stderr."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.reporter = console.Reporter(0, quiet)
 
-    def opened(self, cache: search_run.CacheReport) -> None:
+    def opened(self, cache: api.CacheReport) -> None:
         if self.quiet:
             return
         if cache.invalidated:
@@ -155,7 +130,7 @@ class _Progress(search_run.Progress):
                                  f"{seconds:.2f} s)")
 
 
-def _print_lock_check(output: Path | None, check: search_run.LockCheck) -> None:
+def _print_lock_check(output: Path | None, check: api.LockCheck) -> None:
     if check.invalidated is not None:
         console.error(f"{output}: {check.invalidated}; {check.shapes} shape(s) would be "
                       "retuned")
@@ -167,8 +142,8 @@ def _print_lock_check(output: Path | None, check: search_run.LockCheck) -> None:
     console.line(f"{output}: up to date for {check.shapes} shape(s)")
 
 
-def _print_plan(spec: OperatorSpec, hw_name: str,
-                planned: Sequence[search_run.PlannedShape]) -> None:
+def _print_plan(spec: api.OperatorSpec, hw_name: str,
+                planned: Sequence[api.PlannedShape]) -> None:
     rows = [[p.key, f"{p.space_size:,}", p.strategy,
              f"{p.baseline_us:.2f}" if p.baseline_us is not None
              else f"invalid ({p.baseline_violates})"] for p in planned]
@@ -176,7 +151,7 @@ def _print_plan(spec: OperatorSpec, hw_name: str,
                   ["shape", "configurations", "strategy", "baseline us"], rows, right=(1,))
 
 
-def _print_summary(spec: OperatorSpec, rows: Sequence[dict[str, Any]],
+def _print_summary(spec: api.OperatorSpec, rows: Sequence[dict[str, Any]],
                    times: dict[str, float]) -> None:
     table_rows = []
     for r in rows:
@@ -184,7 +159,7 @@ def _print_summary(spec: OperatorSpec, rows: Sequence[dict[str, Any]],
         base = r["baseline"]
         # Only what differs from the baseline: short, and it is what the tuner changed.
         changed = [f"{k}={v}" for k, v in r["best"].items() if base["config"].get(k) != v]
-        key = shape_key(r["shape"])
+        key = api.shape_key(r["shape"])
         table_rows.append([
             key, " ".join(changed) if changed else "= baseline", f"{pred['latency_us']:.2f}",
             f"{base['latency_us']:.2f}" if base.get("valid") else "invalid",

@@ -1,1 +1,14 @@
-"""TODO face."""
+"""Emitted code: a results file rendered into AscendC C++ for an msOpGen project.
+
+Contract: from a results file alone (never the model or the search) render the TilingData
+header, the host selection code, kernel constants and optionally the whole host file, after
+re-checking every tuned configuration against the embedded spec, so nothing from an input
+reaches C++ unchecked. The emitted selection code chooses what :mod:`.selection` (its Python
+reference) chooses; tests compile and run it. Output is deterministic and written only where
+it changed.
+
+- ``render``: context, rendering, ``--check``, writing.
+- ``styles``: the registry of TilingData styles (macro, struct).
+- ``selection``: run-time selection in Python.
+- ``blob``: a configuration's TilingData as the bytes the host writes.
+"""

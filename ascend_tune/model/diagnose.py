@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ascend_tune.base.vocabulary import BOUND_NAMES, COLUMN_PIPE
-from ascend_tune.model.engine import Evaluation, ShapeModel, StageDetail
+from ascend_tune.model.engine import Evaluation, ShapeModel
+from ascend_tune.model.pipeline import StageDetail
 
 
 def _pct(fraction: float) -> str:

@@ -254,7 +254,18 @@ class SearchResult:
 
 
 class Strategy(Protocol):
+    """A search strategy: :func:`run` drives it on a :class:`Problem`. Every strategy class
+    sets its name and both flags explicitly (the registry's conformance test checks it)."""
+
     name: str
+    # Class flags, read from the class as well as from an instance.
+    # True: held to the budget (run() sets problem.budget; problem.spent never exceeds it).
+    # False: run() lifts the budget and the strategy scores the whole valid set (exhaustive).
+    uses_budget: bool
+    # True: proposals are built inside the valid set, so the problem it is given carries the
+    # constraints' structure (problem.feasible, a CheckSet, and the gene grids). False: it
+    # is not (tune.shape.search_problem gives exhaustive search the enumerated valid set).
+    builds_valid: bool
 
     def __init__(self, **options: object) -> None: ...
 
@@ -267,7 +278,7 @@ def run(strategy: Strategy, problem: Problem, budget: int,
     if budget < 1:
         raise AscendTuneError(f"--budget must be at least 1, got {budget}")
     # A strategy that scores everything (exhaustive) says so; the others are held to the budget.
-    problem.budget = budget if getattr(strategy, "uses_budget", True) else None
+    problem.budget = budget if strategy.uses_budget else None
     if problem.baseline is not None:
         problem.evaluate(problem.baseline[None, :])
     strategy.search(problem, budget, rng)

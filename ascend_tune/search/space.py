@@ -8,7 +8,8 @@ the end is exactly the valid set, found without visiting the invalid bulk of the
 
 The model is not involved: this costs expression evaluations on prefixes only, so counting the
 valid set is cheap where it is small enough to matter (``auto`` picks exhaustive search by this
-count, not by the raw product size).
+count, not by the raw product size). What the search reads of a shape model is named by
+:class:`SearchableModel`; the assignment order is :mod:`ascend_tune.search.order`'s.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ascend_tune import expr as expr_mod
-from ascend_tune.expr import Expr
 from ascend_tune.model.fastpaths import kernel as row_kernel
 from ascend_tune.model.fastpaths.tables import MAX_TABLE_ENTRIES, CheckTables
+from ascend_tune.search.order import assignment_order, param_deps, params_read
 from ascend_tune.spec import OperatorSpec, launch, needed_derived
 
 # New rows at or below which CheckSet.passes runs the row kernel (~10 us a row) rather than
@@ -53,43 +54,57 @@ def genome_keys(sizes: Sequence[int] | np.ndarray) -> Callable[[np.ndarray], lis
     return lambda genomes: (genomes @ weights).tolist()  # type: ignore[no-any-return]
 
 
+class SearchableModel(Protocol):
+    """What the search reads of a shape model, and all of it
+    (:class:`~ascend_tune.model.engine.ShapeModel` is one): the spec, the names the shape
+    binds, the parameter domains, the launch checks of the spec on the chip and two facts the
+    model proved about this shape's space. The search scores configurations only through the
+    objective a :class:`~ascend_tune.search.problem.Problem` is given."""
+
+    @property
+    def spec(self) -> OperatorSpec: ...
+
+    @property
+    def base_env(self) -> Mapping[str, Any]:
+        """The profile (``hw.*``), sizeof and shape names with their values."""
+
+    @property
+    def grids(self) -> Sequence[np.ndarray]:
+        """Each parameter's domain values (ascending), in spec order."""
+
+    @property
+    def launch_rules(self) -> launch.LaunchRules:
+        """The launch checks of the spec on the chip (:func:`launch.rules`)."""
+
+    @property
+    def launch_in_space(self) -> Sequence[launch.Check | None]:
+        """``launch_rules.checks`` with None for each check interval arithmetic proves to
+        pass everywhere in the domains (:meth:`launch.LaunchRules.to_run`)."""
+
+    @property
+    def space_proven(self) -> bool:
+        """Every expression of the spec is proven free of int64 overflow over the whole
+        space: checks may be evaluated on the unchecked fast path."""
+
+
 class TooMany(Exception):
     """The valid prefixes outgrew the cap: the valid set is too large to enumerate."""
 
 
-def _param_deps(spec: OperatorSpec) -> dict[str, frozenset[str]]:
-    """For every derived value, the parameters it reads (through other derived values)."""
-    params = set(spec.params)
-    deps: dict[str, frozenset[str]] = {}
-    for name, e in spec.derive:
-        deps[name] = _reads(e, params, deps)
-    return deps
-
-
-def _reads(e: Expr, params: set[str], deps: Mapping[str, frozenset[str]]) -> frozenset[str]:
-    out: set[str] = set()
-    for n in e.names:
-        if n in params:
-            out.add(n)
-        elif n in deps:
-            out |= deps[n]
-    return frozenset(out)
-
-
 def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence[np.ndarray],
-                cores: Mapping[str, Any],
+                rules: launch.LaunchRules,
                 launch_checks: Sequence[launch.Check | None] | None = None
                 ) -> list[launch.Check]:
     """The spec's constraints and the launch checks, without the launch checks interval
     arithmetic proves for every configuration of these domains (most C-type ranges);
-    ``launch_checks``: that proof already made (:func:`launch.checks_to_run` over these
+    ``launch_checks``: that proof already made (:meth:`launch.LaunchRules.to_run` over these
     domains, None for each proven check)."""
     every = [launch.Check(n, e, boolean=True) for n, e in spec.constraints]
     if launch_checks is None:
         spans = {k: expr_mod.value_span(v) for k, v in base_env.items()}
         spans.update({p: expr_mod.outer_span(int(g.min()), int(g.max())) if g.size else (0, 0)
                       for p, g in zip(spec.params, grids, strict=True)})
-        launch_checks = launch.checks_to_run(spec, cores, spans)
+        launch_checks = rules.to_run(spans)
     return every + [c for c in launch_checks if c is not None]
 
 
@@ -98,46 +113,15 @@ def _all_checks(spec: OperatorSpec, base_env: Mapping[str, Any], grids: Sequence
 _SAMPLES = 2048
 
 
-# Expected prefix counts above e^27 (~5e11) count as e^27: x 64 x at most 18 steps, every
-# sum the DP forms stays an exact integer below 2^53.
-_LOG_COUNT_CAP = 27.0
-
-
-@functools.lru_cache(maxsize=8)
-def _subset_lattice(n: int) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-    """The subsets of ``n`` parameters as numbers, their membership as 0.0/1.0 (weights of
-    the parameters' log domain sizes), and per size k = 1..n the subsets of that size with,
-    for each, its k subsets one parameter smaller (a row of predecessors, in ascending
-    parameter order): the same for every shape of a spec."""
-    subsets = np.arange(1 << n, dtype=np.int64)
-    bits = ((subsets[:, None] >> np.arange(n)) & 1).astype(bool)
-    popcount = bits.sum(axis=1)
-    layers = []
-    for size in range(1, n + 1):
-        layer = subsets[popcount == size]
-        members = np.nonzero(bits[layer])[1].reshape(layer.size, size)
-        layers.append((layer, layer[:, None] ^ (1 << members)))
-    return subsets, bits.astype(np.float64), layers
-
-
-@functools.lru_cache(maxsize=256)
-def _supersets(n: int, mask: int) -> np.ndarray:
-    """Which subsets of ``n`` parameters contain every parameter of ``mask`` (the subsets
-    that decide a check reading those parameters)."""
-    subsets = _subset_lattice(n)[0]
-    out: np.ndarray = (subsets & mask) == mask
-    return out
-
-
 class Enumerator:
     """Enumerate the valid configurations of ``spec`` on one shape.
 
     ``grids[j]`` holds parameter j's domain values; ``base_env`` the profile, sizeof and shape
-    names; ``cores`` the chip's core counts for the launch checks.
+    names; ``rules`` the launch checks of the spec on the chip.
     """
 
     def __init__(self, spec: OperatorSpec, base_env: Mapping[str, Any],
-                 grids: Sequence[np.ndarray], cores: Mapping[str, Any],
+                 grids: Sequence[np.ndarray], rules: launch.LaunchRules,
                  proven: bool = False,
                  launch_checks: Sequence[launch.Check | None] | None = None) -> None:
         self.spec = spec
@@ -147,11 +131,13 @@ class Enumerator:
         self.base_env = dict(base_env)
         self.grids = [np.asarray(g, dtype=np.int64) for g in grids]
         params = set(spec.params)
-        self._deps = _param_deps(spec)
-        every = _all_checks(spec, base_env, self.grids, cores, launch_checks)
-        checks = self.checks = [(c, _reads(c.expr, params, self._deps)) for c in every]
+        self._deps = param_deps(spec)
+        every = _all_checks(spec, base_env, self.grids, rules, launch_checks)
+        checks = self.checks = [(c, params_read(c.expr, params, self._deps)) for c in every]
         self._sample_passes: list[np.ndarray] | None = None
-        self.order = self._choose_order(checks)
+        # The order that decides checks early (search.order), from their sampled pass rates.
+        self.order = assignment_order(spec.params, self.grids, [r for _c, r in checks],
+                                      self._pass_rates)
         self._index = {p: i for i, p in enumerate(spec.params)}
         position = {p: i for i, p in enumerate(self.order)}
         # Checks that read no parameter run at the first step (they can only reject all).
@@ -166,50 +152,6 @@ class Enumerator:
         # The derived values each step's checks need (transitively), in derive order: a step
         # computes those only, not every derived value its parameters happen to determine.
         self._derive_at = [needed_derived(spec, [c.expr for c in at]) for at in self._at]
-
-    def _choose_order(self, checks: Sequence[tuple[launch.Check, frozenset[str]]]) -> list[str]:
-        """The assignment order that minimises the expected total number of prefixes.
-
-        Each check's pass rate is estimated on random full configurations; the expected
-        log-count of prefixes after assigning a set S of parameters is the sum of their log
-        domain sizes plus the log pass rates of the checks S decides. A dynamic programme over
-        all subsets (vectorised; specs have at most a couple of dozen parameters) finds the
-        order whose prefix counts summed over the steps are smallest: free parameters go last,
-        strongly pruning groups (core splits) early."""
-        params = list(self.spec.params)
-        n_params = len(params)
-        if n_params > 18:  # 2**18 subsets: beyond that keep the spec's order
-            return params
-        rates = self._pass_rates()
-        subsets, bits, layers = _subset_lattice(n_params)
-        # The same order on every machine. Many orders cost nearly the same, so the choice
-        # must not hang on the last bits of a float: the log-counts are summed elementwise
-        # in parameter order (a BLAS product sums in an order its CPU-specific kernel picks:
-        # OpenBLAS's Sandybridge and Haswell kernels gave other orders for 37 of 148
-        # spec/shape cases), and each expected count is rounded to a 64th of a prefix, so
-        # the DP adds and compares exact integers and near-equal orders tie, the lower
-        # parameter first.
-        log_count = np.zeros(subsets.size)
-        for j, g in enumerate(self.grids):
-            log_count += bits[:, j] * math.log(max(g.size, 1))
-        for (_check, reads), rate in zip(checks, rates, strict=True):
-            if not reads:
-                continue
-            mask = sum(1 << params.index(p) for p in reads)
-            log_count += np.where(_supersets(n_params, mask), math.log(rate), 0.0)
-        count = np.rint(np.exp(np.minimum(log_count, _LOG_COUNT_CAP)) * 64.0)
-        best = np.full(subsets.size, np.inf)
-        best[0] = 0.0
-        for layer, below in layers:  # a subset's best needs only smaller subsets
-            best[layer] = best[below].min(axis=1) + count[layer]
-        order: list[str] = []
-        state = (1 << n_params) - 1
-        while state:
-            j = min((j for j in range(n_params) if state >> j & 1),
-                    key=lambda j: (best[state ^ (1 << j)], j))
-            order.append(params[j])
-            state ^= 1 << j
-        return order[::-1]
 
     def _pass_rates(self) -> list[float]:
         """Each check's pass rate on random full configurations (floored: a rate feeds a
@@ -485,30 +427,24 @@ def _word_letter(name: str, k: int) -> bool:
     return before or after
 
 
-def _cores(model: Any) -> dict[str, Any]:
-    return {"cube": model.hw["cube_cores"], "vector": model.hw["vector_cores"]}
+def enumerator(model: SearchableModel) -> Enumerator:
+    """The enumerator of a shape model."""
+    return Enumerator(model.spec, model.base_env, model.grids, model.launch_rules,
+                      proven=model.space_proven, launch_checks=model.launch_in_space)
 
 
-def enumerator(model: Any) -> Enumerator:
-    """The enumerator of a :class:`~ascend_tune.model.engine.ShapeModel`."""
-    return Enumerator(model.spec, model.base_env, model.grids, _cores(model),
-                      proven=bool(getattr(model, "_space_proven", False)),
-                      launch_checks=getattr(model, "_launch_in_space", None))
+def check_set(model: SearchableModel, enum: Enumerator | None = None) -> CheckSet:
+    """The :class:`CheckSet` of a shape model (reusing the order of ``enum``, its enumerator,
+    when there is one)."""
+    return CheckSet(enum or enumerator(model), proven=model.space_proven)
 
 
-def check_set(model: Any, enum: Enumerator | None = None) -> CheckSet:
-    """The :class:`CheckSet` of a :class:`~ascend_tune.model.engine.ShapeModel` (reusing the
-    order of ``enum``, its enumerator, when there is one)."""
-    return CheckSet(enum or enumerator(model),
-                    proven=bool(getattr(model, "_space_proven", False)))
-
-
-def index_blocks(model: Any, enum: Enumerator | None = None,
+def index_blocks(model: SearchableModel, enum: Enumerator | None = None,
                  rows: int = 1_000_000) -> Iterator[np.ndarray]:
     """The valid set of a model as blocks of index genomes (see :meth:`Enumerator.blocks`)."""
     yield from (enum or enumerator(model)).blocks(rows)
 
 
-def valid_indices(model: Any, cap: int = 5_000_000) -> np.ndarray:
-    """The valid set of a :class:`~ascend_tune.model.engine.ShapeModel` as index genomes."""
+def valid_indices(model: SearchableModel, cap: int = 5_000_000) -> np.ndarray:
+    """The valid set of a shape model as index genomes."""
     return enumerator(model).indices(cap)

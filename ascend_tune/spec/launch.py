@@ -10,8 +10,9 @@ silently wrap.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -137,3 +138,56 @@ def checks_to_run(spec: OperatorSpec, cores: Mapping[str, Any], spans: Mapping[s
     TCubeTiling fields), so the per-batch evaluation skips them."""
     known = derived_spans(spec, spans)
     return [None if always_pass(c, known) else c for c in checks(spec, cores)]
+
+
+@dataclass(frozen=True)
+class LaunchRules:
+    """Everything the launch checks of one spec on one chip are, asked of this module once:
+    the core limits and value ranges the checks test (:func:`core_limit_names`,
+    :func:`range_checks`), the checks themselves in :func:`check_names` order
+    (:func:`checks`) and their names. Built by :func:`rules`, shared by every shape model of
+    the spec on that chip and by the search's enumeration of its valid set."""
+
+    spec: OperatorSpec = field(repr=False, compare=False)
+    cube_cores: float  # the platform's core counts the core limits are checked against
+    vector_cores: float
+    core_limits: tuple[tuple[str, Expr, str], ...]
+    ranges: tuple[RangeCheck, ...]
+    checks: tuple[Check, ...]
+    names: tuple[str, ...]
+
+    def to_run(self, spans: Mapping[str, Any]) -> list[Check | None]:
+        """:func:`checks_to_run` over ``spans``: the checks with ``None`` in place of every
+        check proven to pass for all inputs within them."""
+        known = derived_spans(self.spec, spans)
+        return [None if always_pass(c, known) else c for c in self.checks]
+
+
+class _Identity:
+    """A spec as a cache key by identity (a spec holds mappings, so it has no value hash);
+    the key keeps the spec alive while cached, so its id is never reused meanwhile."""
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec: OperatorSpec) -> None:
+        self.spec = spec
+
+    def __hash__(self) -> int:
+        return id(self.spec)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.spec is self.spec
+
+
+def rules(spec: OperatorSpec, cube_cores: float, vector_cores: float) -> LaunchRules:
+    """The :class:`LaunchRules` of ``spec`` on a chip with these core counts, built once per
+    (spec, cube cores, vector cores) and then shared."""
+    return _rules(_Identity(spec), cube_cores, vector_cores)
+
+
+@functools.lru_cache(maxsize=64)
+def _rules(key: _Identity, cube_cores: float, vector_cores: float) -> LaunchRules:
+    spec = key.spec
+    every = tuple(checks(spec, {"cube": cube_cores, "vector": vector_cores}))
+    return LaunchRules(spec, cube_cores, vector_cores, tuple(core_limit_names(spec)),
+                       tuple(range_checks(spec)), every, tuple(c.name for c in every))

@@ -132,7 +132,7 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
         # convergence chart); the baseline counts as the first evaluation.
         "history": [[n, round(lat, 6)] for n, lat in result.history],
         # Only when it happened: fresh sampling inside the valid set hit its walk cap
-        # (strategies.base.WALKS_PER_BUDGET), on spaces where valid configurations are rare.
+        # (search.problem.WALKS_PER_BUDGET), on spaces where valid configurations are rare.
         **({"sampling_capped": True} if result.walks_capped else {}),
     }
     if candidates is not None:
@@ -196,7 +196,7 @@ def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = N
         return Problem(model.sizes, model.objective, base,
                        valid_blocks=lambda: index_blocks(model, enum),
                        valid_objective=model.valid_objective)
-    if getattr(STRATEGIES[strategy], "builds_valid", False):
+    if STRATEGIES[strategy].builds_valid:
         return Problem(model.sizes, model.objective, base, feasible=check_set(model, enum),
                        grids=model.grids)
     return Problem(model.sizes, model.objective, base)

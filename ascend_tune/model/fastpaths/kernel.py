@@ -4,7 +4,8 @@ A local search scores a handful of configurations per step, and the vectorised e
 the same ~3 ms for 8 rows as for 2 000: hundreds of small numpy calls and the Python around
 them. Here the same arithmetic runs on Python floats, one configuration at a time, in
 straight-line code generated per shape: the loop tree unrolled, every profile and shape
-number folded in as a literal, each expression rendered from its checked tree.
+number folded in as a literal, each expression rendered from its checked tree
+(:mod:`ascend_tune.expr.python`).
 
 Every step is the engine's step on one element, in the engine's order, so the results are
 the engine's bits (``tests/test_row_kernel.py`` compares both on every built-in spec). Two
@@ -14,35 +15,34 @@ float overflow in ``**``, a zero divisor the engine turns into inf) goes to the 
 
 The generated source holds only names made here (``i0``, ``p0``, ``t17``, ``_G0``) and
 numbers rendered from Python ints and floats: nothing from a spec or profile is pasted in as
-text.
+text. Each source is registered with :mod:`linecache` under a pseudo-filename naming the
+operator, the function and a digest of the text (``<ascend-tune row kernel MatmulCustom
+latency 3f2a9c01d4e5>``), so a traceback through it shows its lines, for as long as a
+function compiled from it is alive; with ``ASCEND_TUNE_DUMP_GENERATED=<dir>`` set, it is also
+written there, one file per source named after the same digest (and, where
+:mod:`.memo` rewrote it, the straight-line source beside it).
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import contextvars
+import hashlib
+import linecache
 import math
+import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ascend_tune.base.vocabulary import DTYPE_BYTES, TWO_SOURCE_CLASSES
-from ascend_tune.expr import (
-    Binary,
-    BoolOp,
-    Call,
-    Compare,
-    Const,
-    Expr,
-    Kind,
-    Node,
-    Span,
-    Unary,
-    Var,
-    node_span,
-    value_span,
-)
+from ascend_tune.expr import Expr, Kind, Span, node_span, value_span
+from ascend_tune.expr.python import RUNTIME, PythonRenderer, Writer, literal
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model import costs
 from ascend_tune.model.fastpaths import memo as row_memo
@@ -53,80 +53,14 @@ from ascend_tune.spec import Loop, OperatorSpec, Stage, end_pipes, launch, neede
 ROW_ERRORS = (ArithmeticError, ValueError)
 
 
-# ---- scalar forms of the numpy operations the engine uses --------------------------------
-
-def _min2(a: Any, b: Any) -> Any:
-    """np.minimum on one element: the first operand when it is smaller or nan, else the
-    second (so min(0.0, -0.0) is -0.0, as numpy gives)."""
-    return a if (a < b or a != a) else b
-
-
-def _max2(a: Any, b: Any) -> Any:
-    """np.maximum on one element (see :func:`_min2`)."""
-    return a if (a > b or a != a) else b
-
+# ---- scalar forms of the numpy operations the cost formulas use ----------------------------
+# (the expressions' own are :data:`ascend_tune.expr.python.RUNTIME`)
 
 def _fceil(x: float) -> float:
     """np.ceil: a float, -0.0 for x in (-1, 0] (math.ceil gives an int, and raises on inf or
     nan: the row falls back)."""
     r = float(math.ceil(x))
     return r if r != 0.0 else (-0.0 if x < 0.0 else x)
-
-
-def _ffloor(x: float) -> float:
-    """np.floor: a float, keeping the sign of a zero x."""
-    r = float(math.floor(x))
-    return r if r != 0.0 else (0.0 if x > 0.0 else x)
-
-
-def _fdiv(a: Any, b: Any) -> float:
-    """The expression ``/``: float division, 0.0 for a zero divisor."""
-    return float(a) / float(b) if b != 0 else 0.0
-
-
-def _ifloordiv(a: int, b: int) -> int:
-    return a // b if b != 0 else 0
-
-
-def _imod(a: int, b: int) -> int:
-    return a % b if b != 0 else 0
-
-
-def _ffloordiv(a: Any, b: Any) -> float:
-    return _ffloor(float(a) / b) if b != 0 else 0.0
-
-
-def _fmod(a: Any, b: Any) -> float:
-    af = float(a)
-    return af - b * _ffloor(af / b) if b != 0 else 0.0
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -((-a) // b) if b != 0 else 0
-
-
-def _align_up(x: int, a: int) -> int:
-    return -((-x) // a) * a if a != 0 else 0
-
-
-def _align_down(x: int, a: int) -> int:
-    return (x // a) * a if a != 0 else 0
-
-
-def _log2(x: float) -> float:
-    return float(np.log2(x)) if x > 0 else 0.0
-
-
-def _is_pow2(x: int) -> bool:
-    return x > 0 and (x & (x - 1)) == 0
-
-
-def _pow2_ceil(x: int) -> int:
-    return 1 << (x - 1).bit_length() if x > 1 else 1
-
-
-def _pow2_floor(x: int) -> int:
-    return 1 << (x.bit_length() - 1) if x > 1 else 1
 
 
 def _interp(x: float, xp: Sequence[float], fp: Sequence[float]) -> float:
@@ -149,224 +83,9 @@ def _interp(x: float, xp: Sequence[float], fp: Sequence[float]) -> float:
 
 
 _HELPERS: dict[str, Any] = {
-    "_min2": _min2, "_max2": _max2, "_fceil": _fceil, "_ffloor": _ffloor, "_fdiv": _fdiv,
-    "_ifloordiv": _ifloordiv, "_imod": _imod, "_ffloordiv": _ffloordiv, "_fmod": _fmod,
-    "_ceil_div": _ceil_div, "_align_up": _align_up, "_align_down": _align_down,
-    "_log2": _log2, "_is_pow2": _is_pow2, "_pow2_ceil": _pow2_ceil,
-    "_pow2_floor": _pow2_floor, "_interp": _interp, "_isfinite": math.isfinite,
-    "_fmodf": math.fmod, "_INF": math.inf, "_NAN": math.nan,
+    **RUNTIME, "_fceil": _fceil, "_interp": _interp, "_isfinite": math.isfinite,
+    "_fmodf": math.fmod,
 }
-
-
-def literal(value: Any) -> str:
-    """Python source of a number (only ints, floats and bools become code)."""
-    if type(value) is bool or isinstance(value, np.bool_):
-        return "True" if value else "False"
-    if isinstance(value, (int, np.integer)):
-        return repr(int(value))
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        if math.isnan(f):
-            return "_NAN"
-        if math.isinf(f):
-            return "_INF" if f > 0 else "(-_INF)"
-        return repr(f)
-    raise TypeError(f"not a number: {type(value).__name__}")
-
-
-# ---- expressions ---------------------------------------------------------------------------
-
-class _Writer:
-    """Straight-line Python: one statement per node result worth naming."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._n = 0
-
-    def tmp(self, text: str) -> str:
-        name = f"t{self._n}"
-        self._n += 1
-        self.lines.append(f"{name} = {text}")
-        return name
-
-    def emit(self, text: str) -> None:
-        self.lines.append(text)
-
-    def atom(self, text: str) -> str:
-        """``text`` itself when it is a name or a number, else a temporary holding it (so it
-        can appear twice in an inline expression)."""
-        return text if _ATOM.fullmatch(text) else self.tmp(text)
-
-    def pick(self, a: str, b: str, op: str, floats: bool = True) -> str:
-        """np.minimum (``op`` "<") or np.maximum (">") inline: ``a`` when it wins or is nan,
-        else ``b`` (so min(0.0, -0.0) is -0.0, as numpy gives)."""
-        a, b = self.atom(a), self.atom(b)
-        nan = f" or {a} != {a}" if floats and not _NUMBER.fullmatch(a) else ""
-        return f"({a} if {a} {op} {b}{nan} else {b})"
-
-
-_ATOM = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|-?[0-9][0-9.e+-]*|\(-_INF\)")
-_NUMBER = re.compile(r"-?[0-9][0-9.e+-]*|\(-_INF\)|_INF|_NAN")
-
-
-def _number_value(text: str) -> int | float:
-    """The value of a finite literal this module rendered (:func:`literal`)."""
-    return int(text) if re.fullmatch(r"-?[0-9]+", text) else float(text)
-
-
-def _as_float(text: str, kind: Kind) -> str:
-    """A number's text as a float: an integer literal rewritten, anything else converted."""
-    if kind is Kind.FLOAT:
-        return text
-    if re.fullmatch(r"-?[0-9]+", text):
-        return literal(float(int(text)))
-    return f"float({text})"
-
-
-def _cast(text: str, have: Kind, to: Kind) -> str:
-    if have is to:
-        return text
-    if to is Kind.FLOAT:
-        return f"float({text})"
-    if to is Kind.INT:
-        if have is Kind.BOOL:
-            return f"int({text})"
-        raise AssertionError("a float is never cast to an integer implicitly")
-    return f"({text} != 0)"
-
-
-class _ExprRenderer:
-    """Expression trees to Python source, value for value the numpy fast path
-    (``Node.evaluate`` on proven inputs): integers stay integers, booleans used as numbers
-    become 0 or 1, mixed operands are floats, divisions by zero give 0."""
-
-    def __init__(self, w: _Writer, names: Callable[[str], tuple[str, Kind]],
-                 spans: Mapping[str, Span] | None = None) -> None:
-        self.w = w
-        self.names = names
-        # Each name's [lo, hi] over the space (None: unknown): a divisor whose span excludes
-        # 0 needs no zero guard, and its division is written inline.
-        self.spans = spans
-
-    def _nonzero(self, n: Node) -> bool:
-        """Whether ``n`` is never 0: a literal, or a span over the space without 0."""
-        span = node_span(n, self.spans or {})
-        return span is not None and (span[0] > 0 or span[1] < 0)
-
-    def expr(self, e: Expr, to: Kind | None = None) -> str:
-        text, kind = self.node(e.root)
-        return text if to is None else _cast(text, kind, to)
-
-    def node(self, n: Node) -> tuple[str, Kind]:
-        if isinstance(n, Const):
-            value = n.value
-            if n.kind is Kind.FLOAT:
-                value = float(value)
-            elif n.kind is Kind.INT:
-                value = int(value)
-            return literal(value), n.kind
-        if isinstance(n, Var):
-            return self.names(n.name)
-        if isinstance(n, Unary):
-            x, k = self.node(n.operand)
-            if n.op == "not":
-                return f"(not {_cast(x, k, Kind.BOOL)})", Kind.BOOL
-            if k is Kind.BOOL:
-                x, k = f"int({x})", Kind.INT
-            return (f"(-{x})" if n.op == "-" else x), k
-        if isinstance(n, Binary):
-            return self._binary(n)
-        if isinstance(n, Compare):
-            a, ka = self.node(n.left)
-            b, kb = self.node(n.right)
-            to = Kind.BOOL if ka is Kind.BOOL and kb is Kind.BOOL else (
-                Kind.FLOAT if Kind.FLOAT in (ka, kb) else Kind.INT)
-            return f"({_cast(a, ka, to)} {n.op} {_cast(b, kb, to)})", Kind.BOOL
-        if isinstance(n, BoolOp):
-            parts = [_cast(*self.node(x), Kind.BOOL) for x in n.operands]
-            return "(" + f" {n.op} ".join(parts) + ")", Kind.BOOL
-        if isinstance(n, Call):
-            return self._call(n)
-        raise AssertionError(type(n).__name__)  # pragma: no cover
-
-    def _number(self, n: Node) -> tuple[str, Kind]:
-        """A node's value as a number (booleans as 0 or 1): a name or a literal."""
-        x, k = self.node(n)
-        if k is Kind.BOOL:
-            x, k = f"int({x})", Kind.INT
-        return self.w.atom(x), k
-
-    def _binary(self, n: Binary) -> tuple[str, Kind]:
-        a, ka = self._number(n.left)
-        b, kb = self._number(n.right)
-        op = n.op
-        if op in ("+", "-", "*"):
-            if _NUMBER.fullmatch(a) and _NUMBER.fullmatch(b) and "_" not in a + b:
-                # Both literals: folded now, the same Python arithmetic the row would do.
-                x, y = _number_value(a), _number_value(b)
-                return literal(x + y if op == "+" else x - y if op == "-" else x * y), n.kind
-            return f"({a} {op} {b})", n.kind
-        # A divisor that is never 0 needs no zero guard: the operation inline.
-        if op == "/":
-            if self._nonzero(n.right):
-                return f"({_as_float(a, ka)} / {_as_float(b, kb)})", Kind.FLOAT
-            return f"_fdiv({a}, {b})", Kind.FLOAT
-        if op in ("//", "%"):
-            if n.kind is Kind.INT:
-                if self._nonzero(n.right):
-                    return f"({a} {op} {b})", Kind.INT
-                return f"{'_ifloordiv' if op == '//' else '_imod'}({a}, {b})", Kind.INT
-            return f"{'_ffloordiv' if op == '//' else '_fmod'}({a}, {b})", Kind.FLOAT
-        if op == "**":
-            times = int(getattr(n.right, "value", 0))
-            if times == 0:
-                return ("1.0" if ka is Kind.FLOAT else "1"), ka
-            return "(" + " * ".join([a] * times) + ")", ka
-        raise AssertionError(op)  # pragma: no cover
-
-    def _call(self, n: Call) -> tuple[str, Kind]:
-        fn = n.fn
-        if fn == "where":
-            c = _cast(*self.node(n.args[0]), Kind.BOOL)
-            x, kx = self.node(n.args[1])
-            y, ky = self.node(n.args[2])
-            if n.kind is not Kind.BOOL:
-                x, kx = (f"int({x})", Kind.INT) if kx is Kind.BOOL else (x, kx)
-                y, ky = (f"int({y})", Kind.INT) if ky is Kind.BOOL else (y, ky)
-                x, y = _cast(x, kx, n.kind), _cast(y, ky, n.kind)
-            return f"({x} if {c} else {y})", n.kind
-        args = [self._number(a) for a in n.args]
-        if fn in ("min", "max", "clamp"):
-            # numpy promotes a mixed fold to float before comparing.
-            vals = [_cast(x, k, n.kind) for x, k in args]
-            floats = n.kind is Kind.FLOAT
-            if fn == "clamp":
-                return self.w.pick(self.w.pick(vals[0], vals[1], ">", floats), vals[2], "<",
-                                   floats), n.kind
-            text = vals[0]
-            for v in vals[1:]:
-                text = self.w.pick(text, v, "<" if fn == "min" else ">", floats)
-            return text, n.kind
-        if fn == "abs":
-            return f"abs({args[0][0]})", n.kind
-        if fn in ("floor", "ceil", "log2"):
-            x = _cast(*args[0], Kind.FLOAT)
-            if fn == "log2":
-                return f"_log2({x})", Kind.FLOAT
-            return f"math.{fn}({x})", Kind.INT
-        a, b = args[0][0], args[-1][0]
-        if fn in ("ceil_div", "align_up", "align_down") and self._nonzero(n.args[1]):
-            if fn == "ceil_div":
-                return f"(-((-{a}) // {b}))", Kind.INT
-            if fn == "align_up":
-                return f"(-((-{a}) // {b}) * {b})", Kind.INT
-            return f"({a} // {b} * {b})", Kind.INT
-        simple = {"ceil_div": "_ceil_div", "align_up": "_align_up",
-                  "align_down": "_align_down", "is_pow2": "_is_pow2",
-                  "pow2_ceil": "_pow2_ceil", "pow2_floor": "_pow2_floor"}
-        if fn in simple:
-            return f"{simple[fn]}({', '.join(x for x, _k in args)})", n.kind
-        raise AssertionError(fn)  # pragma: no cover - tests hold every function to a form
 
 
 # ---- the generated functions ------------------------------------------------------------
@@ -379,14 +98,14 @@ class _Source:
                  grids: Sequence[np.ndarray]) -> None:
         self.spec = spec
         self.base_env = base_env
-        self.w = _Writer()
+        self.w = Writer()
         self._params = {p: f"p{j}" for j, p in enumerate(spec.params)}
         self._derived: dict[str, tuple[str, Kind]] = {}
         self.grids = grids
         self.spans: dict[str, Span] = {k: value_span(v) for k, v in base_env.items()}
         self.spans.update({p: (int(g.min()), int(g.max())) for p, g in
                            zip(spec.params, grids, strict=True) if g.size})
-        self.r = _ExprRenderer(self.w, self._name, self.spans)
+        self.r = PythonRenderer(self.w, self._name, self.spans)
 
     def _name(self, name: str) -> tuple[str, Kind]:
         if name in self._params:
@@ -434,17 +153,74 @@ class _Source:
         return [int(g.size) for g in self.grids]
 
 
+# ---- compiling: tracebacks show the generated lines, and a folder may keep them -----------
+
+DUMP_ENV = "ASCEND_TUNE_DUMP_GENERATED"
+# The operator whose functions are being compiled, for their pseudo-filenames: set around each
+# ``_compile`` call rather than passed to it (tests wrap ``_compile`` and its four arguments).
+_SUBJECT: contextvars.ContextVar[str] = contextvars.ContextVar("ascend_tune_kernel_subject",
+                                                               default="")
+# Pseudo-filename -> functions alive that run its code: its linecache entry goes with the last.
+_LIVE: dict[str, int] = {}
+
+
+@contextlib.contextmanager
+def _subject(name: str) -> Iterator[None]:
+    token = _SUBJECT.set(re.sub(r"[^A-Za-z0-9_]", "_", name))
+    try:
+        yield
+    finally:
+        _SUBJECT.reset(token)
+
+
 def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None,
              sizes: Sequence[int] | None = None) -> Callable[..., Any]:
     """The function ``name`` of ``source``; given the domain sizes of its index arguments,
-    with its few-parameter statements memoised per combination (:mod:`.row_memo`)."""
+    with its few-parameter statements memoised per combination (:mod:`.row_memo`). The source
+    compiled is registered with linecache and dumped (the module docstring)."""
+    straight = source
     tables: dict[str, Any] = {}
     if sizes is not None:
         source, tables = row_memo.hoist(source, name, sizes)
-    scope: dict[str, Any] = {"math": math, **_HELPERS, **(constants or {}), **tables}
-    exec(compile(source, f"<ascend_tune.model.fastpaths.kernel {name}>", "exec"), scope)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    stem = " ".join(part for part in (_SUBJECT.get(), name, digest) if part)
+    _dump(stem, source, straight)
+    filename = f"<ascend-tune row kernel {stem}>"
+    scope: dict[str, Any] = {**_HELPERS, **(constants or {}), **tables}
+    exec(compile(source, filename, "exec"), scope)
     fn: Callable[..., Any] = scope[name]
+    _register(filename, source, fn)
     return fn
+
+
+def _register(filename: str, source: str, fn: Callable[..., Any]) -> None:
+    """``source``'s lines in linecache under ``filename`` while ``fn`` (or another function
+    compiled from the same text) is alive."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    _LIVE[filename] = _LIVE.get(filename, 0) + 1
+    weakref.finalize(fn, _forget, filename).atexit = False
+
+
+def _forget(filename: str) -> None:
+    left = _LIVE.pop(filename, 1) - 1
+    if left:
+        _LIVE[filename] = left
+    else:
+        linecache.cache.pop(filename, None)
+
+
+def _dump(stem: str, source: str, straight: str) -> None:
+    """``source`` (and the straight-line ``straight`` it was rewritten from, if it was) as
+    files in the folder :data:`DUMP_ENV` names, when it is set."""
+    folder = os.environ.get(DUMP_ENV)
+    if not folder:
+        return
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    base = "row-kernel-" + stem.replace(" ", "-")
+    (path / f"{base}.py").write_text(source, encoding="utf-8")
+    if straight != source:
+        (path / f"{base}.straight.py").write_text(straight, encoding="utf-8")
 
 
 def checks_function(spec: OperatorSpec, base_env: Mapping[str, Any],
@@ -456,15 +232,20 @@ def checks_function(spec: OperatorSpec, base_env: Mapping[str, Any],
     src.derive(needed_derived(spec, [c.expr for c in checks]))
     results = [src.w.atom(src.check(c)) for c in checks]
     tail = "bytes((" + "".join(f"{r}, " for r in results) + "))"
-    return _compile(src.function("checks", tail), "checks", src.constants(), src.sizes())
+    with _subject(spec.display_name):
+        return _compile(src.function("checks", tail), "checks", src.constants(), src.sizes())
 
 
 class _Cost:
     """The engine's ``_cost`` / ``_loop`` / ``_stage`` unrolled for one configuration: the
     same operations on floats in the same order (names follow engine.py)."""
 
-    def __init__(self, src: _Source, hw: HardwareProfile) -> None:
+    def __init__(self, src: _Source, hw: HardwareProfile,
+                 chip_cores: Mapping[str, str] | None = None) -> None:
         self.src = src
+        # The chip's core counts per side as text: the profile's literals, or (for the
+        # shape-generic model of model.dispatch) the platform's counts as arguments.
+        self.chip_cores = chip_cores
         self.w = src.w
         self.hw = hw
         self.spec = src.spec
@@ -484,7 +265,8 @@ class _Cost:
             per_core = w.tmp(f"_fceil({items} / {w.pick(cores, '1.0', '>')})")
             lat, _busy, _gm, _rec = self._loop(side.body, per_core, None, cores)
             side_us.append(w.tmp(f"{lat} / {clock}"))
-            chip = literal(float(hw[f"{side.core}_cores"]))
+            chip = (self.chip_cores[side.core] if self.chip_cores is not None
+                    else literal(float(hw[f"{side.core}_cores"])))
             floor = self.f("cube_kernel_floor_us") if side.core == "cube" else "0.0"
             head = w.tmp(f"{self.f('head_base_us')} + {floor} + "
                          f"{self.f('head_full_chip_us')} * {cores} / {chip}")
@@ -670,15 +452,17 @@ def latency_function(spec: OperatorSpec, hw: HardwareProfile, base_env: Mapping[
     curves: dict[str, Any] = src.constants()
     for i, (xp, fp) in enumerate(cost.curves.values()):
         curves[f"_XP{i}"], curves[f"_FP{i}"] = xp, fp
-    return _compile(src.function("latency", result), "latency", curves, src.sizes())
+    with _subject(spec.display_name):
+        return _compile(src.function("latency", result), "latency", curves, src.sizes())
 
 
 def expression_function(e: Expr, kinds: Mapping[str, Kind]) -> Callable[..., Any]:
     """``f(*values)``: one expression on one row, its inputs ``kinds``' names in order (each
     a Python int, float or bool of that kind). The renderer's unit under test."""
-    w = _Writer()
+    w = Writer()
     local = {name: (f"p{j}", kind) for j, (name, kind) in enumerate(kinds.items())}
-    text = _ExprRenderer(w, local.__getitem__).expr(e)
+    text = PythonRenderer(w, local.__getitem__).expr(e)
     body = "\n".join(f"    {line}" for line in [*w.lines, f"return {text}"])
     args = ", ".join(v for v, _k in local.values())
-    return _compile(f"def value({args}):\n{body}\n", "value")
+    with _subject("expression"):
+        return _compile(f"def value({args}):\n{body}\n", "value")

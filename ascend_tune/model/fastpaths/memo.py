@@ -15,7 +15,9 @@ order within each group), so every value is bit for bit what the straight-line k
 the kernel's checks (``if not ...: return _INF``) stay in the main function in their order.
 
 Works on the kernel's own source only: assignments to one name, ``if not X: return _INF`` and
-a final ``return``; any other statement leaves the source as it was.
+a final ``return``; any other statement leaves the source as it was. The rewritten source is
+what the kernel compiles, so it is the text registered with linecache for tracebacks and
+dumped with ``ASCEND_TUNE_DUMP_GENERATED`` (beside the straight-line source it came from).
 """
 
 from __future__ import annotations

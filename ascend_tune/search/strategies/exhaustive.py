@@ -18,6 +18,7 @@ from ascend_tune.search.space import TooMany
 class Exhaustive:
     name = "exhaustive"
     uses_budget = False  # run() lifts the budget: exhaustive scores the whole valid set
+    builds_valid = False  # builds no proposals: it scores the enumerated valid set
 
     def __init__(self, chunk: int = 65536, limit: int = 20_000_000) -> None:
         self.chunk = int(chunk)

@@ -30,6 +30,7 @@ from ascend_tune.search.problem import Problem
 
 class Genetic:
     name = "ga"
+    uses_budget = True  # held to the budget
     builds_valid = True  # proposals built inside the valid set: give it the constraints
 
     def __init__(self, population: int = 0, elite_fraction: float = 0.1, tournament: int = 3,

@@ -46,6 +46,7 @@ TIERS: tuple[Tier, ...] = (
 
 class IteratedLocalSearch:
     name = "ils"
+    uses_budget = True  # held to the budget
     builds_valid = True  # proposals built inside the valid set: give it the constraints
 
     def __init__(self, chunk: int = 8, pool: int = 8, kicks: int = 4,

@@ -13,6 +13,8 @@ from ascend_tune.search.problem import Problem
 
 class RandomSearch:
     name = "random"
+    uses_budget = True  # held to the budget
+    builds_valid = False  # samples the raw product space, constraints unseen
 
     def __init__(self, batch: int = 256) -> None:
         self.batch = int(batch)
