@@ -30,14 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-import numpy as np
-
 from ascend_tune import report as _report
 from ascend_tune.base import executors
-from ascend_tune.base.errors import AscendTuneError, did_you_mean
-from ascend_tune.base.vocabulary import BOUND_NAMES, PIPE_COLUMNS
+from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate.measurements import LoadReport as Measurements
 from ascend_tune.emit import render as _emit
+from ascend_tune.emit.bundle import Selected
 from ascend_tune.emit.styles import STYLES, emit_style
 from ascend_tune.hardware import HardwareProfile, builtin_summaries, show_document
 from ascend_tune.hardware import load_profile as _load_profile
@@ -52,14 +50,17 @@ from ascend_tune.model.engine import ShapeModel
 from ascend_tune.report import DEFAULT_CHART_SHAPES
 from ascend_tune.report import Built as ReportPage
 from ascend_tune.results import format as results
+from ascend_tune.results.format import read_all as _read_results
 from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec import load_spec as _load_spec
 from ascend_tune.spec import shapes as _shapes
 from ascend_tune.spec.checking import check_files
+from ascend_tune.tune import predict as _predict
 from ascend_tune.tune import run as _run
 from ascend_tune.tune.explain import Explanation
 from ascend_tune.tune.explain import explain as _explain
+from ascend_tune.tune.predict import Prediction
 from ascend_tune.tune.run import CacheReport, LockCheck, PlannedShape, Progress
 from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
 
@@ -68,16 +69,62 @@ if TYPE_CHECKING:
     from ascend_tune.calibrate.validation import Validation
 
 __all__ = [
-    "DEFAULT_BUDGET", "DEFAULT_CHART_SHAPES", "DEFAULT_SEED", "AscendTuneError", "CacheReport",
-    "CandidateOutcome", "EmitPlan", "Explanation", "FitResult", "HardwareProfile", "LockCheck",
-    "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements", "OperatorSpec",
-    "PlannedShape", "Prediction", "Progress", "ReportPage", "SearchResult", "Validation",
-    "calibrate", "check", "check_locked", "check_search_options",
-    "check_split", "check_writable", "collect_shapes", "emit", "emit_styles", "explain",
-    "load_measurements", "load_profile", "load_spec", "measure", "measure_summary",
-    "parse_assignments", "parse_shape", "plan", "plan_measure", "predict", "prepare_emit",
-    "profile_document", "profiles", "render", "report", "search", "shape_key", "strategies",
-    "tune", "validate", "write_profile"]
+    "DEFAULT_BUDGET",
+    "DEFAULT_CHART_SHAPES",
+    "DEFAULT_SEED",
+    "AscendTuneError",
+    "CacheReport",
+    "CandidateOutcome",
+    "EmitPlan",
+    "Explanation",
+    "FitResult",
+    "HardwareProfile",
+    "LockCheck",
+    "MeasureOutcome",
+    "MeasurePlan",
+    "MeasureProgress",
+    "Measurements",
+    "OperatorSpec",
+    "PlannedShape",
+    "Prediction",
+    "Progress",
+    "ReportPage",
+    "SearchResult",
+    "Selected",
+    "Validation",
+    "calibrate",
+    "check",
+    "check_locked",
+    "check_search_options",
+    "check_split",
+    "check_writable",
+    "collect_shapes",
+    "emit",
+    "emit_styles",
+    "explain",
+    "load_measurements",
+    "load_profile",
+    "load_spec",
+    "measure",
+    "measure_summary",
+    "parse_assignments",
+    "parse_shape",
+    "plan",
+    "plan_measure",
+    "predict",
+    "prepare_emit",
+    "profile_document",
+    "profiles",
+    "render",
+    "report",
+    "search",
+    "select",
+    "shape_key",
+    "strategies",
+    "tune",
+    "validate",
+    "write_profile",
+]
 
 Shape = Mapping[str, int]
 
@@ -229,21 +276,6 @@ def explain(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
                     overrides_label)
 
 
-@dataclass(frozen=True)
-class Prediction:
-    """The model's verdict on one configuration, the engine's float64 values unrounded."""
-
-    config: dict[str, int]  # every parameter, in the spec's order
-    valid: bool
-    violates: str | None  # the first constraint or launch check that fails; None if valid
-    latency_us: float  # inf when invalid
-    pipes_us: dict[str, float]  # busy time of the slowest core per pipe (PIPE_COLUMNS)
-    gm_bandwidth_us: float  # time the GM bandwidth shared by all cores needs
-    head_overhead_us: float  # launch overhead
-    bound: str | None  # what bounds the latency (vocabulary.BOUND_NAMES); None if invalid
-    roofline_us: float  # the shape's roofline
-
-
 @overload
 def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
             configs: Mapping[str, int]) -> Prediction: ...
@@ -257,56 +289,22 @@ def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
     baseline) or a sequence of them. Values must lie in their parameter's domain."""
     model = ShapeModel(spec, hw, _shapes.check_shape(spec, shape, "shape"))
     if isinstance(configs, Mapping):
-        return _score(model, [configs], ["config"])[0]
+        return _predict.score(model, [configs], ["config"])[0]
     if isinstance(configs, (str, bytes)) or not isinstance(configs, Sequence):
         raise AscendTuneError("configs: expected a mapping of parameter values or a sequence "
                               f"of them, got {type(configs).__name__}")
-    return _score(model, configs, [f"configs[{i}]" for i in range(len(configs))])
+    return _predict.score(model, configs, [f"configs[{i}]" for i in range(len(configs))])
 
 
-def _score(model: ShapeModel, configs: Sequence[Any], labels: list[str]) -> list[Prediction]:
-    if not configs:
-        return []
-    domains = [set(g.tolist()) for g in model.grids]
-    rows = [_config_row(model, domains, c, where)
-            for c, where in zip(configs, labels, strict=True)]
-    ev = model.evaluate(np.array(rows, dtype=np.int64))
-    out = []
-    for i, row in enumerate(rows):
-        valid = bool(ev.valid[i])
-        out.append(Prediction(
-            dict(zip(model.spec.params, row, strict=True)), valid,
-            None if valid else model.constraint_names[int(ev.failed[i])],
-            float(ev.latency_us[i]), {c: float(ev.pipes_us[c][i]) for c in PIPE_COLUMNS},
-            float(ev.gm_us[i]), float(ev.head_us[i]),
-            BOUND_NAMES[int(ev.bound[i])] if valid else None, float(ev.roofline_us)))
-    return out
-
-
-def _config_row(model: ShapeModel, domains: list[set[int]], config: Any, where: str
-                ) -> list[int]:
-    spec = model.spec
-    if not isinstance(config, Mapping):
-        raise AscendTuneError(f"{where}: expected a mapping of parameter values, got "
-                              f"{type(config).__name__}")
-    values = model.baseline_values()
-    for k, v in config.items():
-        if k not in values:
-            raise AscendTuneError(f"{where}: unknown parameter '{k!s:.40}'"
-                                  f"{did_you_mean(str(k), spec.params)}; {spec.name} takes "
-                                  f"{', '.join(spec.params)}")
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise AscendTuneError(f"{where}: {k} must be an integer, got {v!r:.40}")
-        j = spec.params.index(k)
-        if int(v) != values[k] and int(v) not in domains[j]:
-            grid = model.grids[j]
-            near = min(max(int(v), int(grid.min())), int(grid.max()))
-            two = grid[np.argsort(np.abs(grid.astype(np.float64) - float(near)))[:2]]
-            raise AscendTuneError(f"{where}: {k}={str(int(v))[:40]} is outside its domain for "
-                                  f"shape {_shapes.shape_key(model.shape)} (nearest: "
-                                  f"{', '.join(str(int(x)) for x in sorted(two))})")
-        values[k] = int(v)
-    return [int(values[p]) for p in spec.params]
+def select(results: Path | Mapping[str, Any], shape: Shape, *, aic: int | None = None,
+           aiv: int | None = None) -> Selected:
+    """The configuration the emitted selection code chooses for ``shape`` on a chip with
+    ``aic`` / ``aiv`` cores (default: the results file's profile): the exact tuned shape's
+    winner, else the fastest valid candidate by the model, else the fallback walk. The tests
+    hold the compiled C++ to this."""
+    doc = _read_results(results) if isinstance(results, Path) else results
+    bundle = _emit.load_bundle(doc, str(results) if isinstance(results, Path) else "results")
+    return bundle.selected(_shapes.check_shape(bundle.spec, shape, "shape"), aic, aiv)
 
 
 @dataclass(frozen=True)

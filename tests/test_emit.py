@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ascend_tune.emit import render as emit
-from ascend_tune.emit.selection import BASELINE, EXACT, NONE, field_value, select
+from ascend_tune.emit.selection import BASELINE, EXACT, NONE, field_value
 from ascend_tune.emit.styles import STYLES
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.results import format as results
@@ -111,11 +111,9 @@ def _driver(spec: OperatorSpec, style: str) -> str:
                          struct=struct)
 
 
-def _python_line(spec: OperatorSpec, hw: HardwareProfile, doc: dict[str, Any],
-                 shape: dict[str, int], cores: tuple[int, int]) -> str:
-    tuned_shapes = [list(s["shape"].values()) for s in doc["shapes"]]
-    tuned_configs = [s["best"] for s in doc["shapes"]]
-    sel = select(spec, hw, tuned_shapes, tuned_configs, shape, *cores)
+def _python_line(bundle: emit.Bundle, shape: dict[str, int], cores: tuple[int, int]) -> str:
+    spec = bundle.spec
+    sel = bundle.select(shape, *cores)
     parts = [str(sel.source), str(sel.index)]
     if sel.source != NONE:
         for f in spec.tiling_fields:
@@ -170,7 +168,7 @@ def test_emitted_code_compiles_and_selects_like_python(
     assert len(cpp_lines) == len(cases)
     sources = []
     for (shape, cores), cpp_line in zip(cases, cpp_lines, strict=False):
-        py_line = _python_line(spec, hw, doc, shape, cores)
+        py_line = _python_line(bundle, shape, cores)
         assert cpp_line.split() == py_line.split() or [
             float(x) for x in cpp_line.split()] == [float(x) for x in py_line.split()], (
             shape, cores, cpp_line, py_line)
@@ -223,11 +221,10 @@ def test_generated_tiling_func_fills_the_context(style: str, tmp_path: Path,
     cases += [(300, 5000, 700, 20, 40), (4096, 4096, 4096, 24, 48), (16, 16, 16, 8, 16)]
     stdin = "\n".join(" ".join(map(str, c)) for c in cases) + "\n"
     out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
-    tuned_shapes = [list(s["shape"].values()) for s in doc["shapes"]]
-    tuned_configs = [s["best"] for s in doc["shapes"]]
+    bundle = emit.load_bundle(doc, "results.json")
     for (m, n, k, aic, aiv), line in zip(cases, out.stdout.strip().splitlines(), strict=True):
         status, block_dim, key, size, workspace = line.split()
-        sel = select(spec, hw, tuned_shapes, tuned_configs, {"M": m, "N": n, "K": k}, aic, aiv)
+        sel = bundle.select({"M": m, "N": n, "K": k}, aic, aiv)
         assert sel.source != NONE
         assert int(status) == 0
         used = int(sel.env["usedCoreNum"])

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from ascend_tune.emit import render as emit
-from ascend_tune.emit.selection import NONE, derive, field_value, runtime_env, select
+from ascend_tune.emit.selection import NONE, derive, field_value, runtime_env
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import OperatorSpec, load_spec_text
 from tests.conftest import ROOT, STUB, needs_gxx
@@ -219,9 +219,7 @@ def _from_env(build: Build, ident: str, shape: Mapping[str, int], cores: int,
 def _selected(build: Build, ident: str, shape: Mapping[str, int], cores: int,
               seed: int) -> Case | None:
     """The tiling the emitted selection picks on a platform with ``cores`` AIV cores."""
-    tuned_shapes = [list(s["shape"].values()) for s in build.doc["shapes"]]
-    tuned_configs = [s["best"] for s in build.doc["shapes"]]
-    sel = select(build.spec, build.hw, tuned_shapes, tuned_configs, shape, *_cores(cores))
+    sel = emit.load_bundle(build.doc, "results").select(shape, *_cores(cores))
     if sel.source == NONE:
         return None
     return _from_env(build, ident, shape, cores, sel.env, seed)

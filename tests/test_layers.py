@@ -38,6 +38,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "__main__": frozenset({"cli"}),
     "__init__": frozenset(),
 }
+# Single modules a package may import beyond its floor: emit renders the model's shape-generic
+# form into the host code (run-time dispatch ranks candidates by it), and the only piece of
+# the model it may reach is that form, never the engine or the search.
+EXTRA_MODULES: dict[str, frozenset[str]] = {
+    "emit": frozenset({"ascend_tune.model.dispatch", "ascend_tune.model.dispatch_cpp"}),
+}
 # Inside search, the strategies see only the search seam (Problem, moves, construct).
 STRATEGY_ALLOWED = frozenset({"base", "search"})
 # At most this many modules sit flat in ascend_tune/ (the rest live in role packages).
@@ -98,7 +104,7 @@ def test_imports_stay_on_their_floor(path: Path) -> None:
         if target == own and not strategy:
             continue
         allowed = STRATEGY_ALLOWED if strategy else ALLOWED[own]
-        if target not in allowed:
+        if target not in allowed and module not in EXTRA_MODULES.get(own, ()):
             may = ", ".join(sorted(allowed)) or "nothing of ours"
             broken.append(f"{path.relative_to(PACKAGE)}:{line} imports {module} "
                           f"({own} may import {may})")

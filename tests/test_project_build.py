@@ -24,7 +24,7 @@ import pytest
 
 from ascend_tune.emit import render as emit
 from ascend_tune.emit.render import Bundle
-from ascend_tune.emit.selection import BASELINE, EXACT, NEAREST, NONE, field_value, select
+from ascend_tune.emit.selection import BASELINE, EXACT, NEAREST, NONE, field_value
 from ascend_tune.emit.styles import STYLES
 from ascend_tune.spec import OperatorSpec, spec_paths
 from tests.conftest import ROOT, STUB, needs_gxx
@@ -407,9 +407,7 @@ def test_registered_tiling_functions_agree_with_python(
     for case, result, infer in builds[build].cases:
         b, spec = case.bundle, case.bundle.spec
         aic, aiv, libws = case.platform
-        tuned = sorted(b.shapes, key=lambda s: tuple(s[0].values()))
-        sel = select(spec, b.hw, [list(s.values()) for s, _ in tuned], [c for _, c in tuned],
-                     case.shape, aic, aiv)
+        sel = b.select(case.shape, aic, aiv)
         _, _, status, block_dim, key, ws_num, ws0, size, data = result.split()
         where = (spec.name, case.shape, case.platform, result[:160])
         sources.add(sel.source)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ascend_tune.emit import render as emit
-from ascend_tune.emit.selection import NONE, field_value, select
+from ascend_tune.emit.selection import NONE, field_value
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec, spec_paths
@@ -131,8 +131,7 @@ def test_host_serialisation_reads_back_in_the_kernel_struct(tmp_path: Path,
     checked = 0
     for (b, shape, aic, aiv), host_line in zip(cases, host_out, strict=True):
         spec = b.spec
-        tuned = [list(s.values()) for s, _ in b.shapes]
-        sel = select(spec, hw, tuned, [c for _, c in b.shapes], shape, aic, aiv)
+        sel = b.select(shape, aic, aiv)
         if host_line == "none":
             assert sel.source == NONE, (spec.name, shape)
             continue

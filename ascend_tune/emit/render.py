@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -23,14 +21,20 @@ import jinja2
 
 from ascend_tune import __version__
 from ascend_tune.base import cann, resources
-from ascend_tune.base.errors import AscendTuneError, did_you_mean
-from ascend_tune.emit.selection import first_failure, runtime_env
+from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.emit import walk
+
+# Re-exported: callers read a results file through render (emit.load_bundle, emit.Bundle).
+from ascend_tune.emit.bundle import Bundle as Bundle
+from ascend_tune.emit.bundle import load_bundle as load_bundle
 from ascend_tune.emit.styles import emit_style
 from ascend_tune.expr import CPP_RUNTIME, Expr, Kind, scalar_value
-from ascend_tune.hardware import HardwareProfile, load_profile_data
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.model.dispatch import dispatch_model
+from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME, render_function
 from ascend_tune.results.format import glob_escape
-from ascend_tune.spec import Nested, OperatorSpec, launch, load_spec_text
-from ascend_tune.spec.shapes import check_shape, shape_key
+from ascend_tune.spec import Nested, OperatorSpec, launch
+from ascend_tune.spec.shapes import shape_key
 
 # Platform core counts replace the profile's at run time (GetCoreNumAic / GetCoreNumAiv).
 RUNTIME_CORES = {"hw.cube_cores": "aicNum", "hw.vector_cores": "aivNum"}
@@ -91,70 +95,6 @@ def _bound(value: float) -> str:
     return repr(float(value)) if abs(value) < 1e16 else f"{float(value):.17e}"
 
 
-@dataclass(frozen=True)
-class Bundle:
-    spec: OperatorSpec
-    hw: HardwareProfile
-    doc: Mapping[str, Any]
-    digest: str
-    shapes: tuple[tuple[dict[str, int], dict[str, int]], ...]  # (shape, best), checked
-
-
-def load_bundle(doc: Mapping[str, Any], origin: str) -> Bundle:
-    """Rebuild spec and profile from a results file and re-check every tuned entry: a results
-    file is an input like any other, so nothing in it reaches C++ unless it is an integer
-    configuration that passes the spec's constraints and launch checks on its shape."""
-    try:
-        spec = load_spec_text(doc["spec"]["text"], f"{origin} (embedded spec)",
-                              doc["spec"].get("variant"))
-        hw = load_profile_data(doc["hw"]["data"], f"{origin} (embedded profile)")
-    except (KeyError, TypeError, AttributeError):
-        raise AscendTuneError(f"{origin}: results file lacks the embedded spec or profile; "
-                              "rerun `ascend-tune search`") from None
-    entries = doc.get("shapes")
-    if not isinstance(entries, list) or not entries:
-        raise AscendTuneError(f"{origin}: results file holds no tuned shape")
-    env = runtime_env(spec, hw, int(hw["cube_cores"]), int(hw["vector_cores"]))
-    checked = []
-    seen: set[tuple[int, ...]] = set()
-    for i, entry in enumerate(entries):
-        where = f"{origin}: shapes[{i}]"
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("shape"), Mapping):
-            raise AscendTuneError(f"{where}: expected a mapping with 'shape' and 'best'")
-        shape = check_shape(spec, entry["shape"], where)
-        key = tuple(shape.values())
-        if key in seen:
-            raise AscendTuneError(f"{where}: shape {shape_key(shape)} is listed twice")
-        seen.add(key)
-        best = _checked_config(spec, entry.get("best"), f"{where} ({shape_key(shape)})")
-        _local, failed = first_failure(spec, env, shape, best)
-        if failed is not None:
-            raise AscendTuneError(f"{where} ({shape_key(shape)}): the tuned configuration fails "
-                                  f"'{failed}' on {hw.name}; the results file is stale or was "
-                                  "edited: rerun `ascend-tune search`")
-        checked.append((shape, best))
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-    return Bundle(spec, hw, doc, hashlib.sha256(canonical.encode()).hexdigest(), tuple(checked))
-
-
-def _checked_config(spec: OperatorSpec, best: Any, where: str) -> dict[str, int]:
-    if not isinstance(best, Mapping):
-        raise AscendTuneError(f"{where}: 'best' must map each parameter to an integer")
-    unknown = [k for k in best if k not in spec.params]
-    if unknown:
-        raise AscendTuneError(f"{where}: 'best' has unknown parameter '{unknown[0]}'"
-                              f"{did_you_mean(str(unknown[0]), spec.params)}")
-    out = {}
-    for p in spec.params:
-        value = best.get(p)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise AscendTuneError(f"{where}: best.{p} must be an integer, got {value!r:.40}")
-        if not _INT64_MIN <= value <= _INT64_MAX:
-            raise AscendTuneError(f"{where}: best.{p} = {value} does not fit a 64-bit integer")
-        out[p] = value
-    return out
-
-
 @functools.cache
 def _environment() -> jinja2.Environment:
     # One per process: compiling the templates costs ~0.2 s, and `measure` renders the
@@ -207,7 +147,8 @@ def _align(offset: int, size: int) -> int:
 
 def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str, Any]:
     spec, hw = bundle.spec, bundle.hw
-    shapes = sorted(bundle.shapes, key=lambda s: tuple(s[0].values()))
+    shapes = bundle.sorted_shapes()
+    model = dispatch_model(spec, hw)
     snake = spec.snake_name
     runtime = set(RUNTIME_CORES)
     hw_used = sorted({n for e in _all_exprs(spec) for n in e.names if n.startswith("hw.")})
@@ -267,7 +208,11 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
         "kernel_constants": [{"name": n, "type": _ctype(e.kind),
                               "value": _literal(scalar_value(e.evaluate({**hw.env(), **sizeof})))}
                              for n, e in spec.kernel_constants],
-        "runtime": CPP_RUNTIME,
+        "runtime": CPP_RUNTIME + CPP_DISPATCH_RUNTIME,
+        "candidates": [", ".join(_literal(c[p]) for p in spec.params)
+                       for c in bundle.candidates()],
+        "predict": render_function(model.source, "PredictUs", model.curves),
+        "walk": walk.render_cpp(spec, cpp, cpp_name, _CORE_VAR, lambda e: _ctype(e.kind)),
         "shape_from": _shape_from(spec),
         "inputs": [{"name": n, "dtype": cann.GE_DTYPES[spec.dtypes[n]]} for n in spec.io_inputs],
         "outputs": [{"name": o.name, "dtype": cann.GE_DTYPES[spec.dtypes[o.name]],

@@ -1,9 +1,18 @@
 """Run-time tiling selection, in Python: the reference the emitted C++ must agree with.
 
-Given a shape and the platform's AIC and AIV counts: the exact tuned shape if its configuration
-is still valid there, else tuned shapes in order of log distance (first one whose configuration,
-with derived values recomputed from the real shape, passes every constraint and launch check),
-else the spec's baseline. Emitted host code implements the same rule with the same expressions.
+Given a shape and the platform's AIC and AIV counts: the exact tuned shape's winner if it is
+still valid there (it may be a measured winner the model ranks lower: the device's word
+stands). Otherwise every candidate (each tuned shape's winner, then the runners-up a
+``--top-k`` search kept, then the spec's baseline as the fallback) has its derived values
+recomputed for the real shape; the invalid are dropped and the rest are ranked by the spec's
+own model on that shape and those core counts (:mod:`ascend_tune.model.dispatch`, the same
+function the emitted C++ computes), the fastest winning and ties going to the earlier
+candidate. Where nothing there is valid, the fallback walk (:mod:`.walk`) finds a valid
+configuration if one exists. So a dispatched configuration is never slower than the fallback
+by the model, and
+the nearest tuned shape by distance no longer decides (a configuration tuned for rows=2048
+served rows=3 up to 25x slower than the best of the table). Emitted host code implements the
+same rule with the same expressions.
 """
 
 from __future__ import annotations
@@ -15,11 +24,17 @@ from typing import Any
 
 import numpy as np
 
+from ascend_tune.emit.walk import walk
 from ascend_tune.expr import scalar_value
 from ascend_tune.hardware import HardwareProfile
+from ascend_tune.model.dispatch import dispatch_model
 from ascend_tune.spec import OperatorSpec, evaluate_baseline, launch
 
-EXACT, NEAREST, BASELINE, NONE = 0, 1, 2, 3
+# Where the selected configuration came from: the exact tuned shape, a candidate the model
+# ranked first (MODEL; NEAREST is its old name), the baseline fallback, or nothing valid.
+# WALK: no candidate and not the baseline is valid; the fallback walk found one.
+EXACT, MODEL, BASELINE, NONE, WALK = 0, 1, 2, 3, 4
+NEAREST = MODEL
 
 
 def runtime_env(spec: OperatorSpec, hw: HardwareProfile, aic: int, aiv: int) -> dict[str, Any]:
@@ -54,39 +69,62 @@ def derive(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
     return None if failed is not None else local
 
 
-def log_distance(a: Sequence[int], b: Sequence[int]) -> float:
-    total = 0.0
-    for x, y in zip(a, b, strict=False):
-        d = math.log(float(x)) - math.log(float(y))
-        total += d * d
-    return total
+def candidate_table(tuned_configs: Sequence[Mapping[str, int]],
+                    runners_up: Sequence[Mapping[str, int]], params: Sequence[str]
+                    ) -> list[dict[str, int]]:
+    """The candidates in the order the emitted table lists them: the winners (one per tuned
+    shape, the tuned table's order), then the runners-up; a configuration listed twice keeps
+    its first place."""
+    out: list[dict[str, int]] = []
+    seen: set[tuple[int, ...]] = set()
+    for config in [*tuned_configs, *runners_up]:
+        key = tuple(int(config[p]) for p in params)
+        if key not in seen:
+            seen.add(key)
+            out.append({p: int(config[p]) for p in params})
+    return out
 
 
 @dataclass(frozen=True)
 class Selection:
-    source: int  # EXACT | NEAREST | BASELINE | NONE
-    index: int  # into the tuned table, -1 for baseline/none
+    source: int  # EXACT | MODEL | BASELINE | NONE
+    index: int  # into the candidate table, -1 for baseline/none
     config: dict[str, int]
     env: dict[str, Any]
+    latency_us: float = math.inf  # the model's time for the pick (EXACT: not computed)
 
 
 def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Sequence[int]],
            tuned_configs: Sequence[Mapping[str, int]], shape: Mapping[str, int],
-           aic: int, aiv: int) -> Selection:
+           aic: int, aiv: int, runners_up: Sequence[Mapping[str, int]] = ()) -> Selection:
     env = runtime_env(spec, hw, aic, aiv)
-    values = [shape[v] for v in spec.shape_vars]
-    dist = [log_distance(values, t) for t in tuned_shapes]
-    order = sorted(range(len(tuned_shapes)), key=lambda i: (dist[i], i))
-    for i in order:
-        local = derive(spec, env, shape, tuned_configs[i])
-        if local is not None:
-            source = EXACT if list(tuned_shapes[i]) == values else NEAREST
-            return Selection(source, i, dict(tuned_configs[i]), local)
+    values = [int(shape[v]) for v in spec.shape_vars]
+    for i, tuned in enumerate(tuned_shapes):
+        if list(tuned) == values:
+            local = derive(spec, env, shape, tuned_configs[i])
+            if local is not None:
+                return Selection(EXACT, i, dict(tuned_configs[i]), local)
+            break
+    model = dispatch_model(spec, hw)
+    best: Selection | None = None
+    table = candidate_table(tuned_configs, runners_up, spec.params)
     base = evaluate_baseline(spec, {**env, **shape})
-    local = derive(spec, env, shape, base)
-    if local is not None:
-        return Selection(BASELINE, -1, base, local)
-    return Selection(NONE, -1, base, {})
+    for i, config in [*enumerate(table), (-1, base)]:
+        local = derive(spec, env, shape, config)
+        if local is None:
+            continue
+        latency = model.latency_us(values, [config[p] for p in spec.params], aic, aiv)
+        if best is None or latency < best.latency_us:
+            best = Selection(MODEL if i >= 0 else BASELINE, i, dict(config), local, latency)
+    if best is not None:
+        return best
+    found = walk(spec, env, shape, base,
+                 lambda config: model.latency_us(values, config, aic, aiv))
+    local = derive(spec, env, shape, found) if found is not None else None
+    if found is None or local is None:
+        return Selection(NONE, -1, base, {})
+    return Selection(WALK, -1, found, local,
+                     model.latency_us(values, [found[p] for p in spec.params], aic, aiv))
 
 
 def field_value(ctype: str, value: Any) -> int | float:

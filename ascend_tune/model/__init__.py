@@ -12,6 +12,8 @@ searches, reads results files or prints.
 - ``costs``: the cost of one stage (transfers with shared GM bandwidth, Mmad, vector
   instructions, launch overhead), pure formulas with their sources in docs/model.md.
 - ``roofline``: ceilings and work, shared by the engine's efficiency and the report.
+- ``dispatch``: the model as one function of (shape, configuration, core counts) for run-time
+  selection, equal to the engine for valid configurations; ``dispatch_cpp`` renders it in C++.
 - ``diagnose``: one line naming what bounds a configuration and the parameter that moves it.
 - ``fastpaths``: the same model for a few rows at a time (generated Python) and the
   feasibility checks as tables; bit for bit the engine's answers.

@@ -5,15 +5,19 @@
 // Host-side tiling selection for AddCustom. From the op's TilingFunc:
 //     return optiling::add_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::add_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef ADD_CUSTOM_TILING_SELECT_H
 #define ADD_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "add_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace add_custom_tiling {
@@ -80,11 +141,13 @@ struct Config {
     int64_t bufferNum;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -109,6 +172,189 @@ static const int64_t kTunedConfigs[kTunedCount][3] = {
     { INT64_C(40), INT64_C(8192), INT64_C(2) },
     { INT64_C(40), INT64_C(8192), INT64_C(2) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 7;
+static const int64_t kCandidates[kCandidateCount][3] = {
+    { INT64_C(2), INT64_C(512), INT64_C(1) },
+    { INT64_C(2), INT64_C(2048), INT64_C(1) },
+    { INT64_C(8), INT64_C(8192), INT64_C(2) },
+    { INT64_C(19), INT64_C(8192), INT64_C(2) },
+    { INT64_C(22), INT64_C(8192), INT64_C(2) },
+    { INT64_C(37), INT64_C(8192), INT64_C(2) },
+    { INT64_C(40), INT64_C(8192), INT64_C(2) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
+static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
+static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
+static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    (void)aic;
+    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
+    const int64_t t1 = ((-at_floordiv((-s0), t0)) * t0);
+    const int64_t t2 = at_ceil_div(t1, p0);
+    const int64_t t3 = at_floordiv(INT64_C(32), INT64_C(2));
+    const int64_t t4 = ((-at_floordiv((-t2), t3)) * t3);
+    const int64_t t5 = (((p1 < t4)) ? p1 : t4);
+    const int64_t t6 = at_ceil_div(t4, t5);
+    const int64_t t7 = (t6 - INT64_C(1));
+    const int64_t t8 = (t7 * t5);
+    const int64_t t9 = (t4 - t8);
+    (void)t9;
+    const int64_t t10 = (p0 - INT64_C(1));
+    const int64_t t11 = (t10 * t4);
+    const int64_t t12 = (s0 - t11);
+    const int64_t t13 = at_ceil_div(t12, t5);
+    const int64_t t14 = (t13 - INT64_C(1));
+    const int64_t t15 = (t14 * t5);
+    const int64_t t16 = (t12 - t15);
+    (void)t16;
+    const double t17 = static_cast<double>(p0);
+    const double t18 = at_fceil(at_py_div(t17, ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0)));
+    const double t19 = ((((t18 > 0.0)) || ((t18 != t18))) ? t18 : 0.0);
+    const double t20 = (((t19 > 1.0)) ? 14.0 : 0.0);
+    const double t21 = t20;
+    const double t22 = at_fdiv(static_cast<double>(t4), static_cast<double>(t5));
+    const double t23 = static_cast<double>(p2);
+    const double t24 = ((((t22 > 0.0)) || ((t22 != t22))) ? t22 : 0.0);
+    const double t25 = (((t24 > 1.0)) ? 14.0 : 0.0);
+    const double t26 = t25;
+    const double t27 = static_cast<double>((t5 * INT64_C(2)));
+    const double t28 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t29 = at_py_div(t27, t28);
+    const double t30 = ((t28 * at_fceil(at_py_div(t29, 32.0))) * 32.0);
+    const double t31 = at_interp(t30, k_XP0, k_FP0, 5);
+    const bool t32 = ((std::fmod(t29, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t33 = (t32 ? 1.0 : 0.7);
+    const double t34 = (t31 * t33);
+    const double t35 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t36 = ((((t35 < 1.0)) || ((t35 != t35))) ? t35 : 1.0);
+    const double t37 = at_py_div(1.0, (at_py_div((1.0 - t36), 888.8888888888889) + at_py_div(t36, 3888.8888888888887)));
+    const double t38 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
+    const double t39 = (t38 * 200.0);
+    const double t40 = std::pow(t37, (-1.5));
+    const double t41 = at_py_div(std::pow((std::pow(t39, (-1.5)) + t40), (-0.6666666666666666)), t38);
+    const double t42 = ((((t34 < t41)) || ((t34 != t34))) ? t34 : t41);
+    const double t43 = at_py_div((1.0 * t30), t41);
+    const double t44 = (190.0 + at_py_div(t30, t42));
+    const double t45 = (1.0 * t44);
+    const double t46 = (t26 + t45);
+    const double t47 = (0.0 + t45);
+    const double t48 = (0.0 + t43);
+    const double t49 = static_cast<double>((t5 * INT64_C(2)));
+    const double t50 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t51 = at_py_div(t49, t50);
+    const double t52 = ((t50 * at_fceil(at_py_div(t51, 32.0))) * 32.0);
+    const double t53 = at_interp(t52, k_XP0, k_FP0, 5);
+    const bool t54 = ((std::fmod(t51, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t55 = (t54 ? 1.0 : 0.7);
+    const double t56 = (t53 * t55);
+    const double t57 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t58 = ((((t57 < 1.0)) || ((t57 != t57))) ? t57 : 1.0);
+    const double t59 = at_py_div(1.0, (at_py_div((1.0 - t58), 888.8888888888889) + at_py_div(t58, 3888.8888888888887)));
+    const double t60 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
+    const double t61 = (t60 * 200.0);
+    const double t62 = std::pow(t59, (-1.5));
+    const double t63 = at_py_div(std::pow((std::pow(t61, (-1.5)) + t62), (-0.6666666666666666)), t60);
+    const double t64 = ((((t56 < t63)) || ((t56 != t56))) ? t56 : t63);
+    const double t65 = at_py_div((1.0 * t52), t63);
+    const double t66 = (190.0 + at_py_div(t52, t64));
+    const double t67 = (1.0 * t66);
+    const double t68 = (t46 + t67);
+    const double t69 = (t47 + t67);
+    const double t70 = (t48 + t65);
+    const double t71 = static_cast<double>(t5);
+    const double t72 = at_fceil(at_py_div((t71 * static_cast<double>(INT64_C(2))), 256.0));
+    const double t73 = at_fceil(at_py_div(t72, 255.0));
+    const double t74 = ((t73 * 22.0) + (t72 * 2.0));
+    const double t75 = (1.0 * t74);
+    const double t76 = (t68 + t75);
+    const double t77 = (0.0 + t75);
+    const double t78 = (t70 + 0.0);
+    const double t79 = static_cast<double>((t5 * INT64_C(2)));
+    const double t80 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t81 = at_py_div(t79, t80);
+    const double t82 = ((t80 * at_fceil(at_py_div(t81, 32.0))) * 32.0);
+    const double t83 = at_interp(t82, k_XP1, k_FP1, 5);
+    const bool t84 = ((std::fmod(t81, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t85 = (t84 ? 1.0 : 0.7);
+    const double t86 = (t83 * t85);
+    const double t87 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t88 = ((((t87 < 1.0)) || ((t87 != t87))) ? t87 : 1.0);
+    const double t89 = at_py_div(1.0, (at_py_div((1.0 - t88), 888.8888888888889) + at_py_div(t88, 3888.8888888888887)));
+    const double t90 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
+    const double t91 = (t90 * 200.0);
+    const double t92 = std::pow(t89, (-1.5));
+    const double t93 = at_py_div(std::pow((std::pow(t91, (-1.5)) + t92), (-0.6666666666666666)), t90);
+    const double t94 = ((((t86 < t93)) || ((t86 != t86))) ? t86 : t93);
+    const double t95 = at_py_div((1.0 * t82), t93);
+    const double t96 = (80.0 + at_py_div(t82, t94));
+    const double t97 = (1.0 * t96);
+    const double t98 = (t76 + t97);
+    const double t99 = (0.0 + t97);
+    const double t100 = (t78 + t95);
+    const double t101 = (t98 + 4.0);
+    const double t102 = (t25 + 4.0);
+    const double t103 = ((((t102 > t69)) || ((t102 != t102))) ? t102 : t69);
+    const double t104 = ((((t103 > t77)) || ((t103 != t103))) ? t103 : t77);
+    const double t105 = ((((t104 > t99)) || ((t104 != t104))) ? t104 : t99);
+    const double t106 = ((((t105 > t100)) || ((t105 != t105))) ? t105 : t100);
+    const double t107 = ((((t106 > 0.0)) || ((t106 != t106))) ? t106 : 0.0);
+    const double t108 = (t24 - 1.0);
+    const double t109 = ((((t108 > 0.0)) || ((t108 != t108))) ? t108 : 0.0);
+    const bool t110 = ((t23 >= static_cast<double>(INT64_C(2))));
+    const double t111 = (t110 ? (t101 + (t109 * t107)) : (t24 * t101));
+    const double t112 = (t110 ? (t24 * 0.0) : ((t109 * t101) + t107));
+    const double t113 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t111);
+    const double t114 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t112);
+    const double t115 = (t102 * t24);
+    const double t116 = (t69 * t24);
+    const double t117 = (t77 * t24);
+    const double t118 = (t99 * t24);
+    const double t119 = (t100 * t24);
+    const double t120 = (t21 + t113);
+    const double t121 = (t20 + t115);
+    const double t122 = (0.0 + t116);
+    const double t123 = (0.0 + t117);
+    const double t124 = (0.0 + t118);
+    const double t125 = (0.0 + t119);
+    const double t126 = (((0.0 > t114)) ? 0.0 : t114);
+    const double t127 = (t120 + 0.0);
+    const double t128 = (t121 + 0.0);
+    const double t129 = ((((t128 > t122)) || ((t128 != t128))) ? t128 : t122);
+    const double t130 = ((((t129 > t123)) || ((t129 != t129))) ? t129 : t123);
+    const double t131 = ((((t130 > t124)) || ((t130 != t130))) ? t130 : t124);
+    const double t132 = ((((t131 > t125)) || ((t131 != t131))) ? t131 : t125);
+    const double t133 = ((((t132 > t126)) || ((t132 != t132))) ? t132 : t126);
+    const double t134 = (t19 - 1.0);
+    const double t135 = ((((t134 > 0.0)) || ((t134 != t134))) ? t134 : 0.0);
+    const double t136 = (t19 * t127);
+    const double t137 = ((t135 * t127) + t133);
+    const double t138 = (((t19 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t136);
+    const double t139 = (((t19 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t137);
+    (void)t139;
+    const double t140 = (t128 * t19);
+    (void)t140;
+    const double t141 = (t122 * t19);
+    (void)t141;
+    const double t142 = (t123 * t19);
+    (void)t142;
+    const double t143 = (t124 * t19);
+    (void)t143;
+    const double t144 = (t125 * t19);
+    (void)t144;
+    const double t145 = at_py_div(t138, 1800.0);
+    const double t146 = ((2.0 + 0.0) + at_py_div((1.3 * t17), static_cast<double>(aiv)));
+    const double t147 = (((0.0 > t146)) ? 0.0 : t146);
+    const double t148 = (t147 + t145);
+    return t148;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_ub_bytes = INT64_C(196608);
@@ -239,14 +485,157 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_totalLength = shape.totalLength;
+    (void)v_totalLength;
+    const int64_t dims[1] = { shape.totalLength };
+    std::vector<int64_t> dom0;
     {
-        const double d = std::log(static_cast<double>(shape.totalLength)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
     }
-    return total;
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
+        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
+    {
+        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(32768));
+        int64_t p = 1;
+        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+            if (p >= lo) dom1.push_back(p);
+        }
+    }
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.tileLength ? a - base.tileLength : base.tileLength - a;
+        const int64_t db = b > base.tileLength ? b - base.tileLength : base.tileLength - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.bufferNum ? a - base.bufferNum : base.bufferNum - a;
+        const int64_t db = b > base.bufferNum ? b - base.bufferNum : base.bufferNum - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_blockDim = k0 < 0 ? base.blockDim : dom0[k0];
+        if (k0 >= 0 && v_blockDim == base.blockDim) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_alignedLength = at_align_up(v_totalLength, at_floordiv(INT64_C(32), sizeof_x));
+        (void)v_alignedLength;
+        const int64_t v_blockLength = at_align_up(at_ceil_div(v_alignedLength, v_blockDim), at_floordiv(INT64_C(32), sizeof_x));
+        (void)v_blockLength;
+        const int64_t v_lastBlockLength = (v_totalLength - ((v_blockDim - INT64_C(1)) * v_blockLength));
+        (void)v_lastBlockLength;
+        if (!((((v_blockDim - INT64_C(1)) * v_blockLength) < v_totalLength))) continue;  // every_core_busy
+        {
+            const int64_t cores = v_blockDim;  // vector_cores_within_chip
+            if (cores < 1 || cores > aivNum) continue;
+        }
+        {
+            const int64_t cores = v_blockDim;  // block_dim_within_chip
+            if (cores < 1 || cores > aivNum) continue;
+        }
+        {
+            const double value = static_cast<double>(v_totalLength);  // totalLength_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_blockLength);  // blockLength_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_lastBlockLength);  // lastBlockLength_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_tileLength = k1 < 0 ? base.tileLength : dom1[k1];
+            if (k1 >= 0 && v_tileLength == base.tileLength) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            const int64_t v_tileElems = at_min(v_tileLength, v_blockLength);
+            (void)v_tileElems;
+            const int64_t v_tileNum = at_ceil_div(v_blockLength, v_tileElems);
+            (void)v_tileNum;
+            const int64_t v_lastTileLength = (v_blockLength - ((v_tileNum - INT64_C(1)) * v_tileElems));
+            (void)v_lastTileLength;
+            const int64_t v_lastBlockTileNum = at_ceil_div(v_lastBlockLength, v_tileElems);
+            (void)v_lastBlockTileNum;
+            const int64_t v_lastBlockLastTileLength = (v_lastBlockLength - ((v_lastBlockTileNum - INT64_C(1)) * v_tileElems));
+            (void)v_lastBlockLastTileLength;
+            if (!(((v_tileLength < (INT64_C(2) * v_blockLength)) || (v_tileLength == INT64_C(256))))) continue;  // tile_not_oversized
+            {
+                const double value = static_cast<double>(v_tileNum);  // tileNum_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_tileElems);  // tileLength_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_lastTileLength);  // lastTileLength_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_lastBlockTileNum);  // lastBlockTileNum_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_lastBlockLastTileLength);  // lastBlockLastTileLength_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_bufferNum = k2 < 0 ? base.bufferNum : dom2[k2];
+                if (k2 >= 0 && v_bufferNum == base.bufferNum) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                if (!(((((INT64_C(3) * v_bufferNum) * v_tileLength) * sizeof_x) <= hw_ub_bytes))) continue;  // ub_fits
+                {
+                    const double value = static_cast<double>(v_bufferNum);  // tiling_key_fits_uint64_t
+                    if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
+                }
+                {
+                    const int64_t values[3] = {v_blockDim, v_tileLength, v_bufferNum};
+                    const double us = PredictUs(dims, values, aicNum, aivNum);
+                    if (found == 0 || us < bestUs) {
+                        bestUs = us;
+                        out.blockDim = v_blockDim;
+                        out.tileLength = v_tileLength;
+                        out.bufferNum = v_bufferNum;
+                    }
+                    if (++found >= 16) break;
+                }
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
+    }
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -261,26 +650,54 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.totalLength == kTunedShapes[row][0];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.blockDim = kCandidates[row][0];
+    config.tileLength = kCandidates[row][1];
+    config.bufferNum = kCandidates[row][2];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[1] = { shape.totalLength };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[3] = { config.blockDim, config.tileLength, config.bufferNum };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

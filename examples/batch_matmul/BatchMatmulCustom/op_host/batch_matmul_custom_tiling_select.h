@@ -5,15 +5,19 @@
 // Host-side tiling selection for BatchMatmulCustom. From the op's TilingFunc:
 //     return optiling::batch_matmul_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::batch_matmul_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef BATCH_MATMUL_CUSTOM_TILING_SELECT_H
 #define BATCH_MATMUL_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "batch_matmul_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace batch_matmul_custom_tiling {
@@ -96,11 +157,13 @@ struct Config {
     int64_t bDim;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -125,6 +188,398 @@ static const int64_t kTunedConfigs[kTunedCount][16] = {
     { INT64_C(16), INT64_C(256), INT64_C(32), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(4), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(1), INT64_C(2), INT64_C(1), INT64_C(16) },
     { INT64_C(64), INT64_C(64), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(37) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 8;
+static const int64_t kCandidates[kCandidateCount][16] = {
+    { INT64_C(256), INT64_C(128), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(8), INT64_C(5), INT64_C(1), INT64_C(1) },
+    { INT64_C(128), INT64_C(64), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(8), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(8), INT64_C(1), INT64_C(1), INT64_C(3) },
+    { INT64_C(128), INT64_C(96), INT64_C(256), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(2), INT64_C(1), INT64_C(1), INT64_C(2), INT64_C(0), INT64_C(1), INT64_C(4), INT64_C(1), INT64_C(8) },
+    { INT64_C(128), INT64_C(128), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(32) },
+    { INT64_C(256), INT64_C(128), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(8), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(8), INT64_C(1), INT64_C(1), INT64_C(5) },
+    { INT64_C(256), INT64_C(32), INT64_C(16), INT64_C(1), INT64_C(1), INT64_C(8), INT64_C(8), INT64_C(1), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(2), INT64_C(1), INT64_C(1), INT64_C(16) },
+    { INT64_C(16), INT64_C(256), INT64_C(32), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(4), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(1), INT64_C(2), INT64_C(1), INT64_C(16) },
+    { INT64_C(64), INT64_C(64), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(37) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[6] = {16384.0, 32768.0, 65536.0, 131072.0, 262144.0, 524288.0};
+static const double k_FP0[6] = {192.0, 200.2, 158.2, 178.8, 177.9, 166.7};
+static const double k_XP1[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP1[4] = {257.2, 262.5, 262.9, 263.4};
+static const double k_XP2[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
+static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
+static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t s1 = shape[1];
+    const int64_t s2 = shape[2];
+    const int64_t s3 = shape[3];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    const int64_t p3 = config[3];
+    const int64_t p4 = config[4];
+    const int64_t p5 = config[5];
+    const int64_t p6 = config[6];
+    const int64_t p7 = config[7];
+    const int64_t p8 = config[8];
+    const int64_t p9 = config[9];
+    const int64_t p10 = config[10];
+    const int64_t p11 = config[11];
+    const int64_t p12 = config[12];
+    const int64_t p13 = config[13];
+    const int64_t p14 = config[14];
+    const int64_t p15 = config[15];
+    const int64_t t0 = aiv;
+    (void)t0;
+    const int64_t t1 = INT64_C(2);
+    const int64_t t2 = at_floordiv(INT64_C(32), INT64_C(2));
+    (void)t2;
+    const int64_t t3 = at_ceil_div(s1, p12);
+    const int64_t t4 = ((-at_floordiv((-t3), INT64_C(16))) * INT64_C(16));
+    const int64_t t5 = (((s1 < t4)) ? s1 : t4);
+    const int64_t t6 = at_ceil_div(s2, p13);
+    const int64_t t7 = ((-at_floordiv((-t6), INT64_C(16))) * INT64_C(16));
+    const int64_t t8 = (((s2 < t7)) ? s2 : t7);
+    const int64_t t9 = at_ceil_div(s3, p14);
+    const int64_t t10 = at_ceil_div(s1, t5);
+    const int64_t t11 = at_ceil_div(s2, t8);
+    const int64_t t12 = (t10 * t11);
+    const int64_t t13 = at_ceil_div(s3, t9);
+    const int64_t t14 = (t12 * t13);
+    const int64_t t15 = at_ceil_div(s0, p15);
+    const int64_t t16 = at_ceil_div(s0, t15);
+    const int64_t t17 = (t14 * t16);
+    const int64_t t18 = (-at_floordiv((-t17), t1));
+    const int64_t t19 = at_ceil_div(t5, p0);
+    const int64_t t20 = at_ceil_div(t8, p1);
+    const int64_t t21 = at_ceil_div(t9, p2);
+    const int64_t t22 = (p3 * p5);
+    const int64_t t23 = (t22 * p7);
+    const int64_t t24 = (p4 * p6);
+    const int64_t t25 = (t24 * p7);
+    const int64_t t26 = (p2 * p5);
+    const int64_t t27 = at_ceil_div(t9, t26);
+    (void)t27;
+    const int64_t t28 = (p2 * p6);
+    const int64_t t29 = at_ceil_div(t9, t28);
+    (void)t29;
+    const int64_t t30 = (p0 * p2);
+    const int64_t t31 = (t30 * INT64_C(2));
+    const int64_t t32 = (p2 * p1);
+    const int64_t t33 = (t32 * INT64_C(2));
+    const int64_t t34 = (p0 * p1);
+    const int64_t t35 = (t34 * INT64_C(2));
+    const int64_t t36 = (((t31 > t33)) ? t31 : t33);
+    const int64_t t37 = (((t36 > t35)) ? t36 : t35);
+    (void)t37;
+    const int64_t t38 = (p0 * p2);
+    const int64_t t39 = (t38 * t23);
+    const int64_t t40 = (t39 * INT64_C(2));
+    const int64_t t41 = (p1 * p2);
+    const int64_t t42 = (t41 * t25);
+    const int64_t t43 = (t42 * INT64_C(2));
+    const int64_t t44 = (t40 + t43);
+    (void)t44;
+    const int64_t t45 = (p0 * p1);
+    const int64_t t46 = (t45 * INT64_C(4));
+    const int64_t t47 = (t46 * p10);
+    (void)t47;
+    const int64_t t48 = ((((p11 == INT64_C(1))) && ((t21 <= p5))) ? INT64_C(1) : t20);
+    const int64_t t49 = ((((p11 == INT64_C(0))) && ((t21 <= p6))) ? INT64_C(1) : t19);
+    const int64_t t50 = (t19 * p0);
+    const int64_t t51 = (t50 * t21);
+    const int64_t t52 = (t51 * p2);
+    const int64_t t53 = (t52 * INT64_C(2));
+    const int64_t t54 = (t53 * t48);
+    const int64_t t55 = (t20 * p1);
+    const int64_t t56 = (t55 * t21);
+    const int64_t t57 = (t56 * p2);
+    const int64_t t58 = (t57 * INT64_C(2));
+    const int64_t t59 = (t58 * t49);
+    const int64_t t60 = (s1 * s3);
+    const int64_t t61 = (t60 * INT64_C(2));
+    const int64_t t62 = (s3 * s2);
+    const int64_t t63 = (t62 * INT64_C(2));
+    const int64_t t64 = (t61 + t63);
+    const int64_t t65 = (s0 * t64);
+    const int64_t t66 = at_ceil_div(s0, t15);
+    const int64_t t67 = (((s0 < t66)) ? s0 : t66);
+    const int64_t t68 = (s1 * s3);
+    const int64_t t69 = (t68 * INT64_C(2));
+    const int64_t t70 = (s3 * s2);
+    const int64_t t71 = (t70 * INT64_C(2));
+    const int64_t t72 = (t69 + t71);
+    const int64_t t73 = (t67 * t72);
+    const int64_t t74 = (s1 * s3);
+    const int64_t t75 = (t74 * INT64_C(2));
+    const int64_t t76 = (t75 * t48);
+    const int64_t t77 = (s3 * s2);
+    const int64_t t78 = (t77 * INT64_C(2));
+    const int64_t t79 = (t78 * t49);
+    const int64_t t80 = (t76 + t79);
+    const int64_t t81 = (((t73 <= INT64_C(201326592))) ? t65 : (s0 * t80));
+    const int64_t t82 = (t17 * t15);
+    const int64_t t83 = (t54 + t59);
+    const int64_t t84 = (t82 * t83);
+    const int64_t t85 = (((t84 > INT64_C(1))) ? t84 : INT64_C(1));
+    const double t86 = at_fdiv(static_cast<double>(t81), static_cast<double>(t85));
+    const double t87 = (1.0 - t86);
+    const double t88 = (((0.0 > t87)) ? 0.0 : t87);
+    const int64_t t89 = (((p5 < p6)) ? p5 : p6);
+    const double t90 = static_cast<double>(t18);
+    const double t91 = static_cast<double>((t17 * t15));
+    const double t92 = at_fceil(at_py_div(t91, ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0)));
+    const double t93 = ((((t92 > 0.0)) || ((t92 != t92))) ? t92 : 0.0);
+    const double t94 = (((t93 > 1.0)) ? 14.0 : 0.0);
+    const double t95 = t94;
+    const double t96 = static_cast<double>((t19 * t20));
+    const double t97 = static_cast<double>(p10);
+    const double t98 = ((((t96 > 0.0)) || ((t96 != t96))) ? t96 : 0.0);
+    const double t99 = (((t98 > 1.0)) ? 14.0 : 0.0);
+    const double t100 = t99;
+    const double t101 = static_cast<double>(at_ceil_div(t21, t89));
+    const double t102 = static_cast<double>(p7);
+    const double t103 = ((((t101 > 0.0)) || ((t101 != t101))) ? t101 : 0.0);
+    const double t104 = (((t103 > 1.0)) ? 14.0 : 0.0);
+    const double t105 = t104;
+    const int64_t t106 = (p3 * p5);
+    const double t107 = at_fdiv(static_cast<double>(t89), static_cast<double>(t106));
+    const double t108 = (t107 * static_cast<double>(t48));
+    const double t109 = at_fdiv(t108, static_cast<double>(t20));
+    const double t110 = (t109 * static_cast<double>(p3));
+    const int64_t t111 = (p3 * p0);
+    const int64_t t112 = (t111 * p5);
+    const int64_t t113 = (t112 * p2);
+    const double t114 = static_cast<double>((t113 * INT64_C(2)));
+    const double t115 = static_cast<double>((p3 * p0));
+    const double t116 = t88;
+    const double t117 = ((((t115 > 1.0)) || ((t115 != t115))) ? t115 : 1.0);
+    const double t118 = at_py_div(t114, t117);
+    const double t119 = ((t117 * at_fceil(at_py_div(t118, 32.0))) * 32.0);
+    const double t120 = at_interp(t119, k_XP0, k_FP0, 6);
+    const bool t121 = ((std::fmod(t118, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t122 = (t121 ? 1.0 : 0.7);
+    const double t123 = (t120 * t122);
+    const double t124 = ((((t116 > 0.0)) || ((t116 != t116))) ? t116 : 0.0);
+    const double t125 = ((((t124 < 1.0)) || ((t124 != t124))) ? t124 : 1.0);
+    const double t126 = at_py_div(1.0, (at_py_div((1.0 - t125), 888.8888888888889) + at_py_div(t125, 3888.8888888888887)));
+    const double t127 = ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0);
+    const double t128 = (t127 * 330.0);
+    const double t129 = std::pow(t126, (-1.5));
+    const double t130 = at_py_div(std::pow((std::pow(t128, (-1.5)) + t129), (-0.6666666666666666)), t127);
+    const double t131 = ((((t123 < t130)) || ((t123 != t123))) ? t123 : t130);
+    const double t132 = at_py_div((t110 * t119), t130);
+    const double t133 = (210.0 + at_py_div(t119, t131));
+    const double t134 = (t110 * t133);
+    const double t135 = (t105 + t134);
+    const double t136 = (0.0 + t134);
+    const double t137 = (0.0 + t132);
+    const int64_t t138 = (p4 * p6);
+    const double t139 = at_fdiv(static_cast<double>(t89), static_cast<double>(t138));
+    const double t140 = (t139 * static_cast<double>(t49));
+    const double t141 = at_fdiv(t140, static_cast<double>(t19));
+    const double t142 = (t141 * static_cast<double>(p4));
+    const int64_t t143 = (p4 * p1);
+    const int64_t t144 = (t143 * p6);
+    const int64_t t145 = (t144 * p2);
+    const double t146 = static_cast<double>((t145 * INT64_C(2)));
+    const double t147 = static_cast<double>((p6 * p2));
+    const double t148 = t88;
+    const double t149 = ((((t147 > 1.0)) || ((t147 != t147))) ? t147 : 1.0);
+    const double t150 = at_py_div(t146, t149);
+    const double t151 = ((t149 * at_fceil(at_py_div(t150, 32.0))) * 32.0);
+    const double t152 = at_interp(t151, k_XP0, k_FP0, 6);
+    const bool t153 = ((std::fmod(t150, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t154 = (t153 ? 1.0 : 0.7);
+    const double t155 = (t152 * t154);
+    const double t156 = ((((t148 > 0.0)) || ((t148 != t148))) ? t148 : 0.0);
+    const double t157 = ((((t156 < 1.0)) || ((t156 != t156))) ? t156 : 1.0);
+    const double t158 = at_py_div(1.0, (at_py_div((1.0 - t157), 888.8888888888889) + at_py_div(t157, 3888.8888888888887)));
+    const double t159 = ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0);
+    const double t160 = (t159 * 330.0);
+    const double t161 = std::pow(t158, (-1.5));
+    const double t162 = at_py_div(std::pow((std::pow(t160, (-1.5)) + t161), (-0.6666666666666666)), t159);
+    const double t163 = ((((t155 < t162)) || ((t155 != t155))) ? t155 : t162);
+    const double t164 = at_py_div((t142 * t151), t162);
+    const double t165 = (210.0 + at_py_div(t151, t163));
+    const double t166 = (t142 * t165);
+    const double t167 = (t135 + t166);
+    const double t168 = (t136 + t166);
+    const double t169 = (t137 + t164);
+    const double t170 = static_cast<double>(t89);
+    const double t171 = static_cast<double>((((p8 < p9)) ? p8 : p9));
+    const double t172 = ((((t170 > 0.0)) || ((t170 != t170))) ? t170 : 0.0);
+    const double t173 = (((t172 > 1.0)) ? 14.0 : 0.0);
+    const double t174 = t173;
+    const int64_t t175 = (p0 * p2);
+    const double t176 = static_cast<double>((t175 * INT64_C(2)));
+    const double t177 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t178 = at_py_div(t176, t177);
+    const double t179 = ((t177 * at_fceil(at_py_div(t178, 32.0))) * 32.0);
+    const double t180 = at_interp(t179, k_XP1, k_FP1, 4);
+    const double t181 = (2.0 + at_py_div(t179, t180));
+    const double t182 = (1.0 * t181);
+    const double t183 = (t174 + t182);
+    const double t184 = (0.0 + t182);
+    const double t185 = (0.0 + 0.0);
+    const int64_t t186 = (p1 * p2);
+    const double t187 = static_cast<double>((t186 * INT64_C(2)));
+    const double t188 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t189 = at_py_div(t187, t188);
+    const double t190 = ((t188 * at_fceil(at_py_div(t189, 32.0))) * 32.0);
+    const double t191 = at_interp(t190, k_XP2, k_FP2, 4);
+    const double t192 = (2.0 + at_py_div(t190, t191));
+    const double t193 = (1.0 * t192);
+    const double t194 = (t183 + t193);
+    const double t195 = (t184 + t193);
+    const double t196 = (t185 + 0.0);
+    const double t197 = static_cast<double>(p0);
+    const double t198 = static_cast<double>(p1);
+    const double t199 = static_cast<double>(p2);
+    const double t200 = ((at_fceil(at_py_div(t197, 16.0)) * at_fceil(at_py_div(t198, 16.0))) * at_fceil(at_py_div(t199, static_cast<double>(INT64_C(16)))));
+    const double t201 = ((t200 * 1.0) + 2.0);
+    const double t202 = (1.0 * t201);
+    const double t203 = (t194 + t202);
+    const double t204 = (0.0 + t202);
+    const double t205 = (t196 + 0.0);
+    const double t206 = (t203 + 2.0);
+    const double t207 = (t173 + 2.0);
+    const double t208 = ((((t207 > t195)) || ((t207 != t207))) ? t207 : t195);
+    const double t209 = ((((t208 > t204)) || ((t208 != t208))) ? t208 : t204);
+    const double t210 = ((((t209 > t205)) || ((t209 != t209))) ? t209 : t205);
+    const double t211 = ((((t210 > 0.0)) || ((t210 != t210))) ? t210 : 0.0);
+    const double t212 = (t172 - 1.0);
+    const double t213 = ((((t212 > 0.0)) || ((t212 != t212))) ? t212 : 0.0);
+    const bool t214 = ((t171 >= static_cast<double>(INT64_C(2))));
+    const double t215 = (t214 ? (t206 + (t213 * t211)) : (t172 * t206));
+    const double t216 = (t214 ? (t172 * 0.0) : ((t213 * t206) + t211));
+    const double t217 = (((t172 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t215);
+    const double t218 = (((t172 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t216);
+    const double t219 = (t207 * t172);
+    const double t220 = (t195 * t172);
+    const double t221 = (t204 * t172);
+    const double t222 = (t205 * t172);
+    const double t223 = (t167 + t217);
+    const double t224 = (t104 + t219);
+    const double t225 = (0.0 + t220);
+    const double t226 = (0.0 + t221);
+    const double t227 = (t169 + t222);
+    const double t228 = (((0.0 > t218)) ? 0.0 : t218);
+    const double t229 = (t223 + 2.0);
+    const double t230 = (t224 + 2.0);
+    const double t231 = ((((t230 > t168)) || ((t230 != t230))) ? t230 : t168);
+    const double t232 = ((((t231 > t225)) || ((t231 != t231))) ? t231 : t225);
+    const double t233 = ((((t232 > t226)) || ((t232 != t232))) ? t232 : t226);
+    const double t234 = ((((t233 > t227)) || ((t233 != t233))) ? t233 : t227);
+    const double t235 = ((((t234 > t228)) || ((t234 != t234))) ? t234 : t228);
+    const double t236 = (t103 - 1.0);
+    const double t237 = ((((t236 > 0.0)) || ((t236 != t236))) ? t236 : 0.0);
+    const bool t238 = ((t102 >= static_cast<double>(INT64_C(2))));
+    const double t239 = (t238 ? (t229 + (t237 * t235)) : (t103 * t229));
+    const double t240 = (t238 ? (t103 * t228) : ((t237 * t229) + t235));
+    const double t241 = (((t103 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t239);
+    const double t242 = (((t103 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t240);
+    const double t243 = (t230 * t103);
+    const double t244 = (t168 * t103);
+    const double t245 = (t225 * t103);
+    const double t246 = (t226 * t103);
+    const double t247 = (t227 * t103);
+    const double t248 = (t100 + t241);
+    const double t249 = (t99 + t243);
+    const double t250 = (0.0 + t244);
+    const double t251 = (0.0 + t245);
+    const double t252 = (0.0 + t246);
+    const double t253 = (0.0 + t247);
+    const double t254 = (((0.0 > t242)) ? 0.0 : t242);
+    const int64_t t255 = (p0 * p1);
+    const double t256 = static_cast<double>((t255 * INT64_C(2)));
+    const double t257 = static_cast<double>(p0);
+    const double t258 = ((((t257 > 1.0)) || ((t257 != t257))) ? t257 : 1.0);
+    const double t259 = at_py_div(t256, t258);
+    const double t260 = ((t258 * at_fceil(at_py_div(t259, 32.0))) * 32.0);
+    const double t261 = at_interp(t260, k_XP3, k_FP3, 6);
+    const bool t262 = ((std::fmod(t259, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t263 = (t262 ? 1.0 : 0.7);
+    const double t264 = (t261 * t263);
+    const double t265 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t266 = ((((t265 < 1.0)) || ((t265 != t265))) ? t265 : 1.0);
+    const double t267 = at_py_div(1.0, (at_py_div((1.0 - t266), 888.8888888888889) + at_py_div(t266, 3888.8888888888887)));
+    const double t268 = ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0);
+    const double t269 = (t268 * 330.0);
+    const double t270 = std::pow(t267, (-1.5));
+    const double t271 = at_py_div(std::pow((std::pow(t269, (-1.5)) + t270), (-0.6666666666666666)), t268);
+    const double t272 = ((((t264 < t271)) || ((t264 != t264))) ? t264 : t271);
+    const double t273 = at_py_div((1.0 * t260), t271);
+    const double t274 = (11.0 + at_py_div(t260, t272));
+    const double t275 = (1.0 * t274);
+    const double t276 = (t248 + t275);
+    const double t277 = (0.0 + t275);
+    const double t278 = (t253 + t273);
+    const double t279 = (t276 + 2.0);
+    const double t280 = (t249 + 2.0);
+    const double t281 = ((((t280 > t250)) || ((t280 != t280))) ? t280 : t250);
+    const double t282 = ((((t281 > t251)) || ((t281 != t281))) ? t281 : t251);
+    const double t283 = ((((t282 > t252)) || ((t282 != t282))) ? t282 : t252);
+    const double t284 = ((((t283 > t277)) || ((t283 != t283))) ? t283 : t277);
+    const double t285 = ((((t284 > t278)) || ((t284 != t284))) ? t284 : t278);
+    const double t286 = ((((t285 > t254)) || ((t285 != t285))) ? t285 : t254);
+    const double t287 = (t98 - 1.0);
+    const double t288 = ((((t287 > 0.0)) || ((t287 != t287))) ? t287 : 0.0);
+    const bool t289 = ((t97 >= static_cast<double>(INT64_C(2))));
+    const double t290 = (t289 ? (t279 + (t288 * t286)) : (t98 * t279));
+    const double t291 = (t289 ? (t98 * t254) : ((t288 * t279) + t286));
+    const double t292 = (((t98 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t290);
+    const double t293 = (((t98 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t291);
+    const double t294 = (t280 * t98);
+    const double t295 = (t250 * t98);
+    const double t296 = (t251 * t98);
+    const double t297 = (t252 * t98);
+    const double t298 = (t277 * t98);
+    const double t299 = (t278 * t98);
+    const double t300 = (t95 + t292);
+    const double t301 = (t94 + t294);
+    const double t302 = (0.0 + t295);
+    const double t303 = (0.0 + t296);
+    const double t304 = (0.0 + t297);
+    const double t305 = (0.0 + t298);
+    const double t306 = (0.0 + t299);
+    const double t307 = (((0.0 > t293)) ? 0.0 : t293);
+    const double t308 = (t300 + 0.0);
+    const double t309 = (t301 + 0.0);
+    const double t310 = ((((t309 > t302)) || ((t309 != t309))) ? t309 : t302);
+    const double t311 = ((((t310 > t303)) || ((t310 != t310))) ? t310 : t303);
+    const double t312 = ((((t311 > t304)) || ((t311 != t311))) ? t311 : t304);
+    const double t313 = ((((t312 > t305)) || ((t312 != t312))) ? t312 : t305);
+    const double t314 = ((((t313 > t306)) || ((t313 != t313))) ? t313 : t306);
+    const double t315 = ((((t314 > t307)) || ((t314 != t314))) ? t314 : t307);
+    const double t316 = (t93 - 1.0);
+    const double t317 = ((((t316 > 0.0)) || ((t316 != t316))) ? t316 : 0.0);
+    const double t318 = (t93 * t308);
+    const double t319 = ((t317 * t308) + t315);
+    const double t320 = (((t93 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t318);
+    const double t321 = (((t93 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t319);
+    (void)t321;
+    const double t322 = (t309 * t93);
+    (void)t322;
+    const double t323 = (t302 * t93);
+    (void)t323;
+    const double t324 = (t303 * t93);
+    (void)t324;
+    const double t325 = (t304 * t93);
+    (void)t325;
+    const double t326 = (t305 * t93);
+    (void)t326;
+    const double t327 = (t306 * t93);
+    (void)t327;
+    const double t328 = at_py_div(t320, 1800.0);
+    const double t329 = ((2.0 + 19.79) + at_py_div((1.3 * t90), static_cast<double>(aic)));
+    const double t330 = (((0.0 > t329)) ? 0.0 : t329);
+    const double t331 = (t330 + t328);
+    return t331;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_l0a_bytes = INT64_C(65536);
@@ -519,29 +974,529 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
-    {
-        const double d = std::log(static_cast<double>(shape.B)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_B = shape.B;
+    (void)v_B;
+    const int64_t v_M = shape.M;
+    (void)v_M;
+    const int64_t v_N = shape.N;
+    (void)v_N;
+    const int64_t v_K = shape.K;
+    (void)v_K;
+    const int64_t dims[4] = { shape.B, shape.M, shape.N, shape.K };
+    std::vector<int64_t> dom0;
+    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom0.begin(), dom0.end());
+    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.baseM ? a - base.baseM : base.baseM - a;
+        const int64_t db = b > base.baseM ? b - base.baseM : base.baseM - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
+    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom1.begin(), dom1.end());
+    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.baseN ? a - base.baseN : base.baseN - a;
+        const int64_t db = b > base.baseN ? b - base.baseN : base.baseN - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.baseK ? a - base.baseK : base.baseK - a;
+        const int64_t db = b > base.baseK ? b - base.baseK : base.baseK - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.stepM ? a - base.stepM : base.stepM - a;
+        const int64_t db = b > base.stepM ? b - base.stepM : base.stepM - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom4;
+    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom4.begin(), dom4.end());
+    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
+    if (dom4.empty()) return false;
+    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.stepN ? a - base.stepN : base.stepN - a;
+        const int64_t db = b > base.stepN ? b - base.stepN : base.stepN - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom5;
+    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
+    std::sort(dom5.begin(), dom5.end());
+    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
+    if (dom5.empty()) return false;
+    std::stable_sort(dom5.begin(), dom5.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.stepKa ? a - base.stepKa : base.stepKa - a;
+        const int64_t db = b > base.stepKa ? b - base.stepKa : base.stepKa - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom6;
+    dom6 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
+    std::sort(dom6.begin(), dom6.end());
+    dom6.erase(std::unique(dom6.begin(), dom6.end()), dom6.end());
+    if (dom6.empty()) return false;
+    std::stable_sort(dom6.begin(), dom6.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.stepKb ? a - base.stepKb : base.stepKb - a;
+        const int64_t db = b > base.stepKb ? b - base.stepKb : base.stepKb - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom7;
+    dom7 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom7.begin(), dom7.end());
+    dom7.erase(std::unique(dom7.begin(), dom7.end()), dom7.end());
+    if (dom7.empty()) return false;
+    std::stable_sort(dom7.begin(), dom7.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbL1 ? a - base.dbL1 : base.dbL1 - a;
+        const int64_t db = b > base.dbL1 ? b - base.dbL1 : base.dbL1 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom8;
+    dom8 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom8.begin(), dom8.end());
+    dom8.erase(std::unique(dom8.begin(), dom8.end()), dom8.end());
+    if (dom8.empty()) return false;
+    std::stable_sort(dom8.begin(), dom8.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbL0A ? a - base.dbL0A : base.dbL0A - a;
+        const int64_t db = b > base.dbL0A ? b - base.dbL0A : base.dbL0A - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom9;
+    dom9 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom9.begin(), dom9.end());
+    dom9.erase(std::unique(dom9.begin(), dom9.end()), dom9.end());
+    if (dom9.empty()) return false;
+    std::stable_sort(dom9.begin(), dom9.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbL0B ? a - base.dbL0B : base.dbL0B - a;
+        const int64_t db = b > base.dbL0B ? b - base.dbL0B : base.dbL0B - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom10;
+    dom10 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom10.begin(), dom10.end());
+    dom10.erase(std::unique(dom10.begin(), dom10.end()), dom10.end());
+    if (dom10.empty()) return false;
+    std::stable_sort(dom10.begin(), dom10.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbL0C ? a - base.dbL0C : base.dbL0C - a;
+        const int64_t db = b > base.dbL0C ? b - base.dbL0C : base.dbL0C - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom11;
+    dom11 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
+    std::sort(dom11.begin(), dom11.end());
+    dom11.erase(std::unique(dom11.begin(), dom11.end()), dom11.end());
+    if (dom11.empty()) return false;
+    std::stable_sort(dom11.begin(), dom11.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.iterateOrder ? a - base.iterateOrder : base.iterateOrder - a;
+        const int64_t db = b > base.iterateOrder ? b - base.iterateOrder : base.iterateOrder - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom12;
+    dom12 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
+    std::sort(dom12.begin(), dom12.end());
+    dom12.erase(std::unique(dom12.begin(), dom12.end()), dom12.end());
+    if (dom12.empty()) return false;
+    std::stable_sort(dom12.begin(), dom12.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.mDim ? a - base.mDim : base.mDim - a;
+        const int64_t db = b > base.mDim ? b - base.mDim : base.mDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom13;
+    dom13 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
+    std::sort(dom13.begin(), dom13.end());
+    dom13.erase(std::unique(dom13.begin(), dom13.end()), dom13.end());
+    if (dom13.empty()) return false;
+    std::stable_sort(dom13.begin(), dom13.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.nDim ? a - base.nDim : base.nDim - a;
+        const int64_t db = b > base.nDim ? b - base.nDim : base.nDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom14;
+    dom14 = {static_cast<int64_t>(INT64_C(1))};
+    std::sort(dom14.begin(), dom14.end());
+    dom14.erase(std::unique(dom14.begin(), dom14.end()), dom14.end());
+    if (dom14.empty()) return false;
+    std::stable_sort(dom14.begin(), dom14.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.kDim ? a - base.kDim : base.kDim - a;
+        const int64_t db = b > base.kDim ? b - base.kDim : base.kDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom15;
+    dom15 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24))};
+    std::sort(dom15.begin(), dom15.end());
+    dom15.erase(std::unique(dom15.begin(), dom15.end()), dom15.end());
+    if (dom15.empty()) return false;
+    std::stable_sort(dom15.begin(), dom15.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.bDim ? a - base.bDim : base.bDim - a;
+        const int64_t db = b > base.bDim ? b - base.bDim : base.bDim - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_baseM = k0 < 0 ? base.baseM : dom0[k0];
+        if (k0 >= 0 && v_baseM == base.baseM) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_issuerCores = hw_vector_cores;
+        (void)v_issuerCores;
+        const int64_t v_issuersPerBlock = INT64_C(2);
+        (void)v_issuersPerBlock;
+        const int64_t v_k0 = at_floordiv(INT64_C(32), sizeof_a);
+        (void)v_k0;
+        const int64_t v_uniqueBytes = (v_B * (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b)));
+        (void)v_uniqueBytes;
+        {
+            const double value = static_cast<double>(v_M);  // cubeTilingData.M_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_N);  // cubeTilingData.N_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_K);  // cubeTilingData.Ka_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_K);  // cubeTilingData.Kb_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_baseM);  // cubeTilingData.baseM_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_B);  // cubeTilingData.batchM_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_B);  // cubeTilingData.batchN_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_B);  // batch_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_baseN = k1 < 0 ? base.baseN : dom1[k1];
+            if (k1 >= 0 && v_baseN == base.baseN) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            {
+                const double value = static_cast<double>(v_baseN);  // cubeTilingData.baseN_fits_int32_t
+                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+            }
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_baseK = k2 < 0 ? base.baseK : dom2[k2];
+                if (k2 >= 0 && v_baseK == base.baseK) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                const int64_t v_transLength = at_max(at_max(((v_baseM * v_baseK) * sizeof_a), ((v_baseK * v_baseN) * sizeof_b)), ((v_baseM * v_baseN) * sizeof_c));
+                (void)v_transLength;
+                if (!((at_mod(v_baseK, v_k0) == INT64_C(0)))) continue;  // basek_multiple_of_k0
+                {
+                    const double value = static_cast<double>(v_baseK);  // cubeTilingData.baseK_fits_int32_t
+                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_transLength);  // cubeTilingData.transLength_fits_int32_t
+                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                }
+                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
+                    const int64_t v_stepM = k3 < 0 ? base.stepM : dom3[k3];
+                    if (k3 >= 0 && v_stepM == base.stepM) continue;
+                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                    {
+                        const double value = static_cast<double>(v_stepM);  // cubeTilingData.stepM_fits_int32_t
+                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                    }
+                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
+                        const int64_t v_stepN = k4 < 0 ? base.stepN : dom4[k4];
+                        if (k4 >= 0 && v_stepN == base.stepN) continue;
+                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                        {
+                            const double value = static_cast<double>(v_stepN);  // cubeTilingData.stepN_fits_int32_t
+                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                        }
+                        for (int64_t k5 = -1; k5 < static_cast<int64_t>(dom5.size()); ++k5) {
+                            const int64_t v_stepKa = k5 < 0 ? base.stepKa : dom5[k5];
+                            if (k5 >= 0 && v_stepKa == base.stepKa) continue;
+                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                            {
+                                const double value = static_cast<double>(v_stepKa);  // cubeTilingData.stepKa_fits_int32_t
+                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                            }
+                            for (int64_t k6 = -1; k6 < static_cast<int64_t>(dom6.size()); ++k6) {
+                                const int64_t v_stepKb = k6 < 0 ? base.stepKb : dom6[k6];
+                                if (k6 >= 0 && v_stepKb == base.stepKb) continue;
+                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                const int64_t v_stepK = at_min(v_stepKa, v_stepKb);
+                                (void)v_stepK;
+                                {
+                                    const double value = static_cast<double>(v_stepKb);  // cubeTilingData.stepKb_fits_int32_t
+                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                }
+                                for (int64_t k7 = -1; k7 < static_cast<int64_t>(dom7.size()); ++k7) {
+                                    const int64_t v_dbL1 = k7 < 0 ? base.dbL1 : dom7[k7];
+                                    if (k7 >= 0 && v_dbL1 == base.dbL1) continue;
+                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                    const int64_t v_depthA1 = ((v_stepM * v_stepKa) * v_dbL1);
+                                    (void)v_depthA1;
+                                    const int64_t v_depthB1 = ((v_stepN * v_stepKb) * v_dbL1);
+                                    (void)v_depthB1;
+                                    const int64_t v_l1UsedBytes = ((((v_baseM * v_baseK) * v_depthA1) * sizeof_a) + (((v_baseN * v_baseK) * v_depthB1) * sizeof_b));
+                                    (void)v_l1UsedBytes;
+                                    if (!((v_l1UsedBytes <= hw_l1_bytes))) continue;  // l1_fits
+                                    {
+                                        const double value = static_cast<double>(v_depthA1);  // cubeTilingData.depthA1_fits_int32_t
+                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                    }
+                                    {
+                                        const double value = static_cast<double>(v_depthB1);  // cubeTilingData.depthB1_fits_int32_t
+                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                    }
+                                    {
+                                        const double value = static_cast<double>(v_l1UsedBytes);  // cubeTilingData.shareL1Size_fits_int32_t
+                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                    }
+                                    for (int64_t k8 = -1; k8 < static_cast<int64_t>(dom8.size()); ++k8) {
+                                        const int64_t v_dbL0A = k8 < 0 ? base.dbL0A : dom8[k8];
+                                        if (k8 >= 0 && v_dbL0A == base.dbL0A) continue;
+                                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                        if (!(((((v_baseM * v_baseK) * sizeof_a) * v_dbL0A) <= hw_l0a_bytes))) continue;  // l0a_fits
+                                        {
+                                            const double value = static_cast<double>(v_dbL0A);  // cubeTilingData.dbL0A_fits_int32_t
+                                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                        }
+                                        for (int64_t k9 = -1; k9 < static_cast<int64_t>(dom9.size()); ++k9) {
+                                            const int64_t v_dbL0B = k9 < 0 ? base.dbL0B : dom9[k9];
+                                            if (k9 >= 0 && v_dbL0B == base.dbL0B) continue;
+                                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                            if (!(((((v_baseN * v_baseK) * sizeof_b) * v_dbL0B) <= hw_l0b_bytes))) continue;  // l0b_fits
+                                            {
+                                                const double value = static_cast<double>(v_dbL0B);  // cubeTilingData.dbL0B_fits_int32_t
+                                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                            }
+                                            for (int64_t k10 = -1; k10 < static_cast<int64_t>(dom10.size()); ++k10) {
+                                                const int64_t v_dbL0C = k10 < 0 ? base.dbL0C : dom10[k10];
+                                                if (k10 >= 0 && v_dbL0C == base.dbL0C) continue;
+                                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                const int64_t v_l0cUsedBytes = (((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C);
+                                                (void)v_l0cUsedBytes;
+                                                if (!(((((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C) <= hw_l0c_bytes))) continue;  // l0c_fits
+                                                {
+                                                    const double value = static_cast<double>(v_l0cUsedBytes);  // cubeTilingData.shareL0CSize_fits_int32_t
+                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                }
+                                                {
+                                                    const double value = static_cast<double>(v_dbL0C);  // cubeTilingData.dbL0C_fits_int32_t
+                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                }
+                                                for (int64_t k11 = -1; k11 < static_cast<int64_t>(dom11.size()); ++k11) {
+                                                    const int64_t v_iterateOrder = k11 < 0 ? base.iterateOrder : dom11[k11];
+                                                    if (k11 >= 0 && v_iterateOrder == base.iterateOrder) continue;
+                                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                    {
+                                                        const double value = static_cast<double>(v_iterateOrder);  // cubeTilingData.iterateOrder_fits_int32_t
+                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                    }
+                                                    for (int64_t k12 = -1; k12 < static_cast<int64_t>(dom12.size()); ++k12) {
+                                                        const int64_t v_mDim = k12 < 0 ? base.mDim : dom12[k12];
+                                                        if (k12 >= 0 && v_mDim == base.mDim) continue;
+                                                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                        const int64_t v_singleCoreM = at_min(v_M, at_align_up(at_ceil_div(v_M, v_mDim), INT64_C(16)));
+                                                        (void)v_singleCoreM;
+                                                        const int64_t v_mBlocks = at_ceil_div(v_singleCoreM, v_baseM);
+                                                        (void)v_mBlocks;
+                                                        if (!(((v_stepM == INT64_C(1)) || (v_mBlocks >= v_stepM)))) continue;  // step_m_useful
+                                                        {
+                                                            const double value = static_cast<double>(v_singleCoreM);  // cubeTilingData.singleCoreM_fits_int32_t
+                                                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                        }
+                                                        for (int64_t k13 = -1; k13 < static_cast<int64_t>(dom13.size()); ++k13) {
+                                                            const int64_t v_nDim = k13 < 0 ? base.nDim : dom13[k13];
+                                                            if (k13 >= 0 && v_nDim == base.nDim) continue;
+                                                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                            const int64_t v_singleCoreN = at_min(v_N, at_align_up(at_ceil_div(v_N, v_nDim), INT64_C(16)));
+                                                            (void)v_singleCoreN;
+                                                            const int64_t v_nBlocks = at_ceil_div(v_singleCoreN, v_baseN);
+                                                            (void)v_nBlocks;
+                                                            if (!(((v_baseM <= at_align_up(v_singleCoreM, INT64_C(16))) && (v_baseN <= at_align_up(v_singleCoreN, INT64_C(16)))))) continue;  // base_within_core_block
+                                                            if (!(((v_stepN == INT64_C(1)) || (v_nBlocks >= v_stepN)))) continue;  // step_n_useful
+                                                            {
+                                                                const double value = static_cast<double>(v_singleCoreN);  // cubeTilingData.singleCoreN_fits_int32_t
+                                                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                            }
+                                                            for (int64_t k14 = -1; k14 < static_cast<int64_t>(dom14.size()); ++k14) {
+                                                                const int64_t v_kDim = k14 < 0 ? base.kDim : dom14[k14];
+                                                                if (k14 >= 0 && v_kDim == base.kDim) continue;
+                                                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                                const int64_t v_singleCoreK = at_ceil_div(v_K, v_kDim);
+                                                                (void)v_singleCoreK;
+                                                                const int64_t v_mnCores = ((at_ceil_div(v_M, v_singleCoreM) * at_ceil_div(v_N, v_singleCoreN)) * at_ceil_div(v_K, v_singleCoreK));
+                                                                (void)v_mnCores;
+                                                                const int64_t v_kIters = at_ceil_div(v_singleCoreK, v_baseK);
+                                                                (void)v_kIters;
+                                                                const int64_t v_kaStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKa));
+                                                                (void)v_kaStepIter;
+                                                                const int64_t v_kbStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKb));
+                                                                (void)v_kbStepIter;
+                                                                const int64_t v_aReads = ((((v_iterateOrder == INT64_C(1)) && (v_kIters <= v_stepKa))) ? (INT64_C(1)) : (v_nBlocks));
+                                                                (void)v_aReads;
+                                                                const int64_t v_bReads = ((((v_iterateOrder == INT64_C(0)) && (v_kIters <= v_stepKb))) ? (INT64_C(1)) : (v_mBlocks));
+                                                                (void)v_bReads;
+                                                                const int64_t v_aCoreBytes = (((((v_mBlocks * v_baseM) * v_kIters) * v_baseK) * sizeof_a) * v_aReads);
+                                                                (void)v_aCoreBytes;
+                                                                const int64_t v_bCoreBytes = (((((v_nBlocks * v_baseN) * v_kIters) * v_baseK) * sizeof_b) * v_bReads);
+                                                                (void)v_bCoreBytes;
+                                                                if (!(((((v_mDim - INT64_C(1)) * v_singleCoreM) < v_M) && (((v_nDim - INT64_C(1)) * v_singleCoreN) < v_N) && (((v_kDim - INT64_C(1)) * v_singleCoreK) < v_K)))) continue;  // no_empty_core
+                                                                if (!(((v_stepKa == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKa)))) continue;  // step_ka_useful
+                                                                if (!(((v_stepKb == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKb)))) continue;  // step_kb_useful
+                                                                if (!(((v_kIters <= v_stepKa) || (v_stepM == INT64_C(1))))) continue;  // mdl_step_m
+                                                                if (!(((v_kIters <= v_stepKb) || (v_stepN == INT64_C(1))))) continue;  // mdl_step_n
+                                                                if (!(((at_mod(v_kaStepIter, v_kbStepIter) == INT64_C(0)) || (at_mod(v_kbStepIter, v_kaStepIter) == INT64_C(0))))) continue;  // mdl_k_step_iters_divide
+                                                                {
+                                                                    const double value = static_cast<double>(v_singleCoreK);  // cubeTilingData.singleCoreK_fits_int32_t
+                                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                                }
+                                                                for (int64_t k15 = -1; k15 < static_cast<int64_t>(dom15.size()); ++k15) {
+                                                                    const int64_t v_bDim = k15 < 0 ? base.bDim : dom15[k15];
+                                                                    if (k15 >= 0 && v_bDim == base.bDim) continue;
+                                                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                                    const int64_t v_batchPerGroup = at_ceil_div(v_B, v_bDim);
+                                                                    (void)v_batchPerGroup;
+                                                                    const int64_t v_usedCoreNum = (v_mnCores * at_ceil_div(v_B, v_batchPerGroup));
+                                                                    (void)v_usedCoreNum;
+                                                                    const int64_t v_blockDim = at_ceil_div(v_usedCoreNum, v_issuersPerBlock);
+                                                                    (void)v_blockDim;
+                                                                    const int64_t v_inFlightBytes = (at_min(v_B, at_ceil_div(v_B, v_batchPerGroup)) * (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b)));
+                                                                    (void)v_inFlightBytes;
+                                                                    const int64_t v_missBytes = (((v_inFlightBytes <= hw_l2_bytes)) ? (v_uniqueBytes) : ((v_B * ((((v_M * v_K) * sizeof_a) * v_aReads) + (((v_K * v_N) * sizeof_b) * v_bReads)))));
+                                                                    (void)v_missBytes;
+                                                                    const int64_t v_totalReads = ((v_usedCoreNum * v_batchPerGroup) * (v_aCoreBytes + v_bCoreBytes));
+                                                                    (void)v_totalReads;
+                                                                    const double v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_missBytes), static_cast<double>(at_max(v_totalReads, INT64_C(1))))));
+                                                                    (void)v_l2Hit;
+                                                                    if (!(((((v_mDim * v_nDim) * v_kDim) * v_bDim) <= v_issuerCores))) continue;  // cores_fit
+                                                                    if (!((((v_bDim - INT64_C(1)) * v_batchPerGroup) < v_B))) continue;  // no_empty_group
+                                                                    {
+                                                                        const int64_t cores = v_blockDim;  // cube_cores_within_chip
+                                                                        if (cores < 1 || cores > aicNum) continue;
+                                                                    }
+                                                                    {
+                                                                        const int64_t cores = v_blockDim;  // block_dim_within_chip
+                                                                        if (cores < 1 || cores > aicNum) continue;
+                                                                    }
+                                                                    {
+                                                                        const double value = static_cast<double>(v_usedCoreNum);  // cubeTilingData.usedCoreNum_fits_int32_t
+                                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                                    }
+                                                                    {
+                                                                        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.singleBatchM_fits_int32_t
+                                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                                    }
+                                                                    {
+                                                                        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.singleBatchN_fits_int32_t
+                                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                                    }
+                                                                    {
+                                                                        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.BatchNum_fits_int32_t
+                                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                                    }
+                                                                    {
+                                                                        const double value = static_cast<double>(v_batchPerGroup);  // batchPerCore_fits_uint32_t
+                                                                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                                                                    }
+                                                                    {
+                                                                        const int64_t values[16] = {v_baseM, v_baseN, v_baseK, v_stepM, v_stepN, v_stepKa, v_stepKb, v_dbL1, v_dbL0A, v_dbL0B, v_dbL0C, v_iterateOrder, v_mDim, v_nDim, v_kDim, v_bDim};
+                                                                        const double us = PredictUs(dims, values, aicNum, aivNum);
+                                                                        if (found == 0 || us < bestUs) {
+                                                                            bestUs = us;
+                                                                            out.baseM = v_baseM;
+                                                                            out.baseN = v_baseN;
+                                                                            out.baseK = v_baseK;
+                                                                            out.stepM = v_stepM;
+                                                                            out.stepN = v_stepN;
+                                                                            out.stepKa = v_stepKa;
+                                                                            out.stepKb = v_stepKb;
+                                                                            out.dbL1 = v_dbL1;
+                                                                            out.dbL0A = v_dbL0A;
+                                                                            out.dbL0B = v_dbL0B;
+                                                                            out.dbL0C = v_dbL0C;
+                                                                            out.iterateOrder = v_iterateOrder;
+                                                                            out.mDim = v_mDim;
+                                                                            out.nDim = v_nDim;
+                                                                            out.kDim = v_kDim;
+                                                                            out.bDim = v_bDim;
+                                                                        }
+                                                                        if (++found >= 16) break;
+                                                                    }
+                                                                }
+                                                            if (gaveUp || found >= 16) break;
+                                                            }
+                                                        if (gaveUp || found >= 16) break;
+                                                        }
+                                                    if (gaveUp || found >= 16) break;
+                                                    }
+                                                if (gaveUp || found >= 16) break;
+                                                }
+                                            if (gaveUp || found >= 16) break;
+                                            }
+                                        if (gaveUp || found >= 16) break;
+                                        }
+                                    if (gaveUp || found >= 16) break;
+                                    }
+                                if (gaveUp || found >= 16) break;
+                                }
+                            if (gaveUp || found >= 16) break;
+                            }
+                        if (gaveUp || found >= 16) break;
+                        }
+                    if (gaveUp || found >= 16) break;
+                    }
+                if (gaveUp || found >= 16) break;
+                }
+            if (gaveUp || found >= 16) break;
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
     }
-    {
-        const double d = std::log(static_cast<double>(shape.M)) -
-                         std::log(static_cast<double>(kTunedShapes[row][1]));
-        total += d * d;
-    }
-    {
-        const double d = std::log(static_cast<double>(shape.N)) -
-                         std::log(static_cast<double>(kTunedShapes[row][2]));
-        total += d * d;
-    }
-    {
-        const double d = std::log(static_cast<double>(shape.K)) -
-                         std::log(static_cast<double>(kTunedShapes[row][3]));
-        total += d * d;
-    }
-    return total;
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -569,26 +1524,67 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.B == kTunedShapes[row][0] && shape.M == kTunedShapes[row][1] && shape.N == kTunedShapes[row][2] && shape.K == kTunedShapes[row][3];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.baseM = kCandidates[row][0];
+    config.baseN = kCandidates[row][1];
+    config.baseK = kCandidates[row][2];
+    config.stepM = kCandidates[row][3];
+    config.stepN = kCandidates[row][4];
+    config.stepKa = kCandidates[row][5];
+    config.stepKb = kCandidates[row][6];
+    config.dbL1 = kCandidates[row][7];
+    config.dbL0A = kCandidates[row][8];
+    config.dbL0B = kCandidates[row][9];
+    config.dbL0C = kCandidates[row][10];
+    config.iterateOrder = kCandidates[row][11];
+    config.mDim = kCandidates[row][12];
+    config.nDim = kCandidates[row][13];
+    config.kDim = kCandidates[row][14];
+    config.bDim = kCandidates[row][15];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[4] = { shape.B, shape.M, shape.N, shape.K };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[16] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim, config.bDim };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

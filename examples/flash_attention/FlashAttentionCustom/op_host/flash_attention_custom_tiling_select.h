@@ -5,15 +5,19 @@
 // Host-side tiling selection for FlashAttentionCustom. From the op's TilingFunc:
 //     return optiling::flash_attention_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::flash_attention_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef FLASH_ATTENTION_CUSTOM_TILING_SELECT_H
 #define FLASH_ATTENTION_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "flash_attention_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace flash_attention_custom_tiling {
@@ -85,11 +146,13 @@ struct Config {
     int64_t dbVec;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -112,6 +175,649 @@ static const int64_t kTunedConfigs[kTunedCount][4] = {
     { INT64_C(256), INT64_C(1024), INT64_C(20), INT64_C(2) },
     { INT64_C(64), INT64_C(256), INT64_C(20), INT64_C(1) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 5;
+static const int64_t kCandidates[kCandidateCount][4] = {
+    { INT64_C(64), INT64_C(128), INT64_C(16), INT64_C(2) },
+    { INT64_C(128), INT64_C(1024), INT64_C(20), INT64_C(2) },
+    { INT64_C(128), INT64_C(512), INT64_C(20), INT64_C(2) },
+    { INT64_C(256), INT64_C(1024), INT64_C(20), INT64_C(2) },
+    { INT64_C(64), INT64_C(256), INT64_C(20), INT64_C(1) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[6] = {16384.0, 32768.0, 65536.0, 131072.0, 262144.0, 524288.0};
+static const double k_FP0[6] = {192.0, 200.2, 158.2, 178.8, 177.9, 166.7};
+static const double k_XP1[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP1[4] = {257.2, 262.5, 262.9, 263.4};
+static const double k_XP2[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
+static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
+static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
+static const double k_XP4[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
+static const double k_FP4[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
+static const double k_XP5[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
+static const double k_FP5[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t s1 = shape[1];
+    const int64_t s2 = shape[2];
+    const int64_t s3 = shape[3];
+    const int64_t s4 = shape[4];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    const int64_t p3 = config[3];
+    const int64_t t0 = at_ceil_div(s2, p0);
+    const int64_t t1 = at_ceil_div(s3, p1);
+    const int64_t t2 = (s0 * s1);
+    const int64_t t3 = (t2 * t0);
+    const int64_t t4 = at_ceil_div(t3, p2);
+    const int64_t t5 = (((p0 < s2)) ? p0 : s2);
+    const int64_t t6 = (-at_floordiv((-t5), INT64_C(2)));
+    const int64_t t7 = ((-at_floordiv((-s3), INT64_C(16))) * INT64_C(16));
+    const int64_t t8 = (((p1 < t7)) ? p1 : t7);
+    const int64_t t9 = (((s4 > INT64_C(128))) ? INT64_C(128) : INT64_C(256));
+    const int64_t t10 = (p0 * INT64_C(4));
+    const int64_t t11 = at_floordiv(INT64_C(131072), t10);
+    const int64_t t12 = (at_floordiv(t11, INT64_C(16)) * INT64_C(16));
+    const int64_t t13 = (((t8 < t9)) ? t8 : t9);
+    const int64_t t14 = (((t13 < t12)) ? t13 : t12);
+    const int64_t t15 = at_ceil_div(t8, t14);
+    const int64_t t16 = (((s4 > INT64_C(128))) ? INT64_C(4096) : INT64_C(8192));
+    const int64_t t17 = at_floordiv(t16, t8);
+    const int64_t t18 = (((t6 < t17)) ? t6 : t17);
+    const int64_t t19 = (((INT64_C(1) > t18)) ? INT64_C(1) : t18);
+    const int64_t t20 = at_ceil_div(t6, t19);
+    const double t21 = at_fdiv(1.0, static_cast<double>(t0));
+    const double t22 = (1.0 - t21);
+    const int64_t t23 = (t0 - INT64_C(1));
+    const int64_t t24 = (t23 * p0);
+    const int64_t t25 = (s2 - t24);
+    (void)t25;
+    const int64_t t26 = (t1 - INT64_C(1));
+    const int64_t t27 = (t26 * p1);
+    const int64_t t28 = (s3 - t27);
+    (void)t28;
+    const double t29 = static_cast<double>(p2);
+    const double t30 = static_cast<double>(t3);
+    const double t31 = at_fceil(at_py_div(t30, ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0)));
+    const double t32 = ((((t31 > 0.0)) || ((t31 != t31))) ? t31 : 0.0);
+    const double t33 = (((t32 > 1.0)) ? 14.0 : 0.0);
+    const double t34 = t33;
+    const int64_t t35 = (((p0 < s2)) ? p0 : s2);
+    const int64_t t36 = (t35 * s4);
+    const double t37 = static_cast<double>((t36 * INT64_C(2)));
+    const double t38 = static_cast<double>((((p0 < s2)) ? p0 : s2));
+    const double t39 = ((((t38 > 1.0)) || ((t38 != t38))) ? t38 : 1.0);
+    const double t40 = at_py_div(t37, t39);
+    const double t41 = ((t39 * at_fceil(at_py_div(t40, 32.0))) * 32.0);
+    const double t42 = at_interp(t41, k_XP0, k_FP0, 6);
+    const bool t43 = ((std::fmod(t40, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t44 = (t43 ? 1.0 : 0.7);
+    const double t45 = (t42 * t44);
+    const double t46 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t47 = ((((t46 < 1.0)) || ((t46 != t46))) ? t46 : 1.0);
+    const double t48 = at_py_div(1.0, (at_py_div((1.0 - t47), 888.8888888888889) + at_py_div(t47, 3888.8888888888887)));
+    const double t49 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
+    const double t50 = (t49 * 330.0);
+    const double t51 = std::pow(t48, (-1.5));
+    const double t52 = at_py_div(std::pow((std::pow(t50, (-1.5)) + t51), (-0.6666666666666666)), t49);
+    const double t53 = ((((t45 < t52)) || ((t45 != t45))) ? t45 : t52);
+    const double t54 = at_py_div((1.0 * t41), t52);
+    const double t55 = (210.0 + at_py_div(t41, t53));
+    const double t56 = (1.0 * t55);
+    const double t57 = (t34 + t56);
+    const double t58 = (0.0 + t56);
+    const double t59 = (0.0 + t54);
+    const double t60 = static_cast<double>(t1);
+    const double t61 = static_cast<double>(INT64_C(2));
+    const double t62 = ((((t60 > 0.0)) || ((t60 != t60))) ? t60 : 0.0);
+    const double t63 = (((t62 > 1.0)) ? 14.0 : 0.0);
+    const double t64 = t63;
+    const double t65 = static_cast<double>(t15);
+    const int64_t t66 = (t14 * s4);
+    const double t67 = static_cast<double>((t66 * INT64_C(2)));
+    const double t68 = static_cast<double>(t14);
+    const double t69 = t22;
+    const double t70 = ((((t68 > 1.0)) || ((t68 != t68))) ? t68 : 1.0);
+    const double t71 = at_py_div(t67, t70);
+    const double t72 = ((t70 * at_fceil(at_py_div(t71, 32.0))) * 32.0);
+    const double t73 = at_interp(t72, k_XP0, k_FP0, 6);
+    const bool t74 = ((std::fmod(t71, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t75 = (t74 ? 1.0 : 0.7);
+    const double t76 = (t73 * t75);
+    const double t77 = ((((t69 > 0.0)) || ((t69 != t69))) ? t69 : 0.0);
+    const double t78 = ((((t77 < 1.0)) || ((t77 != t77))) ? t77 : 1.0);
+    const double t79 = at_py_div(1.0, (at_py_div((1.0 - t78), 888.8888888888889) + at_py_div(t78, 3888.8888888888887)));
+    const double t80 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
+    const double t81 = (t80 * 330.0);
+    const double t82 = std::pow(t79, (-1.5));
+    const double t83 = at_py_div(std::pow((std::pow(t81, (-1.5)) + t82), (-0.6666666666666666)), t80);
+    const double t84 = ((((t76 < t83)) || ((t76 != t76))) ? t76 : t83);
+    const double t85 = at_py_div((t65 * t72), t83);
+    const double t86 = (210.0 + at_py_div(t72, t84));
+    const double t87 = (t65 * t86);
+    const double t88 = (t64 + t87);
+    const double t89 = (0.0 + t87);
+    const double t90 = (0.0 + t85);
+    const double t91 = static_cast<double>(t15);
+    const int64_t t92 = (p0 * s4);
+    const double t93 = static_cast<double>((t92 * INT64_C(2)));
+    const double t94 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t95 = at_py_div(t93, t94);
+    const double t96 = ((t94 * at_fceil(at_py_div(t95, 32.0))) * 32.0);
+    const double t97 = at_interp(t96, k_XP1, k_FP1, 4);
+    const double t98 = (2.0 + at_py_div(t96, t97));
+    const double t99 = (t91 * t98);
+    const double t100 = (t88 + t99);
+    const double t101 = (0.0 + t99);
+    const double t102 = (t90 + 0.0);
+    const double t103 = static_cast<double>(t15);
+    const int64_t t104 = (t14 * s4);
+    const double t105 = static_cast<double>((t104 * INT64_C(2)));
+    const double t106 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t107 = at_py_div(t105, t106);
+    const double t108 = ((t106 * at_fceil(at_py_div(t107, 32.0))) * 32.0);
+    const double t109 = at_interp(t108, k_XP2, k_FP2, 4);
+    const double t110 = (2.0 + at_py_div(t108, t109));
+    const double t111 = (t103 * t110);
+    const double t112 = (t100 + t111);
+    const double t113 = (t101 + t111);
+    const double t114 = (t102 + 0.0);
+    const double t115 = static_cast<double>(t15);
+    const double t116 = static_cast<double>(p0);
+    const double t117 = static_cast<double>(t14);
+    const double t118 = static_cast<double>(s4);
+    const double t119 = ((at_fceil(at_py_div(t116, 16.0)) * at_fceil(at_py_div(t117, 16.0))) * at_fceil(at_py_div(t118, static_cast<double>(INT64_C(16)))));
+    const double t120 = ((t119 * 1.0) + 2.0);
+    const double t121 = (t115 * t120);
+    const double t122 = (t112 + t121);
+    const double t123 = (0.0 + t121);
+    const double t124 = (t114 + 0.0);
+    const double t125 = static_cast<double>(t15);
+    const int64_t t126 = (p0 * t14);
+    const double t127 = static_cast<double>((t126 * INT64_C(4)));
+    const double t128 = static_cast<double>(p0);
+    const double t129 = static_cast<double>(INT64_C(1));
+    const double t130 = ((((t128 > 1.0)) || ((t128 != t128))) ? t128 : 1.0);
+    const double t131 = at_py_div(t127, t130);
+    const double t132 = ((t130 * at_fceil(at_py_div(t131, 32.0))) * 32.0);
+    const double t133 = at_interp(t132, k_XP3, k_FP3, 6);
+    const bool t134 = ((std::fmod(t131, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t135 = (t134 ? 1.0 : 0.7);
+    const double t136 = (t133 * t135);
+    const double t137 = ((((t129 > 0.0)) || ((t129 != t129))) ? t129 : 0.0);
+    const double t138 = ((((t137 < 1.0)) || ((t137 != t137))) ? t137 : 1.0);
+    const double t139 = at_py_div(1.0, (at_py_div((1.0 - t138), 888.8888888888889) + at_py_div(t138, 3888.8888888888887)));
+    const double t140 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
+    const double t141 = (t140 * 330.0);
+    const double t142 = std::pow(t139, (-1.5));
+    const double t143 = at_py_div(std::pow((std::pow(t141, (-1.5)) + t142), (-0.6666666666666666)), t140);
+    const double t144 = ((((t136 < t143)) || ((t136 != t136))) ? t136 : t143);
+    const double t145 = at_py_div((t125 * t132), t143);
+    const double t146 = (11.0 + at_py_div(t132, t144));
+    const double t147 = (t125 * t146);
+    const double t148 = (t122 + t147);
+    const double t149 = (0.0 + t147);
+    const double t150 = (t124 + t145);
+    const double t151 = static_cast<double>(t15);
+    const int64_t t152 = (p0 * t14);
+    const double t153 = static_cast<double>((t152 * INT64_C(2)));
+    const double t154 = static_cast<double>(p0);
+    const double t155 = static_cast<double>(INT64_C(1));
+    const double t156 = ((((t154 > 1.0)) || ((t154 != t154))) ? t154 : 1.0);
+    const double t157 = at_py_div(t153, t156);
+    const double t158 = ((t156 * at_fceil(at_py_div(t157, 32.0))) * 32.0);
+    const double t159 = at_interp(t158, k_XP0, k_FP0, 6);
+    const bool t160 = ((std::fmod(t157, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t161 = (t160 ? 1.0 : 0.7);
+    const double t162 = (t159 * t161);
+    const double t163 = ((((t155 > 0.0)) || ((t155 != t155))) ? t155 : 0.0);
+    const double t164 = ((((t163 < 1.0)) || ((t163 != t163))) ? t163 : 1.0);
+    const double t165 = at_py_div(1.0, (at_py_div((1.0 - t164), 888.8888888888889) + at_py_div(t164, 3888.8888888888887)));
+    const double t166 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
+    const double t167 = (t166 * 330.0);
+    const double t168 = std::pow(t165, (-1.5));
+    const double t169 = at_py_div(std::pow((std::pow(t167, (-1.5)) + t168), (-0.6666666666666666)), t166);
+    const double t170 = ((((t162 < t169)) || ((t162 != t162))) ? t162 : t169);
+    const double t171 = at_py_div((t151 * t158), t169);
+    const double t172 = (210.0 + at_py_div(t158, t170));
+    const double t173 = (t151 * t172);
+    const double t174 = (t148 + t173);
+    const double t175 = (t89 + t173);
+    const double t176 = (t150 + t171);
+    const double t177 = static_cast<double>(t15);
+    const int64_t t178 = (t14 * s4);
+    const double t179 = static_cast<double>((t178 * INT64_C(2)));
+    const double t180 = static_cast<double>(t14);
+    const double t181 = t22;
+    const double t182 = ((((t180 > 1.0)) || ((t180 != t180))) ? t180 : 1.0);
+    const double t183 = at_py_div(t179, t182);
+    const double t184 = ((t182 * at_fceil(at_py_div(t183, 32.0))) * 32.0);
+    const double t185 = at_interp(t184, k_XP0, k_FP0, 6);
+    const bool t186 = ((std::fmod(t183, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t187 = (t186 ? 1.0 : 0.7);
+    const double t188 = (t185 * t187);
+    const double t189 = ((((t181 > 0.0)) || ((t181 != t181))) ? t181 : 0.0);
+    const double t190 = ((((t189 < 1.0)) || ((t189 != t189))) ? t189 : 1.0);
+    const double t191 = at_py_div(1.0, (at_py_div((1.0 - t190), 888.8888888888889) + at_py_div(t190, 3888.8888888888887)));
+    const double t192 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
+    const double t193 = (t192 * 330.0);
+    const double t194 = std::pow(t191, (-1.5));
+    const double t195 = at_py_div(std::pow((std::pow(t193, (-1.5)) + t194), (-0.6666666666666666)), t192);
+    const double t196 = ((((t188 < t195)) || ((t188 != t188))) ? t188 : t195);
+    const double t197 = at_py_div((t177 * t184), t195);
+    const double t198 = (210.0 + at_py_div(t184, t196));
+    const double t199 = (t177 * t198);
+    const double t200 = (t174 + t199);
+    const double t201 = (t175 + t199);
+    const double t202 = (t176 + t197);
+    const double t203 = static_cast<double>(t15);
+    const int64_t t204 = (p0 * t14);
+    const double t205 = static_cast<double>((t204 * INT64_C(2)));
+    const double t206 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t207 = at_py_div(t205, t206);
+    const double t208 = ((t206 * at_fceil(at_py_div(t207, 32.0))) * 32.0);
+    const double t209 = at_interp(t208, k_XP1, k_FP1, 4);
+    const double t210 = (2.0 + at_py_div(t208, t209));
+    const double t211 = (t203 * t210);
+    const double t212 = (t200 + t211);
+    const double t213 = (t113 + t211);
+    const double t214 = (t202 + 0.0);
+    const double t215 = static_cast<double>(t15);
+    const int64_t t216 = (t14 * s4);
+    const double t217 = static_cast<double>((t216 * INT64_C(2)));
+    const double t218 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t219 = at_py_div(t217, t218);
+    const double t220 = ((t218 * at_fceil(at_py_div(t219, 32.0))) * 32.0);
+    const double t221 = at_interp(t220, k_XP2, k_FP2, 4);
+    const double t222 = (2.0 + at_py_div(t220, t221));
+    const double t223 = (t215 * t222);
+    const double t224 = (t212 + t223);
+    const double t225 = (t213 + t223);
+    const double t226 = (t214 + 0.0);
+    const double t227 = static_cast<double>(t15);
+    const double t228 = static_cast<double>(p0);
+    const double t229 = static_cast<double>(s4);
+    const double t230 = static_cast<double>(t14);
+    const double t231 = ((at_fceil(at_py_div(t228, 16.0)) * at_fceil(at_py_div(t229, 16.0))) * at_fceil(at_py_div(t230, static_cast<double>(INT64_C(16)))));
+    const double t232 = ((t231 * 1.0) + 2.0);
+    const double t233 = (t227 * t232);
+    const double t234 = (t224 + t233);
+    const double t235 = (t123 + t233);
+    const double t236 = (t226 + 0.0);
+    const int64_t t237 = (p0 * s4);
+    const double t238 = static_cast<double>((t237 * INT64_C(4)));
+    const double t239 = static_cast<double>(p0);
+    const double t240 = static_cast<double>(INT64_C(1));
+    const double t241 = ((((t239 > 1.0)) || ((t239 != t239))) ? t239 : 1.0);
+    const double t242 = at_py_div(t238, t241);
+    const double t243 = ((t241 * at_fceil(at_py_div(t242, 32.0))) * 32.0);
+    const double t244 = at_interp(t243, k_XP3, k_FP3, 6);
+    const bool t245 = ((std::fmod(t242, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t246 = (t245 ? 1.0 : 0.7);
+    const double t247 = (t244 * t246);
+    const double t248 = ((((t240 > 0.0)) || ((t240 != t240))) ? t240 : 0.0);
+    const double t249 = ((((t248 < 1.0)) || ((t248 != t248))) ? t248 : 1.0);
+    const double t250 = at_py_div(1.0, (at_py_div((1.0 - t249), 888.8888888888889) + at_py_div(t249, 3888.8888888888887)));
+    const double t251 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
+    const double t252 = (t251 * 330.0);
+    const double t253 = std::pow(t250, (-1.5));
+    const double t254 = at_py_div(std::pow((std::pow(t252, (-1.5)) + t253), (-0.6666666666666666)), t251);
+    const double t255 = ((((t247 < t254)) || ((t247 != t247))) ? t247 : t254);
+    const double t256 = at_py_div((1.0 * t243), t254);
+    const double t257 = (11.0 + at_py_div(t243, t255));
+    const double t258 = (1.0 * t257);
+    const double t259 = (t234 + t258);
+    const double t260 = (t149 + t258);
+    const double t261 = (t236 + t256);
+    const double t262 = (t259 + 14.0);
+    const double t263 = (t63 + 14.0);
+    const double t264 = ((((t263 > t201)) || ((t263 != t263))) ? t263 : t201);
+    const double t265 = ((((t264 > t225)) || ((t264 != t264))) ? t264 : t225);
+    const double t266 = ((((t265 > t235)) || ((t265 != t265))) ? t265 : t235);
+    const double t267 = ((((t266 > t260)) || ((t266 != t266))) ? t266 : t260);
+    const double t268 = ((((t267 > t261)) || ((t267 != t267))) ? t267 : t261);
+    const double t269 = ((((t268 > 0.0)) || ((t268 != t268))) ? t268 : 0.0);
+    const double t270 = (t62 - 1.0);
+    const double t271 = ((((t270 > 0.0)) || ((t270 != t270))) ? t270 : 0.0);
+    const bool t272 = ((t61 >= static_cast<double>(INT64_C(2))));
+    const double t273 = (t272 ? (t262 + (t271 * t269)) : (t62 * t262));
+    const double t274 = (t272 ? (t62 * 0.0) : ((t271 * t262) + t269));
+    const double t275 = (((t62 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t273);
+    const double t276 = (((t62 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t274);
+    const double t277 = (t263 * t62);
+    const double t278 = (t201 * t62);
+    const double t279 = (t225 * t62);
+    const double t280 = (t235 * t62);
+    const double t281 = (t260 * t62);
+    const double t282 = (t261 * t62);
+    const double t283 = (t57 + t275);
+    const double t284 = (t33 + t277);
+    const double t285 = (t58 + t278);
+    const double t286 = (0.0 + t279);
+    const double t287 = (0.0 + t280);
+    const double t288 = (0.0 + t281);
+    const double t289 = (t59 + t282);
+    const double t290 = (((0.0 > t276)) ? 0.0 : t276);
+    const double t291 = (t283 + 0.0);
+    const double t292 = (t284 + 0.0);
+    const double t293 = ((((t292 > t285)) || ((t292 != t292))) ? t292 : t285);
+    const double t294 = ((((t293 > t286)) || ((t293 != t293))) ? t293 : t286);
+    const double t295 = ((((t294 > t287)) || ((t294 != t294))) ? t294 : t287);
+    const double t296 = ((((t295 > t288)) || ((t295 != t295))) ? t295 : t288);
+    const double t297 = ((((t296 > t289)) || ((t296 != t296))) ? t296 : t289);
+    const double t298 = ((((t297 > t290)) || ((t297 != t297))) ? t297 : t290);
+    const double t299 = (t32 - 1.0);
+    const double t300 = ((((t299 > 0.0)) || ((t299 != t299))) ? t299 : 0.0);
+    const double t301 = (t32 * t291);
+    const double t302 = ((t300 * t291) + t298);
+    const double t303 = (((t32 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t301);
+    const double t304 = (((t32 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t302);
+    (void)t304;
+    const double t305 = (t292 * t32);
+    (void)t305;
+    const double t306 = (t285 * t32);
+    (void)t306;
+    const double t307 = (t286 * t32);
+    (void)t307;
+    const double t308 = (t287 * t32);
+    (void)t308;
+    const double t309 = (t288 * t32);
+    (void)t309;
+    const double t310 = (t289 * t32);
+    (void)t310;
+    const double t311 = at_py_div(t303, 1800.0);
+    const double t312 = ((2.0 + 19.79) + at_py_div((1.3 * t29), static_cast<double>(aic)));
+    const double t313 = (((0.0 > t312)) ? 0.0 : t312);
+    const double t314 = static_cast<double>((INT64_C(2) * p2));
+    const double t315 = static_cast<double>((INT64_C(2) * t3));
+    const double t316 = at_fceil(at_py_div(t315, ((((t314 > 1.0)) || ((t314 != t314))) ? t314 : 1.0)));
+    const double t317 = ((((t316 > 0.0)) || ((t316 != t316))) ? t316 : 0.0);
+    const double t318 = (((t317 > 1.0)) ? 14.0 : 0.0);
+    const double t319 = t318;
+    const double t320 = static_cast<double>(t1);
+    const double t321 = static_cast<double>(INT64_C(1));
+    const double t322 = ((((t320 > 0.0)) || ((t320 != t320))) ? t320 : 0.0);
+    const double t323 = (((t322 > 1.0)) ? 14.0 : 0.0);
+    const double t324 = t323;
+    const double t325 = static_cast<double>(t20);
+    const double t326 = static_cast<double>(p3);
+    const double t327 = ((((t325 > 0.0)) || ((t325 != t325))) ? t325 : 0.0);
+    const double t328 = (((t327 > 1.0)) ? 14.0 : 0.0);
+    const double t329 = t328;
+    const int64_t t330 = (t19 * t8);
+    const double t331 = static_cast<double>((t330 * INT64_C(4)));
+    const double t332 = static_cast<double>(t19);
+    const double t333 = static_cast<double>(INT64_C(1));
+    const double t334 = ((((t332 > 1.0)) || ((t332 != t332))) ? t332 : 1.0);
+    const double t335 = at_py_div(t331, t334);
+    const double t336 = ((t334 * at_fceil(at_py_div(t335, 32.0))) * 32.0);
+    const double t337 = at_interp(t336, k_XP4, k_FP4, 5);
+    const bool t338 = ((std::fmod(t335, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t339 = (t338 ? 1.0 : 0.7);
+    const double t340 = (t337 * t339);
+    const double t341 = ((((t333 > 0.0)) || ((t333 != t333))) ? t333 : 0.0);
+    const double t342 = ((((t341 < 1.0)) || ((t341 != t341))) ? t341 : 1.0);
+    const double t343 = at_py_div(1.0, (at_py_div((1.0 - t342), 888.8888888888889) + at_py_div(t342, 3888.8888888888887)));
+    const double t344 = ((((t314 > 1.0)) || ((t314 != t314))) ? t314 : 1.0);
+    const double t345 = (t344 * 200.0);
+    const double t346 = std::pow(t343, (-1.5));
+    const double t347 = at_py_div(std::pow((std::pow(t345, (-1.5)) + t346), (-0.6666666666666666)), t344);
+    const double t348 = ((((t340 < t347)) || ((t340 != t340))) ? t340 : t347);
+    const double t349 = at_py_div((1.0 * t336), t347);
+    const double t350 = (190.0 + at_py_div(t336, t348));
+    const double t351 = (1.0 * t350);
+    const double t352 = (t329 + t351);
+    const double t353 = (0.0 + t351);
+    const double t354 = (0.0 + t349);
+    const double t355 = static_cast<double>(t19);
+    const double t356 = static_cast<double>(at_floordiv(t8, INT64_C(2)));
+    const double t357 = at_fceil(at_py_div((t356 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t358 = at_fceil(at_py_div(t357, 255.0));
+    const double t359 = ((t358 * 22.0) + (t357 * 2.0));
+    const double t360 = (t355 * t359);
+    const double t361 = (t352 + t360);
+    const double t362 = (0.0 + t360);
+    const double t363 = (t354 + 0.0);
+    const double t364 = static_cast<double>(t19);
+    const double t365 = static_cast<double>((((t8 < INT64_C(64))) ? t8 : INT64_C(64)));
+    const double t366 = at_fceil(at_py_div((t365 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t367 = at_fceil(at_py_div(t366, 255.0));
+    const double t368 = ((t367 * 22.0) + (t366 * 7.0));
+    const double t369 = (t364 * t368);
+    const double t370 = (t361 + t369);
+    const double t371 = (t362 + t369);
+    const double t372 = (t363 + 0.0);
+    const double t373 = static_cast<double>(t19);
+    const double t374 = static_cast<double>(t8);
+    const double t375 = at_fceil(at_py_div((t374 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t376 = at_fceil(at_py_div(t375, 255.0));
+    const double t377 = ((t376 * 22.0) + (t375 * 1.0));
+    const double t378 = (t373 * t377);
+    const double t379 = (t370 + t378);
+    const double t380 = (t371 + t378);
+    const double t381 = (t372 + 0.0);
+    const double t382 = static_cast<double>((t19 * t8));
+    const double t383 = at_fceil(at_py_div((t382 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t384 = at_fceil(at_py_div(t383, 255.0));
+    const double t385 = ((t384 * 22.0) + (t383 * 2.0));
+    const double t386 = (1.0 * t385);
+    const double t387 = (t379 + t386);
+    const double t388 = (t380 + t386);
+    const double t389 = (t381 + 0.0);
+    const double t390 = static_cast<double>(t19);
+    const double t391 = static_cast<double>(at_floordiv(t8, INT64_C(2)));
+    const double t392 = at_fceil(at_py_div((t391 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t393 = at_fceil(at_py_div(t392, 255.0));
+    const double t394 = ((t393 * 22.0) + (t392 * 2.0));
+    const double t395 = (t390 * t394);
+    const double t396 = (t387 + t395);
+    const double t397 = (t388 + t395);
+    const double t398 = (t389 + 0.0);
+    const double t399 = static_cast<double>(t19);
+    const double t400 = static_cast<double>((((t8 < INT64_C(64))) ? t8 : INT64_C(64)));
+    const double t401 = at_fceil(at_py_div((t400 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t402 = at_fceil(at_py_div(t401, 255.0));
+    const double t403 = ((t402 * 22.0) + (t401 * 7.0));
+    const double t404 = (t399 * t403);
+    const double t405 = (t396 + t404);
+    const double t406 = (t397 + t404);
+    const double t407 = (t398 + 0.0);
+    const double t408 = static_cast<double>((t19 * t8));
+    const double t409 = at_fceil(at_py_div((t408 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t410 = at_fceil(at_py_div(t409, 255.0));
+    const double t411 = ((t410 * 22.0) + (t409 * 2.0));
+    const double t412 = (1.0 * t411);
+    const double t413 = (t405 + t412);
+    const double t414 = (t406 + t412);
+    const double t415 = (t407 + 0.0);
+    const int64_t t416 = (t19 * t8);
+    const double t417 = static_cast<double>((t416 * INT64_C(2)));
+    const double t418 = static_cast<double>(t19);
+    const double t419 = static_cast<double>(INT64_C(1));
+    const double t420 = ((((t418 > 1.0)) || ((t418 != t418))) ? t418 : 1.0);
+    const double t421 = at_py_div(t417, t420);
+    const double t422 = ((t420 * at_fceil(at_py_div(t421, 32.0))) * 32.0);
+    const double t423 = at_interp(t422, k_XP5, k_FP5, 5);
+    const bool t424 = ((std::fmod(t421, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t425 = (t424 ? 1.0 : 0.7);
+    const double t426 = (t423 * t425);
+    const double t427 = ((((t419 > 0.0)) || ((t419 != t419))) ? t419 : 0.0);
+    const double t428 = ((((t427 < 1.0)) || ((t427 != t427))) ? t427 : 1.0);
+    const double t429 = at_py_div(1.0, (at_py_div((1.0 - t428), 888.8888888888889) + at_py_div(t428, 3888.8888888888887)));
+    const double t430 = ((((t314 > 1.0)) || ((t314 != t314))) ? t314 : 1.0);
+    const double t431 = (t430 * 200.0);
+    const double t432 = std::pow(t429, (-1.5));
+    const double t433 = at_py_div(std::pow((std::pow(t431, (-1.5)) + t432), (-0.6666666666666666)), t430);
+    const double t434 = ((((t426 < t433)) || ((t426 != t426))) ? t426 : t433);
+    const double t435 = at_py_div((1.0 * t422), t433);
+    const double t436 = (80.0 + at_py_div(t422, t434));
+    const double t437 = (1.0 * t436);
+    const double t438 = (t413 + t437);
+    const double t439 = (0.0 + t437);
+    const double t440 = (t415 + t435);
+    const double t441 = (t438 + 4.0);
+    const double t442 = (t328 + 4.0);
+    const double t443 = ((((t442 > t353)) || ((t442 != t442))) ? t442 : t353);
+    const double t444 = ((((t443 > t414)) || ((t443 != t443))) ? t443 : t414);
+    const double t445 = ((((t444 > t439)) || ((t444 != t444))) ? t444 : t439);
+    const double t446 = ((((t445 > t440)) || ((t445 != t445))) ? t445 : t440);
+    const double t447 = ((((t446 > 0.0)) || ((t446 != t446))) ? t446 : 0.0);
+    const double t448 = (t327 - 1.0);
+    const double t449 = ((((t448 > 0.0)) || ((t448 != t448))) ? t448 : 0.0);
+    const bool t450 = ((t326 >= static_cast<double>(INT64_C(2))));
+    const double t451 = (t450 ? (t441 + (t449 * t447)) : (t327 * t441));
+    const double t452 = (t450 ? (t327 * 0.0) : ((t449 * t441) + t447));
+    const double t453 = (((t327 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t451);
+    const double t454 = (((t327 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t452);
+    const double t455 = (t442 * t327);
+    const double t456 = (t353 * t327);
+    const double t457 = (t414 * t327);
+    const double t458 = (t439 * t327);
+    const double t459 = (t440 * t327);
+    const double t460 = (t324 + t453);
+    const double t461 = (t323 + t455);
+    const double t462 = (0.0 + t456);
+    const double t463 = (0.0 + t457);
+    const double t464 = (0.0 + t458);
+    const double t465 = (0.0 + t459);
+    const double t466 = (((0.0 > t454)) ? 0.0 : t454);
+    const int64_t t467 = (t6 * s4);
+    const double t468 = static_cast<double>((t467 * INT64_C(4)));
+    const double t469 = static_cast<double>(t6);
+    const double t470 = static_cast<double>(INT64_C(1));
+    const double t471 = ((((t469 > 1.0)) || ((t469 != t469))) ? t469 : 1.0);
+    const double t472 = at_py_div(t468, t471);
+    const double t473 = ((t471 * at_fceil(at_py_div(t472, 32.0))) * 32.0);
+    const double t474 = at_interp(t473, k_XP4, k_FP4, 5);
+    const bool t475 = ((std::fmod(t472, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t476 = (t475 ? 1.0 : 0.7);
+    const double t477 = (t474 * t476);
+    const double t478 = ((((t470 > 0.0)) || ((t470 != t470))) ? t470 : 0.0);
+    const double t479 = ((((t478 < 1.0)) || ((t478 != t478))) ? t478 : 1.0);
+    const double t480 = at_py_div(1.0, (at_py_div((1.0 - t479), 888.8888888888889) + at_py_div(t479, 3888.8888888888887)));
+    const double t481 = ((((t314 > 1.0)) || ((t314 != t314))) ? t314 : 1.0);
+    const double t482 = (t481 * 200.0);
+    const double t483 = std::pow(t480, (-1.5));
+    const double t484 = at_py_div(std::pow((std::pow(t482, (-1.5)) + t483), (-0.6666666666666666)), t481);
+    const double t485 = ((((t477 < t484)) || ((t477 != t477))) ? t477 : t484);
+    const double t486 = at_py_div((1.0 * t473), t484);
+    const double t487 = (190.0 + at_py_div(t473, t485));
+    const double t488 = (1.0 * t487);
+    const double t489 = (t460 + t488);
+    const double t490 = (t462 + t488);
+    const double t491 = (t465 + t486);
+    const double t492 = static_cast<double>(INT64_C(2));
+    const double t493 = static_cast<double>((t6 * s4));
+    const double t494 = at_fceil(at_py_div((t493 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t495 = at_fceil(at_py_div(t494, 255.0));
+    const double t496 = ((t495 * 22.0) + (t494 * 2.0));
+    const double t497 = (t492 * t496);
+    const double t498 = (t489 + t497);
+    const double t499 = (t463 + t497);
+    const double t500 = (t491 + 0.0);
+    const double t501 = (t498 + 4.0);
+    const double t502 = (t461 + 4.0);
+    const double t503 = ((((t502 > t490)) || ((t502 != t502))) ? t502 : t490);
+    const double t504 = ((((t503 > t499)) || ((t503 != t503))) ? t503 : t499);
+    const double t505 = ((((t504 > t464)) || ((t504 != t504))) ? t504 : t464);
+    const double t506 = ((((t505 > t500)) || ((t505 != t505))) ? t505 : t500);
+    const double t507 = ((((t506 > t466)) || ((t506 != t506))) ? t506 : t466);
+    const double t508 = (t322 - 1.0);
+    const double t509 = ((((t508 > 0.0)) || ((t508 != t508))) ? t508 : 0.0);
+    const bool t510 = ((t321 >= static_cast<double>(INT64_C(2))));
+    const double t511 = (t510 ? (t501 + (t509 * t507)) : (t322 * t501));
+    const double t512 = (t510 ? (t322 * t466) : ((t509 * t501) + t507));
+    const double t513 = (((t322 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t511);
+    const double t514 = (((t322 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t512);
+    const double t515 = (t502 * t322);
+    const double t516 = (t490 * t322);
+    const double t517 = (t499 * t322);
+    const double t518 = (t464 * t322);
+    const double t519 = (t500 * t322);
+    const double t520 = (t319 + t513);
+    const double t521 = (t318 + t515);
+    const double t522 = (0.0 + t516);
+    const double t523 = (0.0 + t517);
+    const double t524 = (0.0 + t518);
+    const double t525 = (0.0 + t519);
+    const double t526 = (((0.0 > t514)) ? 0.0 : t514);
+    const double t527 = static_cast<double>((t6 * s4));
+    const double t528 = at_fceil(at_py_div((t527 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t529 = at_fceil(at_py_div(t528, 255.0));
+    const double t530 = ((t529 * 22.0) + (t528 * 4.0));
+    const double t531 = (1.0 * t530);
+    const double t532 = (t520 + t531);
+    const double t533 = (t523 + t531);
+    const double t534 = (t525 + 0.0);
+    const double t535 = static_cast<double>((t6 * s4));
+    const double t536 = at_fceil(at_py_div((t535 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t537 = at_fceil(at_py_div(t536, 255.0));
+    const double t538 = ((t537 * 22.0) + (t536 * 2.0));
+    const double t539 = (1.0 * t538);
+    const double t540 = (t532 + t539);
+    const double t541 = (t533 + t539);
+    const double t542 = (t534 + 0.0);
+    const int64_t t543 = (t6 * s4);
+    const double t544 = static_cast<double>((t543 * INT64_C(2)));
+    const double t545 = static_cast<double>(t6);
+    const double t546 = ((((t545 > 1.0)) || ((t545 != t545))) ? t545 : 1.0);
+    const double t547 = at_py_div(t544, t546);
+    const double t548 = ((t546 * at_fceil(at_py_div(t547, 32.0))) * 32.0);
+    const double t549 = at_interp(t548, k_XP5, k_FP5, 5);
+    const bool t550 = ((std::fmod(t547, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t551 = (t550 ? 1.0 : 0.7);
+    const double t552 = (t549 * t551);
+    const double t553 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t554 = ((((t553 < 1.0)) || ((t553 != t553))) ? t553 : 1.0);
+    const double t555 = at_py_div(1.0, (at_py_div((1.0 - t554), 888.8888888888889) + at_py_div(t554, 3888.8888888888887)));
+    const double t556 = ((((t314 > 1.0)) || ((t314 != t314))) ? t314 : 1.0);
+    const double t557 = (t556 * 200.0);
+    const double t558 = std::pow(t555, (-1.5));
+    const double t559 = at_py_div(std::pow((std::pow(t557, (-1.5)) + t558), (-0.6666666666666666)), t556);
+    const double t560 = ((((t552 < t559)) || ((t552 != t552))) ? t552 : t559);
+    const double t561 = at_py_div((1.0 * t548), t559);
+    const double t562 = (80.0 + at_py_div(t548, t560));
+    const double t563 = (1.0 * t562);
+    const double t564 = (t540 + t563);
+    const double t565 = (t524 + t563);
+    const double t566 = (t542 + t561);
+    const double t567 = (t564 + 2.0);
+    const double t568 = (t521 + 2.0);
+    const double t569 = ((((t568 > t522)) || ((t568 != t568))) ? t568 : t522);
+    const double t570 = ((((t569 > t541)) || ((t569 != t569))) ? t569 : t541);
+    const double t571 = ((((t570 > t565)) || ((t570 != t570))) ? t570 : t565);
+    const double t572 = ((((t571 > t566)) || ((t571 != t571))) ? t571 : t566);
+    const double t573 = ((((t572 > t526)) || ((t572 != t572))) ? t572 : t526);
+    const double t574 = (t317 - 1.0);
+    const double t575 = ((((t574 > 0.0)) || ((t574 != t574))) ? t574 : 0.0);
+    const double t576 = (t317 * t567);
+    const double t577 = ((t575 * t567) + t573);
+    const double t578 = (((t317 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t576);
+    const double t579 = (((t317 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t577);
+    (void)t579;
+    const double t580 = (t568 * t317);
+    (void)t580;
+    const double t581 = (t522 * t317);
+    (void)t581;
+    const double t582 = (t541 * t317);
+    (void)t582;
+    const double t583 = (t565 * t317);
+    (void)t583;
+    const double t584 = (t566 * t317);
+    (void)t584;
+    const double t585 = at_py_div(t578, 1800.0);
+    const double t586 = ((2.0 + 0.0) + at_py_div((1.3 * t314), static_cast<double>(aiv)));
+    const double t587 = ((((t313 > t586)) || ((t313 != t313))) ? t313 : t586);
+    const int64_t t588 = (INT64_C(3) * t4);
+    const double t589 = static_cast<double>((t588 * t1));
+    const double t590 = ((((((t311 > t585)) || ((t311 != t311))) ? t311 : t585) + at_py_div((t589 * 2.0), 1800.0)) + 1.0);
+    const double t591 = (t587 + t590);
+    return t591;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_l0a_bytes = INT64_C(65536);
@@ -314,34 +1020,215 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_B = shape.B;
+    (void)v_B;
+    const int64_t v_N = shape.N;
+    (void)v_N;
+    const int64_t v_S1 = shape.S1;
+    (void)v_S1;
+    const int64_t v_S2 = shape.S2;
+    (void)v_S2;
+    const int64_t v_D = shape.D;
+    (void)v_D;
+    const int64_t dims[5] = { shape.B, shape.N, shape.S1, shape.S2, shape.D };
+    std::vector<int64_t> dom0;
+    dom0 = {static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom0.begin(), dom0.end());
+    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.s1Base ? a - base.s1Base : base.s1Base - a;
+        const int64_t db = b > base.s1Base ? b - base.s1Base : base.s1Base - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
+    dom1 = {static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
+    std::sort(dom1.begin(), dom1.end());
+    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.s2Base ? a - base.s2Base : base.s2Base - a;
+        const int64_t db = b > base.s2Base ? b - base.s2Base : base.s2Base - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
     {
-        const double d = std::log(static_cast<double>(shape.B)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom2.push_back(v);
     }
-    {
-        const double d = std::log(static_cast<double>(shape.N)) -
-                         std::log(static_cast<double>(kTunedShapes[row][1]));
-        total += d * d;
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
+        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbVec ? a - base.dbVec : base.dbVec - a;
+        const int64_t db = b > base.dbVec ? b - base.dbVec : base.dbVec - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_s1Base = k0 < 0 ? base.s1Base : dom0[k0];
+        if (k0 >= 0 && v_s1Base == base.s1Base) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_s1Blocks = at_ceil_div(v_S1, v_s1Base);
+        (void)v_s1Blocks;
+        const int64_t v_units = ((v_B * v_N) * v_s1Blocks);
+        (void)v_units;
+        const int64_t v_rows = at_ceil_div(at_min(v_s1Base, v_S1), INT64_C(2));
+        (void)v_rows;
+        const double v_kvHit = (1.0 - at_fdiv(1.0, static_cast<double>(v_s1Blocks)));
+        (void)v_kvHit;
+        const int64_t v_s1Tail = (v_S1 - ((v_s1Blocks - INT64_C(1)) * v_s1Base));
+        (void)v_s1Tail;
+        if (!(((((v_s1Base * INT64_C(64)) * sizeof_q) * INT64_C(2)) <= hw_l0a_bytes))) continue;  // l0a_fits
+        if (!(((v_s1Base < (INT64_C(2) * v_S1)) || (v_s1Base == INT64_C(64))))) continue;  // s1_not_oversized
+        {
+            const double value = static_cast<double>(v_B);  // batch_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_N);  // heads_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_S1);  // s1Size_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_S2);  // s2Size_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_D);  // dSize_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_s1Base);  // s1BaseSize_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_s1Tail);  // s1BaseTailSize_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_s1Blocks);  // s1OuterSize_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_s2Base = k1 < 0 ? base.s2Base : dom1[k1];
+            if (k1 >= 0 && v_s2Base == base.s2Base) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            const int64_t v_s2Blocks = at_ceil_div(v_S2, v_s2Base);
+            (void)v_s2Blocks;
+            const int64_t v_cols = at_min(v_s2Base, at_align_up(v_S2, INT64_C(16)));
+            (void)v_cols;
+            const int64_t v_nChunk = at_min(at_min(v_cols, (((v_D > INT64_C(128))) ? (INT64_C(128)) : (INT64_C(256)))), at_align_down(at_floordiv(hw_l0c_bytes, (v_s1Base * sizeof_work)), INT64_C(16)));
+            (void)v_nChunk;
+            const int64_t v_nChunks = at_ceil_div(v_cols, v_nChunk);
+            (void)v_nChunks;
+            const int64_t v_sliceRows = at_max(INT64_C(1), at_min(v_rows, at_floordiv((((v_D > INT64_C(128))) ? (INT64_C(4096)) : (INT64_C(8192))), v_cols)));
+            (void)v_sliceRows;
+            const int64_t v_slices = at_ceil_div(v_rows, v_sliceRows);
+            (void)v_slices;
+            const int64_t v_s2Tail = (v_S2 - ((v_s2Blocks - INT64_C(1)) * v_s2Base));
+            (void)v_s2Tail;
+            if (!((((((v_s1Base * v_D) + (((INT64_C(2) * INT64_C(2)) * v_nChunk) * v_D)) + ((INT64_C(2) * v_s1Base) * v_nChunk)) * sizeof_q) <= hw_l1_bytes))) continue;  // l1_fits
+            if (!((((v_s1Base * v_nChunk) * sizeof_work) <= hw_l0c_bytes))) continue;  // l0c_fits
+            if (!(((v_s2Base < (INT64_C(2) * v_S2)) || (v_s2Base == INT64_C(128))))) continue;  // s2_not_oversized
+            {
+                const double value = static_cast<double>(v_s2Base);  // s2BaseSize_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_s2Tail);  // s2BaseTailSize_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_s2Blocks);  // s2OuterSize_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_blockDim = k2 < 0 ? base.blockDim : dom2[k2];
+                if (k2 >= 0 && v_blockDim == base.blockDim) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                const int64_t v_unitsPerCore = at_ceil_div(v_units, v_blockDim);
+                (void)v_unitsPerCore;
+                {
+                    const int64_t cores = v_blockDim;  // cube_cores_within_chip
+                    if (cores < 1 || cores > aicNum) continue;
+                }
+                {
+                    const int64_t cores = (INT64_C(2) * v_blockDim);  // vector_cores_within_chip
+                    if (cores < 1 || cores > aivNum) continue;
+                }
+                {
+                    const int64_t cores = v_blockDim;  // block_dim_within_chip
+                    if (cores < 1 || cores > aicNum) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_unitsPerCore);  // unitsPerCore_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>((((((v_blockDim * INT64_C(2)) * INT64_C(2)) * INT64_C(128)) * INT64_C(1024)) * sizeof_work));  // workspace_bytes_fits_int64_t
+                    if (!(value >= 0.0 && value <= 9.22337203685477581e+18)) continue;
+                }
+                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
+                    const int64_t v_dbVec = k3 < 0 ? base.dbVec : dom3[k3];
+                    if (k3 >= 0 && v_dbVec == base.dbVec) continue;
+                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                    if (!(((((((v_dbVec * v_sliceRows) * v_cols) * (sizeof_work + sizeof_q)) + (((v_rows * v_D) * INT64_C(2)) * sizeof_work)) + (v_rows * INT64_C(64))) <= hw_ub_bytes))) continue;  // ub_fits
+                    {
+                        const double value = static_cast<double>(v_dbVec);  // tiling_key_fits_uint64_t
+                        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
+                    }
+                    {
+                        const int64_t values[4] = {v_s1Base, v_s2Base, v_blockDim, v_dbVec};
+                        const double us = PredictUs(dims, values, aicNum, aivNum);
+                        if (found == 0 || us < bestUs) {
+                            bestUs = us;
+                            out.s1Base = v_s1Base;
+                            out.s2Base = v_s2Base;
+                            out.blockDim = v_blockDim;
+                            out.dbVec = v_dbVec;
+                        }
+                        if (++found >= 16) break;
+                    }
+                }
+            if (gaveUp || found >= 16) break;
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
     }
-    {
-        const double d = std::log(static_cast<double>(shape.S1)) -
-                         std::log(static_cast<double>(kTunedShapes[row][2]));
-        total += d * d;
-    }
-    {
-        const double d = std::log(static_cast<double>(shape.S2)) -
-                         std::log(static_cast<double>(kTunedShapes[row][3]));
-        total += d * d;
-    }
-    {
-        const double d = std::log(static_cast<double>(shape.D)) -
-                         std::log(static_cast<double>(kTunedShapes[row][4]));
-        total += d * d;
-    }
-    return total;
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -357,26 +1244,55 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.B == kTunedShapes[row][0] && shape.N == kTunedShapes[row][1] && shape.S1 == kTunedShapes[row][2] && shape.S2 == kTunedShapes[row][3] && shape.D == kTunedShapes[row][4];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.s1Base = kCandidates[row][0];
+    config.s2Base = kCandidates[row][1];
+    config.blockDim = kCandidates[row][2];
+    config.dbVec = kCandidates[row][3];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[5] = { shape.B, shape.N, shape.S1, shape.S2, shape.D };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[4] = { config.s1Base, config.s2Base, config.blockDim, config.dbVec };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

@@ -5,15 +5,19 @@
 // Host-side tiling selection for GroupedMatmulCustom. From the op's TilingFunc:
 //     return optiling::grouped_matmul_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::grouped_matmul_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef GROUPED_MATMUL_CUSTOM_TILING_SELECT_H
 #define GROUPED_MATMUL_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "grouped_matmul_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace grouped_matmul_custom_tiling {
@@ -85,11 +146,13 @@ struct Config {
     int64_t blockDim;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -114,6 +177,312 @@ static const int64_t kTunedConfigs[kTunedCount][5] = {
     { INT64_C(128), INT64_C(256), INT64_C(256), INT64_C(64), INT64_C(20) },
     { INT64_C(256), INT64_C(128), INT64_C(256), INT64_C(16), INT64_C(20) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 7;
+static const int64_t kCandidates[kCandidateCount][5] = {
+    { INT64_C(16), INT64_C(192), INT64_C(512), INT64_C(64), INT64_C(20) },
+    { INT64_C(192), INT64_C(96), INT64_C(128), INT64_C(16), INT64_C(7) },
+    { INT64_C(128), INT64_C(192), INT64_C(256), INT64_C(16), INT64_C(16) },
+    { INT64_C(64), INT64_C(256), INT64_C(256), INT64_C(16), INT64_C(20) },
+    { INT64_C(64), INT64_C(256), INT64_C(256), INT64_C(16), INT64_C(19) },
+    { INT64_C(128), INT64_C(256), INT64_C(256), INT64_C(64), INT64_C(20) },
+    { INT64_C(256), INT64_C(128), INT64_C(256), INT64_C(16), INT64_C(20) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[6] = {16384.0, 32768.0, 65536.0, 131072.0, 262144.0, 524288.0};
+static const double k_FP0[6] = {192.0, 200.2, 158.2, 178.8, 177.9, 166.7};
+static const double k_XP1[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP1[4] = {257.2, 262.5, 262.9, 263.4};
+static const double k_XP2[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
+static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
+static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t s1 = shape[1];
+    const int64_t s2 = shape[2];
+    const int64_t s3 = shape[3];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    const int64_t p3 = config[3];
+    const int64_t p4 = config[4];
+    (void)aiv;
+    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
+    const int64_t t1 = at_ceil_div(s0, s2);
+    const int64_t t2 = at_ceil_div(t1, p0);
+    const int64_t t3 = at_ceil_div(s3, p1);
+    const int64_t t4 = (s2 * t2);
+    const int64_t t5 = (t4 * t3);
+    const int64_t t6 = at_ceil_div(t5, p4);
+    const int64_t t7 = ((-at_floordiv((-t1), INT64_C(16))) * INT64_C(16));
+    const int64_t t8 = (((p0 < t7)) ? p0 : t7);
+    const int64_t t9 = ((-at_floordiv((-s3), INT64_C(16))) * INT64_C(16));
+    const int64_t t10 = (((p1 < t9)) ? p1 : t9);
+    const int64_t t11 = ((-at_floordiv((-s1), t0)) * t0);
+    const int64_t t12 = (((p2 < t11)) ? p2 : t11);
+    const int64_t t13 = at_ceil_div(s1, p2);
+    const int64_t t14 = at_ceil_div(t12, p3);
+    const int64_t t15 = (s0 * s1);
+    const int64_t t16 = (t15 * INT64_C(2));
+    const int64_t t17 = (s2 * s1);
+    const int64_t t18 = (t17 * s3);
+    const int64_t t19 = (t18 * INT64_C(2));
+    const int64_t t20 = (t16 + t19);
+    const int64_t t21 = (t5 * s1);
+    const int64_t t22 = (t8 * INT64_C(2));
+    const int64_t t23 = (t10 * INT64_C(2));
+    const int64_t t24 = (t22 + t23);
+    const int64_t t25 = (t21 * t24);
+    const int64_t t26 = (((t25 > INT64_C(1))) ? t25 : INT64_C(1));
+    const double t27 = at_fdiv(static_cast<double>(t20), static_cast<double>(t26));
+    const double t28 = (1.0 - t27);
+    const double t29 = (((t20 <= INT64_C(201326592))) ? (((0.0 > t28)) ? 0.0 : t28) : 0.0);
+    const double t30 = static_cast<double>(p4);
+    const double t31 = at_fceil(at_py_div(t30, ((((t30 > 1.0)) || ((t30 != t30))) ? t30 : 1.0)));
+    const double t32 = ((((t31 > 0.0)) || ((t31 != t31))) ? t31 : 0.0);
+    const double t33 = (((t32 > 1.0)) ? 14.0 : 0.0);
+    const double t34 = t33;
+    const int64_t t35 = (s2 * INT64_C(14));
+    const double t36 = (static_cast<double>(t35) * 1.0);
+    const double t37 = (t34 + t36);
+    const double t38 = (t33 + t36);
+    const double t39 = (0.0 + 0.0);
+    const double t40 = static_cast<double>(t6);
+    const double t41 = static_cast<double>(INT64_C(2));
+    const double t42 = ((((t40 > 0.0)) || ((t40 != t40))) ? t40 : 0.0);
+    const double t43 = (((t42 > 1.0)) ? 14.0 : 0.0);
+    const double t44 = t43;
+    const double t45 = static_cast<double>(t13);
+    const double t46 = static_cast<double>(INT64_C(2));
+    const double t47 = ((((t45 > 0.0)) || ((t45 != t45))) ? t45 : 0.0);
+    const double t48 = (((t47 > 1.0)) ? 14.0 : 0.0);
+    const double t49 = t48;
+    const int64_t t50 = (t8 * t12);
+    const double t51 = static_cast<double>((t50 * INT64_C(2)));
+    const double t52 = static_cast<double>(t8);
+    const double t53 = t29;
+    const double t54 = ((((t52 > 1.0)) || ((t52 != t52))) ? t52 : 1.0);
+    const double t55 = at_py_div(t51, t54);
+    const double t56 = ((t54 * at_fceil(at_py_div(t55, 32.0))) * 32.0);
+    const double t57 = at_interp(t56, k_XP0, k_FP0, 6);
+    const bool t58 = ((std::fmod(t55, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t59 = (t58 ? 1.0 : 0.7);
+    const double t60 = (t57 * t59);
+    const double t61 = ((((t53 > 0.0)) || ((t53 != t53))) ? t53 : 0.0);
+    const double t62 = ((((t61 < 1.0)) || ((t61 != t61))) ? t61 : 1.0);
+    const double t63 = at_py_div(1.0, (at_py_div((1.0 - t62), 888.8888888888889) + at_py_div(t62, 3888.8888888888887)));
+    const double t64 = ((((t30 > 1.0)) || ((t30 != t30))) ? t30 : 1.0);
+    const double t65 = (t64 * 330.0);
+    const double t66 = std::pow(t63, (-1.5));
+    const double t67 = at_py_div(std::pow((std::pow(t65, (-1.5)) + t66), (-0.6666666666666666)), t64);
+    const double t68 = ((((t60 < t67)) || ((t60 != t60))) ? t60 : t67);
+    const double t69 = at_py_div((1.0 * t56), t67);
+    const double t70 = (210.0 + at_py_div(t56, t68));
+    const double t71 = (t70 + (t54 * 0.0));
+    const double t72 = (1.0 * t71);
+    const double t73 = (t49 + t72);
+    const double t74 = (0.0 + t72);
+    const double t75 = (0.0 + t69);
+    const int64_t t76 = (t12 * t10);
+    const double t77 = static_cast<double>((t76 * INT64_C(2)));
+    const double t78 = static_cast<double>(t12);
+    const double t79 = t29;
+    const double t80 = ((((t78 > 1.0)) || ((t78 != t78))) ? t78 : 1.0);
+    const double t81 = at_py_div(t77, t80);
+    const double t82 = ((t80 * at_fceil(at_py_div(t81, 32.0))) * 32.0);
+    const double t83 = at_interp(t82, k_XP0, k_FP0, 6);
+    const bool t84 = ((std::fmod(t81, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t85 = (t84 ? 1.0 : 0.7);
+    const double t86 = (t83 * t85);
+    const double t87 = ((((t79 > 0.0)) || ((t79 != t79))) ? t79 : 0.0);
+    const double t88 = ((((t87 < 1.0)) || ((t87 != t87))) ? t87 : 1.0);
+    const double t89 = at_py_div(1.0, (at_py_div((1.0 - t88), 888.8888888888889) + at_py_div(t88, 3888.8888888888887)));
+    const double t90 = ((((t30 > 1.0)) || ((t30 != t30))) ? t30 : 1.0);
+    const double t91 = (t90 * 330.0);
+    const double t92 = std::pow(t89, (-1.5));
+    const double t93 = at_py_div(std::pow((std::pow(t91, (-1.5)) + t92), (-0.6666666666666666)), t90);
+    const double t94 = ((((t86 < t93)) || ((t86 != t86))) ? t86 : t93);
+    const double t95 = at_py_div((1.0 * t82), t93);
+    const double t96 = (210.0 + at_py_div(t82, t94));
+    const double t97 = (t96 + (t80 * 0.0));
+    const double t98 = (1.0 * t97);
+    const double t99 = (t73 + t98);
+    const double t100 = (t74 + t98);
+    const double t101 = (t75 + t95);
+    const double t102 = static_cast<double>(t14);
+    const double t103 = static_cast<double>(INT64_C(2));
+    const double t104 = ((((t102 > 0.0)) || ((t102 != t102))) ? t102 : 0.0);
+    const double t105 = (((t104 > 1.0)) ? 14.0 : 0.0);
+    const double t106 = t105;
+    const int64_t t107 = (t8 * p3);
+    const double t108 = static_cast<double>((t107 * INT64_C(2)));
+    const double t109 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t110 = at_py_div(t108, t109);
+    const double t111 = ((t109 * at_fceil(at_py_div(t110, 32.0))) * 32.0);
+    const double t112 = at_interp(t111, k_XP1, k_FP1, 4);
+    const double t113 = (2.0 + at_py_div(t111, t112));
+    const double t114 = (1.0 * t113);
+    const double t115 = (t106 + t114);
+    const double t116 = (0.0 + t114);
+    const double t117 = (0.0 + 0.0);
+    const int64_t t118 = (t10 * p3);
+    const double t119 = static_cast<double>((t118 * INT64_C(2)));
+    const double t120 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t121 = at_py_div(t119, t120);
+    const double t122 = ((t120 * at_fceil(at_py_div(t121, 32.0))) * 32.0);
+    const double t123 = at_interp(t122, k_XP2, k_FP2, 4);
+    const double t124 = (2.0 + at_py_div(t122, t123));
+    const double t125 = (1.0 * t124);
+    const double t126 = (t115 + t125);
+    const double t127 = (t116 + t125);
+    const double t128 = (t117 + 0.0);
+    const double t129 = static_cast<double>(t8);
+    const double t130 = static_cast<double>(t10);
+    const double t131 = static_cast<double>(p3);
+    const double t132 = ((at_fceil(at_py_div(t129, 16.0)) * at_fceil(at_py_div(t130, 16.0))) * at_fceil(at_py_div(t131, static_cast<double>(INT64_C(16)))));
+    const double t133 = ((t132 * 1.0) + 2.0);
+    const double t134 = (1.0 * t133);
+    const double t135 = (t126 + t134);
+    const double t136 = (0.0 + t134);
+    const double t137 = (t128 + 0.0);
+    const double t138 = (t135 + 2.0);
+    const double t139 = (t105 + 2.0);
+    const double t140 = ((((t139 > t127)) || ((t139 != t139))) ? t139 : t127);
+    const double t141 = ((((t140 > t136)) || ((t140 != t140))) ? t140 : t136);
+    const double t142 = ((((t141 > t137)) || ((t141 != t141))) ? t141 : t137);
+    const double t143 = ((((t142 > 0.0)) || ((t142 != t142))) ? t142 : 0.0);
+    const double t144 = (t104 - 1.0);
+    const double t145 = ((((t144 > 0.0)) || ((t144 != t144))) ? t144 : 0.0);
+    const bool t146 = ((t103 >= static_cast<double>(INT64_C(2))));
+    const double t147 = (t146 ? (t138 + (t145 * t143)) : (t104 * t138));
+    const double t148 = (t146 ? (t104 * 0.0) : ((t145 * t138) + t143));
+    const double t149 = (((t104 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t147);
+    const double t150 = (((t104 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t148);
+    const double t151 = (t139 * t104);
+    const double t152 = (t127 * t104);
+    const double t153 = (t136 * t104);
+    const double t154 = (t137 * t104);
+    const double t155 = (t99 + t149);
+    const double t156 = (t48 + t151);
+    const double t157 = (0.0 + t152);
+    const double t158 = (0.0 + t153);
+    const double t159 = (t101 + t154);
+    const double t160 = (((0.0 > t150)) ? 0.0 : t150);
+    const double t161 = (t155 + 2.0);
+    const double t162 = (t156 + 2.0);
+    const double t163 = ((((t162 > t100)) || ((t162 != t162))) ? t162 : t100);
+    const double t164 = ((((t163 > t157)) || ((t163 != t163))) ? t163 : t157);
+    const double t165 = ((((t164 > t158)) || ((t164 != t164))) ? t164 : t158);
+    const double t166 = ((((t165 > t159)) || ((t165 != t165))) ? t165 : t159);
+    const double t167 = ((((t166 > t160)) || ((t166 != t166))) ? t166 : t160);
+    const double t168 = (t47 - 1.0);
+    const double t169 = ((((t168 > 0.0)) || ((t168 != t168))) ? t168 : 0.0);
+    const bool t170 = ((t46 >= static_cast<double>(INT64_C(2))));
+    const double t171 = (t170 ? (t161 + (t169 * t167)) : (t47 * t161));
+    const double t172 = (t170 ? (t47 * t160) : ((t169 * t161) + t167));
+    const double t173 = (((t47 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t171);
+    const double t174 = (((t47 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t172);
+    const double t175 = (t162 * t47);
+    const double t176 = (t100 * t47);
+    const double t177 = (t157 * t47);
+    const double t178 = (t158 * t47);
+    const double t179 = (t159 * t47);
+    const double t180 = (t44 + t173);
+    const double t181 = (t43 + t175);
+    const double t182 = (0.0 + t176);
+    const double t183 = (0.0 + t177);
+    const double t184 = (0.0 + t178);
+    const double t185 = (0.0 + t179);
+    const double t186 = (((0.0 > t174)) ? 0.0 : t174);
+    const int64_t t187 = (t8 * t10);
+    const double t188 = static_cast<double>((t187 * INT64_C(2)));
+    const double t189 = static_cast<double>(t8);
+    const double t190 = ((((t189 > 1.0)) || ((t189 != t189))) ? t189 : 1.0);
+    const double t191 = at_py_div(t188, t190);
+    const double t192 = ((t190 * at_fceil(at_py_div(t191, 32.0))) * 32.0);
+    const double t193 = at_interp(t192, k_XP3, k_FP3, 6);
+    const bool t194 = ((std::fmod(t191, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t195 = (t194 ? 1.0 : 0.7);
+    const double t196 = (t193 * t195);
+    const double t197 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t198 = ((((t197 < 1.0)) || ((t197 != t197))) ? t197 : 1.0);
+    const double t199 = at_py_div(1.0, (at_py_div((1.0 - t198), 888.8888888888889) + at_py_div(t198, 3888.8888888888887)));
+    const double t200 = ((((t30 > 1.0)) || ((t30 != t30))) ? t30 : 1.0);
+    const double t201 = (t200 * 330.0);
+    const double t202 = std::pow(t199, (-1.5));
+    const double t203 = at_py_div(std::pow((std::pow(t201, (-1.5)) + t202), (-0.6666666666666666)), t200);
+    const double t204 = ((((t196 < t203)) || ((t196 != t196))) ? t196 : t203);
+    const double t205 = at_py_div((1.0 * t192), t203);
+    const double t206 = (11.0 + at_py_div(t192, t204));
+    const double t207 = (1.0 * t206);
+    const double t208 = (t180 + t207);
+    const double t209 = (0.0 + t207);
+    const double t210 = (t185 + t205);
+    const double t211 = (t208 + 2.0);
+    const double t212 = (t181 + 2.0);
+    const double t213 = ((((t212 > t182)) || ((t212 != t212))) ? t212 : t182);
+    const double t214 = ((((t213 > t183)) || ((t213 != t213))) ? t213 : t183);
+    const double t215 = ((((t214 > t184)) || ((t214 != t214))) ? t214 : t184);
+    const double t216 = ((((t215 > t209)) || ((t215 != t215))) ? t215 : t209);
+    const double t217 = ((((t216 > t210)) || ((t216 != t216))) ? t216 : t210);
+    const double t218 = ((((t217 > t186)) || ((t217 != t217))) ? t217 : t186);
+    const double t219 = (t42 - 1.0);
+    const double t220 = ((((t219 > 0.0)) || ((t219 != t219))) ? t219 : 0.0);
+    const bool t221 = ((t41 >= static_cast<double>(INT64_C(2))));
+    const double t222 = (t221 ? (t211 + (t220 * t218)) : (t42 * t211));
+    const double t223 = (t221 ? (t42 * t186) : ((t220 * t211) + t218));
+    const double t224 = (((t42 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t222);
+    const double t225 = (((t42 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t223);
+    const double t226 = (t212 * t42);
+    const double t227 = (t182 * t42);
+    const double t228 = (t183 * t42);
+    const double t229 = (t184 * t42);
+    const double t230 = (t209 * t42);
+    const double t231 = (t210 * t42);
+    const double t232 = (t37 + t224);
+    const double t233 = (t38 + t226);
+    const double t234 = (0.0 + t227);
+    const double t235 = (0.0 + t228);
+    const double t236 = (0.0 + t229);
+    const double t237 = (0.0 + t230);
+    const double t238 = (t39 + t231);
+    const double t239 = (((0.0 > t225)) ? 0.0 : t225);
+    const double t240 = (t232 + 2.0);
+    const double t241 = (t233 + 2.0);
+    const double t242 = ((((t241 > t234)) || ((t241 != t241))) ? t241 : t234);
+    const double t243 = ((((t242 > t235)) || ((t242 != t242))) ? t242 : t235);
+    const double t244 = ((((t243 > t236)) || ((t243 != t243))) ? t243 : t236);
+    const double t245 = ((((t244 > t237)) || ((t244 != t244))) ? t244 : t237);
+    const double t246 = ((((t245 > t238)) || ((t245 != t245))) ? t245 : t238);
+    const double t247 = ((((t246 > t239)) || ((t246 != t246))) ? t246 : t239);
+    const double t248 = (t32 - 1.0);
+    const double t249 = ((((t248 > 0.0)) || ((t248 != t248))) ? t248 : 0.0);
+    const double t250 = (t32 * t240);
+    const double t251 = ((t249 * t240) + t247);
+    const double t252 = (((t32 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t250);
+    const double t253 = (((t32 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t251);
+    (void)t253;
+    const double t254 = (t241 * t32);
+    (void)t254;
+    const double t255 = (t234 * t32);
+    (void)t255;
+    const double t256 = (t235 * t32);
+    (void)t256;
+    const double t257 = (t236 * t32);
+    (void)t257;
+    const double t258 = (t237 * t32);
+    (void)t258;
+    const double t259 = (t238 * t32);
+    (void)t259;
+    const double t260 = at_py_div(t252, 1800.0);
+    const double t261 = ((2.0 + 19.79) + at_py_div((1.3 * t30), static_cast<double>(aic)));
+    const double t262 = (((0.0 > t261)) ? 0.0 : t261);
+    const double t263 = (t262 + t260);
+    return t263;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_l0a_bytes = INT64_C(65536);
@@ -300,29 +669,212 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_M = shape.M;
+    (void)v_M;
+    const int64_t v_K = shape.K;
+    (void)v_K;
+    const int64_t v_G = shape.G;
+    (void)v_G;
+    const int64_t v_N = shape.N;
+    (void)v_N;
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    std::vector<int64_t> dom0;
+    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom0.begin(), dom0.end());
+    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.m1 ? a - base.m1 : base.m1 - a;
+        const int64_t db = b > base.m1 ? b - base.m1 : base.m1 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
+    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom1.begin(), dom1.end());
+    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.n1 ? a - base.n1 : base.n1 - a;
+        const int64_t db = b > base.n1 ? b - base.n1 : base.n1 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.k1 ? a - base.k1 : base.k1 - a;
+        const int64_t db = b > base.k1 ? b - base.k1 : base.k1 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.k0 ? a - base.k0 : base.k0 - a;
+        const int64_t db = b > base.k0 ? b - base.k0 : base.k0 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom4;
     {
-        const double d = std::log(static_cast<double>(shape.M)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
     }
-    {
-        const double d = std::log(static_cast<double>(shape.K)) -
-                         std::log(static_cast<double>(kTunedShapes[row][1]));
-        total += d * d;
+    if (dom4.empty()) return false;
+    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
+        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_m1 = k0 < 0 ? base.m1 : dom0[k0];
+        if (k0 >= 0 && v_m1 == base.m1) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
+        (void)v_c0;
+        const int64_t v_groupM = at_ceil_div(v_M, v_G);
+        (void)v_groupM;
+        const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
+        (void)v_mTiles;
+        const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
+        (void)v_tileM;
+        const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
+        (void)v_uniqueBytes;
+        if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) continue;  // m1_not_oversized
+        {
+            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_n1 = k1 < 0 ? base.n1 : dom1[k1];
+            if (k1 >= 0 && v_n1 == base.n1) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
+            (void)v_nTiles;
+            const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
+            (void)v_tiles;
+            const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
+            (void)v_tileN;
+            const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
+            (void)v_readBytes;
+            const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
+            (void)v_l2Hit;
+            if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) continue;  // l0c_fits
+            if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(16))))) continue;  // n1_not_oversized
+            {
+                const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_k1 = k2 < 0 ? base.k1 : dom2[k2];
+                if (k2 >= 0 && v_k1 == base.k1) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
+                (void)v_sliceK;
+                const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
+                (void)v_kL1Iters;
+                if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) continue;  // l1_fits
+                if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(32))))) continue;  // k1_not_oversized
+                {
+                    const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
+                    const int64_t v_k0 = k3 < 0 ? base.k0 : dom3[k3];
+                    if (k3 >= 0 && v_k0 == base.k0) continue;
+                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
+                    (void)v_kL0Iters;
+                    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) continue;  // l0a_fits
+                    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) continue;  // l0b_fits
+                    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) continue;  // k0_fractal
+                    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) continue;  // k0_divides_k1
+                    {
+                        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
+                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                    }
+                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
+                        const int64_t v_blockDim = k4 < 0 ? base.blockDim : dom4[k4];
+                        if (k4 >= 0 && v_blockDim == base.blockDim) continue;
+                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                        const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
+                        (void)v_tilesPerCore;
+                        if (!((v_blockDim <= v_tiles))) continue;  // every_core_busy
+                        {
+                            const int64_t cores = v_blockDim;  // cube_cores_within_chip
+                            if (cores < 1 || cores > aicNum) continue;
+                        }
+                        {
+                            const int64_t cores = v_blockDim;  // block_dim_within_chip
+                            if (cores < 1 || cores > aicNum) continue;
+                        }
+                        {
+                            const int64_t values[5] = {v_m1, v_n1, v_k1, v_k0, v_blockDim};
+                            const double us = PredictUs(dims, values, aicNum, aivNum);
+                            if (found == 0 || us < bestUs) {
+                                bestUs = us;
+                                out.m1 = v_m1;
+                                out.n1 = v_n1;
+                                out.k1 = v_k1;
+                                out.k0 = v_k0;
+                                out.blockDim = v_blockDim;
+                            }
+                            if (++found >= 16) break;
+                        }
+                    }
+                if (gaveUp || found >= 16) break;
+                }
+            if (gaveUp || found >= 16) break;
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
     }
-    {
-        const double d = std::log(static_cast<double>(shape.G)) -
-                         std::log(static_cast<double>(kTunedShapes[row][2]));
-        total += d * d;
-    }
-    {
-        const double d = std::log(static_cast<double>(shape.N)) -
-                         std::log(static_cast<double>(kTunedShapes[row][3]));
-        total += d * d;
-    }
-    return total;
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -339,26 +891,56 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.M == kTunedShapes[row][0] && shape.K == kTunedShapes[row][1] && shape.G == kTunedShapes[row][2] && shape.N == kTunedShapes[row][3];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.m1 = kCandidates[row][0];
+    config.n1 = kCandidates[row][1];
+    config.k1 = kCandidates[row][2];
+    config.k0 = kCandidates[row][3];
+    config.blockDim = kCandidates[row][4];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[5] = { config.m1, config.n1, config.k1, config.k0, config.blockDim };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

@@ -5,15 +5,19 @@
 // Host-side tiling selection for LayerNormCustom. From the op's TilingFunc:
 //     return optiling::layer_norm_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::layer_norm_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef LAYER_NORM_CUSTOM_TILING_SELECT_H
 #define LAYER_NORM_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "layer_norm_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace layer_norm_custom_tiling {
@@ -82,11 +143,13 @@ struct Config {
     int64_t bufferNum;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -111,6 +174,335 @@ static const int64_t kTunedConfigs[kTunedCount][4] = {
     { INT64_C(40), INT64_C(1), INT64_C(4096), INT64_C(2) },
     { INT64_C(40), INT64_C(1), INT64_C(8192), INT64_C(1) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 7;
+static const int64_t kCandidates[kCandidateCount][4] = {
+    { INT64_C(1), INT64_C(1), INT64_C(4096), INT64_C(2) },
+    { INT64_C(16), INT64_C(1), INT64_C(4096), INT64_C(2) },
+    { INT64_C(20), INT64_C(8), INT64_C(512), INT64_C(1) },
+    { INT64_C(32), INT64_C(1), INT64_C(8192), INT64_C(2) },
+    { INT64_C(40), INT64_C(2), INT64_C(4096), INT64_C(2) },
+    { INT64_C(40), INT64_C(1), INT64_C(4096), INT64_C(2) },
+    { INT64_C(40), INT64_C(1), INT64_C(8192), INT64_C(1) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
+static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
+static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
+static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t s1 = shape[1];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    const int64_t p3 = config[3];
+    (void)aic;
+    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
+    const int64_t t1 = ((-at_floordiv((-s1), t0)) * t0);
+    const int64_t t2 = (((p2 < t1)) ? p2 : t1);
+    const int64_t t3 = at_ceil_div(t1, t2);
+    const int64_t t4 = at_ceil_div(s0, p0);
+    const int64_t t5 = (((t3 > INT64_C(1))) ? INT64_C(1) : (((p1 < t4)) ? p1 : t4));
+    const int64_t t6 = at_ceil_div(t4, t5);
+    const int64_t t7 = (t6 - INT64_C(1));
+    const int64_t t8 = (t7 * t5);
+    const int64_t t9 = (t4 - t8);
+    (void)t9;
+    const int64_t t10 = (p0 - INT64_C(1));
+    const int64_t t11 = (t10 * t4);
+    const int64_t t12 = (s0 - t11);
+    const int64_t t13 = at_ceil_div(t12, t5);
+    const int64_t t14 = (t13 - INT64_C(1));
+    const int64_t t15 = (t14 * t5);
+    const int64_t t16 = (t12 - t15);
+    (void)t16;
+    const int64_t t17 = (((t3 > INT64_C(1))) ? INT64_C(2) : INT64_C(1));
+    const int64_t t18 = (t5 * t2);
+    const int64_t t19 = (t3 - INT64_C(1));
+    const int64_t t20 = (t19 * t2);
+    const int64_t t21 = (s1 - t20);
+    (void)t21;
+    const bool t22 = ((t3 == INT64_C(1)));
+    const double t23 = static_cast<double>(p0);
+    const double t24 = at_fceil(at_py_div(t23, ((((t23 > 1.0)) || ((t23 != t23))) ? t23 : 1.0)));
+    const double t25 = ((((t24 > 0.0)) || ((t24 != t24))) ? t24 : 0.0);
+    const double t26 = (((t25 > 1.0)) ? 14.0 : 0.0);
+    const double t27 = t26;
+    const double t28 = static_cast<double>((t22 ? INT64_C(2) : INT64_C(0)));
+    const double t29 = static_cast<double>((t2 * INT64_C(2)));
+    const double t30 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t31 = at_py_div(t29, t30);
+    const double t32 = ((t30 * at_fceil(at_py_div(t31, 32.0))) * 32.0);
+    const double t33 = at_interp(t32, k_XP0, k_FP0, 5);
+    const bool t34 = ((std::fmod(t31, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t35 = (t34 ? 1.0 : 0.7);
+    const double t36 = (t33 * t35);
+    const double t37 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t38 = ((((t37 < 1.0)) || ((t37 != t37))) ? t37 : 1.0);
+    const double t39 = at_py_div(1.0, (at_py_div((1.0 - t38), 888.8888888888889) + at_py_div(t38, 3888.8888888888887)));
+    const double t40 = ((((t23 > 1.0)) || ((t23 != t23))) ? t23 : 1.0);
+    const double t41 = (t40 * 200.0);
+    const double t42 = std::pow(t39, (-1.5));
+    const double t43 = at_py_div(std::pow((std::pow(t41, (-1.5)) + t42), (-0.6666666666666666)), t40);
+    const double t44 = ((((t36 < t43)) || ((t36 != t36))) ? t36 : t43);
+    const double t45 = at_py_div((t28 * t32), t43);
+    const double t46 = (190.0 + at_py_div(t32, t44));
+    const double t47 = (t28 * t46);
+    const double t48 = (t27 + t47);
+    const double t49 = (0.0 + t47);
+    const double t50 = (0.0 + t45);
+    const double t51 = static_cast<double>(t6);
+    const double t52 = static_cast<double>(p3);
+    const double t53 = ((((t51 > 0.0)) || ((t51 != t51))) ? t51 : 0.0);
+    const double t54 = (((t53 > 1.0)) ? 14.0 : 0.0);
+    const double t55 = t54;
+    const double t56 = static_cast<double>((t3 * t17));
+    const double t57 = static_cast<double>(p3);
+    const double t58 = ((((t56 > 0.0)) || ((t56 != t56))) ? t56 : 0.0);
+    const double t59 = (((t58 > 1.0)) ? 14.0 : 0.0);
+    const double t60 = t59;
+    const double t61 = static_cast<double>((t18 * INT64_C(2)));
+    const double t62 = static_cast<double>(t5);
+    const double t63 = ((((t62 > 1.0)) || ((t62 != t62))) ? t62 : 1.0);
+    const double t64 = at_py_div(t61, t63);
+    const double t65 = ((t63 * at_fceil(at_py_div(t64, 32.0))) * 32.0);
+    const double t66 = at_interp(t65, k_XP0, k_FP0, 5);
+    const bool t67 = ((std::fmod(t64, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t68 = (t67 ? 1.0 : 0.7);
+    const double t69 = (t66 * t68);
+    const double t70 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t71 = ((((t70 < 1.0)) || ((t70 != t70))) ? t70 : 1.0);
+    const double t72 = at_py_div(1.0, (at_py_div((1.0 - t71), 888.8888888888889) + at_py_div(t71, 3888.8888888888887)));
+    const double t73 = ((((t23 > 1.0)) || ((t23 != t23))) ? t23 : 1.0);
+    const double t74 = (t73 * 200.0);
+    const double t75 = std::pow(t72, (-1.5));
+    const double t76 = at_py_div(std::pow((std::pow(t74, (-1.5)) + t75), (-0.6666666666666666)), t73);
+    const double t77 = ((((t69 < t76)) || ((t69 != t69))) ? t69 : t76);
+    const double t78 = at_py_div((1.0 * t65), t76);
+    const double t79 = (190.0 + at_py_div(t65, t77));
+    const double t80 = (1.0 * t79);
+    const double t81 = (t60 + t80);
+    const double t82 = (0.0 + t80);
+    const double t83 = (0.0 + t78);
+    const double t84 = static_cast<double>((t22 ? INT64_C(0) : INT64_C(2)));
+    const double t85 = static_cast<double>((t2 * INT64_C(2)));
+    const double t86 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t87 = at_py_div(t85, t86);
+    const double t88 = ((t86 * at_fceil(at_py_div(t87, 32.0))) * 32.0);
+    const double t89 = at_interp(t88, k_XP0, k_FP0, 5);
+    const bool t90 = ((std::fmod(t87, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t91 = (t90 ? 1.0 : 0.7);
+    const double t92 = (t89 * t91);
+    const double t93 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t94 = ((((t93 < 1.0)) || ((t93 != t93))) ? t93 : 1.0);
+    const double t95 = at_py_div(1.0, (at_py_div((1.0 - t94), 888.8888888888889) + at_py_div(t94, 3888.8888888888887)));
+    const double t96 = ((((t23 > 1.0)) || ((t23 != t23))) ? t23 : 1.0);
+    const double t97 = (t96 * 200.0);
+    const double t98 = std::pow(t95, (-1.5));
+    const double t99 = at_py_div(std::pow((std::pow(t97, (-1.5)) + t98), (-0.6666666666666666)), t96);
+    const double t100 = ((((t92 < t99)) || ((t92 != t92))) ? t92 : t99);
+    const double t101 = at_py_div((t84 * t88), t99);
+    const double t102 = (190.0 + at_py_div(t88, t100));
+    const double t103 = (t84 * t102);
+    const double t104 = (t81 + t103);
+    const double t105 = (t82 + t103);
+    const double t106 = (t83 + t101);
+    const double t107 = static_cast<double>(t18);
+    const double t108 = at_fceil(at_py_div((t107 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t109 = at_fceil(at_py_div(t108, 255.0));
+    const double t110 = ((t109 * 22.0) + (t108 * 2.0));
+    const double t111 = (1.0 * t110);
+    const double t112 = (t104 + t111);
+    const double t113 = (0.0 + t111);
+    const double t114 = (t106 + 0.0);
+    const double t115 = static_cast<double>(t5);
+    const double t116 = static_cast<double>(at_floordiv(t2, INT64_C(2)));
+    const double t117 = at_fceil(at_py_div((t116 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t118 = at_fceil(at_py_div(t117, 255.0));
+    const double t119 = ((t118 * 22.0) + (t117 * 2.0));
+    const double t120 = (t115 * t119);
+    const double t121 = (t112 + t120);
+    const double t122 = (t113 + t120);
+    const double t123 = (t114 + 0.0);
+    const double t124 = static_cast<double>(t5);
+    const double t125 = static_cast<double>((((t2 < INT64_C(64))) ? t2 : INT64_C(64)));
+    const double t126 = at_fceil(at_py_div((t125 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t127 = at_fceil(at_py_div(t126, 255.0));
+    const double t128 = ((t127 * 22.0) + (t126 * 7.0));
+    const double t129 = (t124 * t128);
+    const double t130 = (t121 + t129);
+    const double t131 = (t122 + t129);
+    const double t132 = (t123 + 0.0);
+    const double t133 = static_cast<double>(t5);
+    const double t134 = static_cast<double>(t2);
+    const double t135 = at_fceil(at_py_div((t134 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t136 = at_fceil(at_py_div(t135, 255.0));
+    const double t137 = ((t136 * 22.0) + (t135 * 1.0));
+    const double t138 = (t133 * t137);
+    const double t139 = (t130 + t138);
+    const double t140 = (t131 + t138);
+    const double t141 = (t132 + 0.0);
+    const double t142 = static_cast<double>(t18);
+    const double t143 = at_fceil(at_py_div((t142 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t144 = at_fceil(at_py_div(t143, 255.0));
+    const double t145 = ((t144 * 22.0) + (t143 * 2.0));
+    const double t146 = (1.0 * t145);
+    const double t147 = (t139 + t146);
+    const double t148 = (t140 + t146);
+    const double t149 = (t141 + 0.0);
+    const double t150 = static_cast<double>(t5);
+    const double t151 = static_cast<double>(at_floordiv(t2, INT64_C(2)));
+    const double t152 = at_fceil(at_py_div((t151 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t153 = at_fceil(at_py_div(t152, 255.0));
+    const double t154 = ((t153 * 22.0) + (t152 * 2.0));
+    const double t155 = (t150 * t154);
+    const double t156 = (t147 + t155);
+    const double t157 = (t148 + t155);
+    const double t158 = (t149 + 0.0);
+    const double t159 = static_cast<double>(t5);
+    const double t160 = static_cast<double>((((t2 < INT64_C(64))) ? t2 : INT64_C(64)));
+    const double t161 = at_fceil(at_py_div((t160 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t162 = at_fceil(at_py_div(t161, 255.0));
+    const double t163 = ((t162 * 22.0) + (t161 * 7.0));
+    const double t164 = (t159 * t163);
+    const double t165 = (t156 + t164);
+    const double t166 = (t157 + t164);
+    const double t167 = (t158 + 0.0);
+    const double t168 = static_cast<double>(t5);
+    const double t169 = static_cast<double>(t2);
+    const double t170 = at_fceil(at_py_div((t169 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t171 = at_fceil(at_py_div(t170, 255.0));
+    const double t172 = ((t171 * 22.0) + (t170 * 1.0));
+    const double t173 = (t168 * t172);
+    const double t174 = (t165 + t173);
+    const double t175 = (t166 + t173);
+    const double t176 = (t167 + 0.0);
+    const double t177 = static_cast<double>(INT64_C(2));
+    const double t178 = static_cast<double>(t18);
+    const double t179 = at_fceil(at_py_div((t178 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t180 = at_fceil(at_py_div(t179, 255.0));
+    const double t181 = ((t180 * 22.0) + (t179 * 2.0));
+    const double t182 = (t177 * t181);
+    const double t183 = (t174 + t182);
+    const double t184 = (t175 + t182);
+    const double t185 = (t176 + 0.0);
+    const double t186 = static_cast<double>(t18);
+    const double t187 = at_fceil(at_py_div((t186 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t188 = at_fceil(at_py_div(t187, 255.0));
+    const double t189 = ((t188 * 22.0) + (t187 * 2.0));
+    const double t190 = (1.0 * t189);
+    const double t191 = (t183 + t190);
+    const double t192 = (t184 + t190);
+    const double t193 = (t185 + 0.0);
+    const double t194 = at_fdiv(static_cast<double>(INT64_C(1)), static_cast<double>(t17));
+    const double t195 = static_cast<double>((t18 * INT64_C(2)));
+    const double t196 = static_cast<double>(t5);
+    const double t197 = ((((t196 > 1.0)) || ((t196 != t196))) ? t196 : 1.0);
+    const double t198 = at_py_div(t195, t197);
+    const double t199 = ((t197 * at_fceil(at_py_div(t198, 32.0))) * 32.0);
+    const double t200 = at_interp(t199, k_XP1, k_FP1, 5);
+    const bool t201 = ((std::fmod(t198, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t202 = (t201 ? 1.0 : 0.7);
+    const double t203 = (t200 * t202);
+    const double t204 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t205 = ((((t204 < 1.0)) || ((t204 != t204))) ? t204 : 1.0);
+    const double t206 = at_py_div(1.0, (at_py_div((1.0 - t205), 888.8888888888889) + at_py_div(t205, 3888.8888888888887)));
+    const double t207 = ((((t23 > 1.0)) || ((t23 != t23))) ? t23 : 1.0);
+    const double t208 = (t207 * 200.0);
+    const double t209 = std::pow(t206, (-1.5));
+    const double t210 = at_py_div(std::pow((std::pow(t208, (-1.5)) + t209), (-0.6666666666666666)), t207);
+    const double t211 = ((((t203 < t210)) || ((t203 != t203))) ? t203 : t210);
+    const double t212 = at_py_div((t194 * t199), t210);
+    const double t213 = (80.0 + at_py_div(t199, t211));
+    const double t214 = (t194 * t213);
+    const double t215 = (t191 + t214);
+    const double t216 = (0.0 + t214);
+    const double t217 = (t193 + t212);
+    const double t218 = (t215 + 4.0);
+    const double t219 = (t59 + 4.0);
+    const double t220 = ((((t219 > t105)) || ((t219 != t219))) ? t219 : t105);
+    const double t221 = ((((t220 > t192)) || ((t220 != t220))) ? t220 : t192);
+    const double t222 = ((((t221 > t216)) || ((t221 != t221))) ? t221 : t216);
+    const double t223 = ((((t222 > t217)) || ((t222 != t222))) ? t222 : t217);
+    const double t224 = ((((t223 > 0.0)) || ((t223 != t223))) ? t223 : 0.0);
+    const double t225 = (t58 - 1.0);
+    const double t226 = ((((t225 > 0.0)) || ((t225 != t225))) ? t225 : 0.0);
+    const bool t227 = ((t57 >= static_cast<double>(INT64_C(2))));
+    const double t228 = (t227 ? (t218 + (t226 * t224)) : (t58 * t218));
+    const double t229 = (t227 ? (t58 * 0.0) : ((t226 * t218) + t224));
+    const double t230 = (((t58 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t228);
+    const double t231 = (((t58 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t229);
+    const double t232 = (t219 * t58);
+    const double t233 = (t105 * t58);
+    const double t234 = (t192 * t58);
+    const double t235 = (t216 * t58);
+    const double t236 = (t217 * t58);
+    const double t237 = (t55 + t230);
+    const double t238 = (t54 + t232);
+    const double t239 = (0.0 + t233);
+    const double t240 = (0.0 + t234);
+    const double t241 = (0.0 + t235);
+    const double t242 = (0.0 + t236);
+    const double t243 = (((0.0 > t231)) ? 0.0 : t231);
+    const double t244 = (t237 + 0.0);
+    const double t245 = (t238 + 0.0);
+    const double t246 = ((((t245 > t239)) || ((t245 != t245))) ? t245 : t239);
+    const double t247 = ((((t246 > t240)) || ((t246 != t246))) ? t246 : t240);
+    const double t248 = ((((t247 > t241)) || ((t247 != t247))) ? t247 : t241);
+    const double t249 = ((((t248 > t242)) || ((t248 != t248))) ? t248 : t242);
+    const double t250 = ((((t249 > t243)) || ((t249 != t249))) ? t249 : t243);
+    const double t251 = (t53 - 1.0);
+    const double t252 = ((((t251 > 0.0)) || ((t251 != t251))) ? t251 : 0.0);
+    const bool t253 = ((t52 >= static_cast<double>(INT64_C(2))));
+    const double t254 = (t253 ? (t244 + (t252 * t250)) : (t53 * t244));
+    const double t255 = (t253 ? (t53 * t243) : ((t252 * t244) + t250));
+    const double t256 = (((t53 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t254);
+    const double t257 = (((t53 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t255);
+    const double t258 = (t245 * t53);
+    const double t259 = (t239 * t53);
+    const double t260 = (t240 * t53);
+    const double t261 = (t241 * t53);
+    const double t262 = (t242 * t53);
+    const double t263 = (t48 + t256);
+    const double t264 = (t26 + t258);
+    const double t265 = (t49 + t259);
+    const double t266 = (0.0 + t260);
+    const double t267 = (0.0 + t261);
+    const double t268 = (t50 + t262);
+    const double t269 = (((0.0 > t257)) ? 0.0 : t257);
+    const double t270 = (t263 + 0.0);
+    const double t271 = (t264 + 0.0);
+    const double t272 = ((((t271 > t265)) || ((t271 != t271))) ? t271 : t265);
+    const double t273 = ((((t272 > t266)) || ((t272 != t272))) ? t272 : t266);
+    const double t274 = ((((t273 > t267)) || ((t273 != t273))) ? t273 : t267);
+    const double t275 = ((((t274 > t268)) || ((t274 != t274))) ? t274 : t268);
+    const double t276 = ((((t275 > t269)) || ((t275 != t275))) ? t275 : t269);
+    const double t277 = (t25 - 1.0);
+    const double t278 = ((((t277 > 0.0)) || ((t277 != t277))) ? t277 : 0.0);
+    const double t279 = (t25 * t270);
+    const double t280 = ((t278 * t270) + t276);
+    const double t281 = (((t25 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t279);
+    const double t282 = (((t25 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t280);
+    (void)t282;
+    const double t283 = (t271 * t25);
+    (void)t283;
+    const double t284 = (t265 * t25);
+    (void)t284;
+    const double t285 = (t266 * t25);
+    (void)t285;
+    const double t286 = (t267 * t25);
+    (void)t286;
+    const double t287 = (t268 * t25);
+    (void)t287;
+    const double t288 = at_py_div(t281, 1800.0);
+    const double t289 = ((2.0 + 0.0) + at_py_div((1.3 * t23), static_cast<double>(aiv)));
+    const double t290 = (((0.0 > t289)) ? 0.0 : t289);
+    const double t291 = (t290 + t288);
+    return t291;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_ub_bytes = INT64_C(196608);
@@ -297,19 +689,218 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_rows = shape.rows;
+    (void)v_rows;
+    const int64_t v_cols = shape.cols;
+    (void)v_cols;
+    const int64_t dims[2] = { shape.rows, shape.cols };
+    std::vector<int64_t> dom0;
     {
-        const double d = std::log(static_cast<double>(shape.rows)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
     }
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
+        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
     {
-        const double d = std::log(static_cast<double>(shape.cols)) -
-                         std::log(static_cast<double>(kTunedShapes[row][1]));
-        total += d * d;
+        const int64_t lo = static_cast<int64_t>(INT64_C(1)), hi = static_cast<int64_t>(INT64_C(1024));
+        int64_t p = 1;
+        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+            if (p >= lo) dom1.push_back(p);
+        }
     }
-    return total;
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.rowFactor ? a - base.rowFactor : base.rowFactor - a;
+        const int64_t db = b > base.rowFactor ? b - base.rowFactor : base.rowFactor - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
+    {
+        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(65536));
+        int64_t p = 1;
+        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+            if (p >= lo) dom2.push_back(p);
+        }
+    }
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.colFactor ? a - base.colFactor : base.colFactor - a;
+        const int64_t db = b > base.colFactor ? b - base.colFactor : base.colFactor - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.bufferNum ? a - base.bufferNum : base.bufferNum - a;
+        const int64_t db = b > base.bufferNum ? b - base.bufferNum : base.bufferNum - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_blockDim = k0 < 0 ? base.blockDim : dom0[k0];
+        if (k0 >= 0 && v_blockDim == base.blockDim) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_colsAligned = at_align_up(v_cols, at_floordiv(INT64_C(32), sizeof_x));
+        (void)v_colsAligned;
+        const int64_t v_rowsPerCore = at_ceil_div(v_rows, v_blockDim);
+        (void)v_rowsPerCore;
+        const int64_t v_lastBlockRows = (v_rows - ((v_blockDim - INT64_C(1)) * v_rowsPerCore));
+        (void)v_lastBlockRows;
+        if (!((((v_blockDim - INT64_C(1)) * v_rowsPerCore) < v_rows))) continue;  // every_core_busy
+        {
+            const int64_t cores = v_blockDim;  // vector_cores_within_chip
+            if (cores < 1 || cores > aivNum) continue;
+        }
+        {
+            const int64_t cores = v_blockDim;  // block_dim_within_chip
+            if (cores < 1 || cores > aivNum) continue;
+        }
+        {
+            const double value = static_cast<double>(v_rows);  // rowSize_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_cols);  // colSize_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_colsAligned);  // numColAlign_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_rowsPerCore);  // blockFactor_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_lastBlockRows);  // lastBlockRows_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(at_fdiv(1.0, static_cast<double>(v_cols)));  // coefficient_fits_float
+            if (!(value >= -3.40282346638528860e+38 && value <= 3.40282346638528860e+38)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_rowFactor = k1 < 0 ? base.rowFactor : dom1[k1];
+            if (k1 >= 0 && v_rowFactor == base.rowFactor) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            if (!(((v_rowFactor < (INT64_C(2) * v_rowsPerCore)) || (v_rowFactor == INT64_C(1))))) continue;  // row_tile_not_oversized
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_colFactor = k2 < 0 ? base.colFactor : dom2[k2];
+                if (k2 >= 0 && v_colFactor == base.colFactor) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                const int64_t v_colTile = at_min(v_colFactor, v_colsAligned);
+                (void)v_colTile;
+                const int64_t v_colTiles = at_ceil_div(v_colsAligned, v_colTile);
+                (void)v_colTiles;
+                const int64_t v_rowTile = (((v_colTiles > INT64_C(1))) ? (INT64_C(1)) : (at_min(v_rowFactor, v_rowsPerCore)));
+                (void)v_rowTile;
+                const int64_t v_rowPasses = at_ceil_div(v_rowsPerCore, v_rowTile);
+                (void)v_rowPasses;
+                const int64_t v_tailRowFactor = (v_rowsPerCore - ((v_rowPasses - INT64_C(1)) * v_rowTile));
+                (void)v_tailRowFactor;
+                const int64_t v_lastBlockRowLoops = at_ceil_div(v_lastBlockRows, v_rowTile);
+                (void)v_lastBlockRowLoops;
+                const int64_t v_lastBlockTailRowFactor = (v_lastBlockRows - ((v_lastBlockRowLoops - INT64_C(1)) * v_rowTile));
+                (void)v_lastBlockTailRowFactor;
+                const int64_t v_sweeps = (((v_colTiles > INT64_C(1))) ? (INT64_C(2)) : (INT64_C(1)));
+                (void)v_sweeps;
+                const int64_t v_tileElems = (v_rowTile * v_colTile);
+                (void)v_tileElems;
+                const int64_t v_tailColFactor = (v_cols - ((v_colTiles - INT64_C(1)) * v_colTile));
+                (void)v_tailColFactor;
+                const bool v_gammaResident = (v_colTiles == INT64_C(1));
+                (void)v_gammaResident;
+                if (!(((v_colTiles == INT64_C(1)) || (v_rowFactor == INT64_C(1))))) continue;  // one_layout
+                if (!(((v_colFactor < (INT64_C(2) * v_colsAligned)) || (v_colFactor == INT64_C(256))))) continue;  // col_tile_not_oversized
+                {
+                    const double value = static_cast<double>(v_rowTile);  // rowFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_colTile);  // ubFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_colTiles);  // colLoops_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_rowPasses);  // rowLoops_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_tailRowFactor);  // tailRowFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_lastBlockRowLoops);  // lastBlockRowLoops_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_lastBlockTailRowFactor);  // lastBlockTailRowFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_tailColFactor);  // tailColFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
+                    const int64_t v_bufferNum = k3 < 0 ? base.bufferNum : dom3[k3];
+                    if (k3 >= 0 && v_bufferNum == base.bufferNum) continue;
+                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                    if (!(((((((v_bufferNum * v_tileElems) * (sizeof_x + sizeof_y)) + ((INT64_C(2) * v_tileElems) * sizeof_work)) + (v_colTile * ((sizeof_gamma + sizeof_beta) + (INT64_C(2) * sizeof_work)))) + (INT64_C(64) * v_rowTile)) <= hw_ub_bytes))) continue;  // ub_fits
+                    {
+                        const double value = static_cast<double>(((((v_colTiles > INT64_C(1))) ? (INT64_C(10)) : (INT64_C(0))) + v_bufferNum));  // tiling_key_fits_uint64_t
+                        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
+                    }
+                    {
+                        const int64_t values[4] = {v_blockDim, v_rowFactor, v_colFactor, v_bufferNum};
+                        const double us = PredictUs(dims, values, aicNum, aivNum);
+                        if (found == 0 || us < bestUs) {
+                            bestUs = us;
+                            out.blockDim = v_blockDim;
+                            out.rowFactor = v_rowFactor;
+                            out.colFactor = v_colFactor;
+                            out.bufferNum = v_bufferNum;
+                        }
+                        if (++found >= 16) break;
+                    }
+                }
+            if (gaveUp || found >= 16) break;
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
+    }
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -325,26 +916,55 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.rows == kTunedShapes[row][0] && shape.cols == kTunedShapes[row][1];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.blockDim = kCandidates[row][0];
+    config.rowFactor = kCandidates[row][1];
+    config.colFactor = kCandidates[row][2];
+    config.bufferNum = kCandidates[row][3];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[2] = { shape.rows, shape.cols };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[4] = { config.blockDim, config.rowFactor, config.colFactor, config.bufferNum };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

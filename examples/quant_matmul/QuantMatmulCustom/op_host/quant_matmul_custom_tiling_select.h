@@ -5,15 +5,19 @@
 // Host-side tiling selection for QuantMatmulCustom. From the op's TilingFunc:
 //     return optiling::quant_matmul_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::quant_matmul_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef QUANT_MATMUL_CUSTOM_TILING_SELECT_H
 #define QUANT_MATMUL_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "quant_matmul_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace quant_matmul_custom_tiling {
@@ -86,11 +147,13 @@ struct Config {
     int64_t epiRows;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -115,6 +178,544 @@ static const int64_t kTunedConfigs[kTunedCount][6] = {
     { INT64_C(64), INT64_C(512), INT64_C(256), INT64_C(32), INT64_C(20), INT64_C(1) },
     { INT64_C(128), INT64_C(256), INT64_C(256), INT64_C(32), INT64_C(20), INT64_C(8) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 7;
+static const int64_t kCandidates[kCandidateCount][6] = {
+    { INT64_C(16), INT64_C(512), INT64_C(256), INT64_C(32), INT64_C(19), INT64_C(1) },
+    { INT64_C(128), INT64_C(256), INT64_C(512), INT64_C(32), INT64_C(16), INT64_C(8) },
+    { INT64_C(128), INT64_C(256), INT64_C(256), INT64_C(32), INT64_C(16), INT64_C(8) },
+    { INT64_C(64), INT64_C(128), INT64_C(128), INT64_C(32), INT64_C(18), INT64_C(16) },
+    { INT64_C(256), INT64_C(128), INT64_C(512), INT64_C(128), INT64_C(20), INT64_C(4) },
+    { INT64_C(64), INT64_C(512), INT64_C(256), INT64_C(32), INT64_C(20), INT64_C(1) },
+    { INT64_C(128), INT64_C(256), INT64_C(256), INT64_C(32), INT64_C(20), INT64_C(8) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[6] = {16384.0, 32768.0, 65536.0, 131072.0, 262144.0, 524288.0};
+static const double k_FP0[6] = {192.0, 200.2, 158.2, 178.8, 177.9, 166.7};
+static const double k_XP1[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP1[4] = {257.2, 262.5, 262.9, 263.4};
+static const double k_XP2[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
+static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
+static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
+static const double k_XP4[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
+static const double k_FP4[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
+static const double k_XP5[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
+static const double k_FP5[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t s1 = shape[1];
+    const int64_t s2 = shape[2];
+    const int64_t s3 = shape[3];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    const int64_t p3 = config[3];
+    const int64_t p4 = config[4];
+    const int64_t p5 = config[5];
+    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(1));
+    const int64_t t1 = at_ceil_div(s0, s2);
+    const int64_t t2 = at_ceil_div(t1, p0);
+    const int64_t t3 = at_ceil_div(s3, p1);
+    const int64_t t4 = (s2 * t2);
+    const int64_t t5 = (t4 * t3);
+    const int64_t t6 = at_ceil_div(t5, p4);
+    const int64_t t7 = ((-at_floordiv((-t1), INT64_C(16))) * INT64_C(16));
+    const int64_t t8 = (((p0 < t7)) ? p0 : t7);
+    const int64_t t9 = ((-at_floordiv((-s3), INT64_C(16))) * INT64_C(16));
+    const int64_t t10 = (((p1 < t9)) ? p1 : t9);
+    const int64_t t11 = ((-at_floordiv((-s1), t0)) * t0);
+    const int64_t t12 = (((p2 < t11)) ? p2 : t11);
+    const int64_t t13 = at_ceil_div(s1, p2);
+    const int64_t t14 = at_ceil_div(t12, p3);
+    const int64_t t15 = (-at_floordiv((-t8), INT64_C(2)));
+    const int64_t t16 = (((p5 < t15)) ? p5 : t15);
+    const int64_t t17 = at_ceil_div(t15, t16);
+    const int64_t t18 = (s0 * s1);
+    const int64_t t19 = (t18 * INT64_C(1));
+    const int64_t t20 = (s2 * s1);
+    const int64_t t21 = (t20 * s3);
+    const int64_t t22 = (t21 * INT64_C(1));
+    const int64_t t23 = (t19 + t22);
+    const int64_t t24 = (t5 * s1);
+    const int64_t t25 = (t8 * INT64_C(1));
+    const int64_t t26 = (t10 * INT64_C(1));
+    const int64_t t27 = (t25 + t26);
+    const int64_t t28 = (t24 * t27);
+    const int64_t t29 = (((t28 > INT64_C(1))) ? t28 : INT64_C(1));
+    const double t30 = at_fdiv(static_cast<double>(t23), static_cast<double>(t29));
+    const double t31 = (1.0 - t30);
+    const double t32 = (((t23 <= INT64_C(201326592))) ? (((0.0 > t31)) ? 0.0 : t31) : 0.0);
+    const double t33 = static_cast<double>(p4);
+    const double t34 = at_fceil(at_py_div(t33, ((((t33 > 1.0)) || ((t33 != t33))) ? t33 : 1.0)));
+    const double t35 = ((((t34 > 0.0)) || ((t34 != t34))) ? t34 : 0.0);
+    const double t36 = (((t35 > 1.0)) ? 14.0 : 0.0);
+    const double t37 = t36;
+    const int64_t t38 = (s2 * INT64_C(14));
+    const double t39 = (static_cast<double>(t38) * 1.0);
+    const double t40 = (t37 + t39);
+    const double t41 = (t36 + t39);
+    const double t42 = (0.0 + 0.0);
+    const double t43 = static_cast<double>(t6);
+    const double t44 = static_cast<double>(INT64_C(2));
+    const double t45 = ((((t43 > 0.0)) || ((t43 != t43))) ? t43 : 0.0);
+    const double t46 = (((t45 > 1.0)) ? 14.0 : 0.0);
+    const double t47 = t46;
+    const double t48 = static_cast<double>(t13);
+    const double t49 = static_cast<double>(INT64_C(2));
+    const double t50 = ((((t48 > 0.0)) || ((t48 != t48))) ? t48 : 0.0);
+    const double t51 = (((t50 > 1.0)) ? 14.0 : 0.0);
+    const double t52 = t51;
+    const int64_t t53 = (t8 * t12);
+    const double t54 = static_cast<double>((t53 * INT64_C(1)));
+    const double t55 = static_cast<double>(t8);
+    const double t56 = t32;
+    const double t57 = ((((t55 > 1.0)) || ((t55 != t55))) ? t55 : 1.0);
+    const double t58 = at_py_div(t54, t57);
+    const double t59 = ((t57 * at_fceil(at_py_div(t58, 32.0))) * 32.0);
+    const double t60 = at_interp(t59, k_XP0, k_FP0, 6);
+    const bool t61 = ((std::fmod(t58, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t62 = (t61 ? 1.0 : 0.7);
+    const double t63 = (t60 * t62);
+    const double t64 = ((((t56 > 0.0)) || ((t56 != t56))) ? t56 : 0.0);
+    const double t65 = ((((t64 < 1.0)) || ((t64 != t64))) ? t64 : 1.0);
+    const double t66 = at_py_div(1.0, (at_py_div((1.0 - t65), 888.8888888888889) + at_py_div(t65, 3888.8888888888887)));
+    const double t67 = ((((t33 > 1.0)) || ((t33 != t33))) ? t33 : 1.0);
+    const double t68 = (t67 * 330.0);
+    const double t69 = std::pow(t66, (-1.5));
+    const double t70 = at_py_div(std::pow((std::pow(t68, (-1.5)) + t69), (-0.6666666666666666)), t67);
+    const double t71 = ((((t63 < t70)) || ((t63 != t63))) ? t63 : t70);
+    const double t72 = at_py_div((1.0 * t59), t70);
+    const double t73 = (210.0 + at_py_div(t59, t71));
+    const double t74 = (t73 + (t57 * 0.0));
+    const double t75 = (1.0 * t74);
+    const double t76 = (t52 + t75);
+    const double t77 = (0.0 + t75);
+    const double t78 = (0.0 + t72);
+    const int64_t t79 = (t12 * t10);
+    const double t80 = static_cast<double>((t79 * INT64_C(1)));
+    const double t81 = static_cast<double>(t12);
+    const double t82 = t32;
+    const double t83 = ((((t81 > 1.0)) || ((t81 != t81))) ? t81 : 1.0);
+    const double t84 = at_py_div(t80, t83);
+    const double t85 = ((t83 * at_fceil(at_py_div(t84, 32.0))) * 32.0);
+    const double t86 = at_interp(t85, k_XP0, k_FP0, 6);
+    const bool t87 = ((std::fmod(t84, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t88 = (t87 ? 1.0 : 0.7);
+    const double t89 = (t86 * t88);
+    const double t90 = ((((t82 > 0.0)) || ((t82 != t82))) ? t82 : 0.0);
+    const double t91 = ((((t90 < 1.0)) || ((t90 != t90))) ? t90 : 1.0);
+    const double t92 = at_py_div(1.0, (at_py_div((1.0 - t91), 888.8888888888889) + at_py_div(t91, 3888.8888888888887)));
+    const double t93 = ((((t33 > 1.0)) || ((t33 != t33))) ? t33 : 1.0);
+    const double t94 = (t93 * 330.0);
+    const double t95 = std::pow(t92, (-1.5));
+    const double t96 = at_py_div(std::pow((std::pow(t94, (-1.5)) + t95), (-0.6666666666666666)), t93);
+    const double t97 = ((((t89 < t96)) || ((t89 != t89))) ? t89 : t96);
+    const double t98 = at_py_div((1.0 * t85), t96);
+    const double t99 = (210.0 + at_py_div(t85, t97));
+    const double t100 = (t99 + (t83 * 0.0));
+    const double t101 = (1.0 * t100);
+    const double t102 = (t76 + t101);
+    const double t103 = (t77 + t101);
+    const double t104 = (t78 + t98);
+    const double t105 = static_cast<double>(t14);
+    const double t106 = static_cast<double>(INT64_C(2));
+    const double t107 = ((((t105 > 0.0)) || ((t105 != t105))) ? t105 : 0.0);
+    const double t108 = (((t107 > 1.0)) ? 14.0 : 0.0);
+    const double t109 = t108;
+    const int64_t t110 = (t8 * p3);
+    const double t111 = static_cast<double>((t110 * INT64_C(1)));
+    const double t112 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t113 = at_py_div(t111, t112);
+    const double t114 = ((t112 * at_fceil(at_py_div(t113, 32.0))) * 32.0);
+    const double t115 = at_interp(t114, k_XP1, k_FP1, 4);
+    const double t116 = (2.0 + at_py_div(t114, t115));
+    const double t117 = (1.0 * t116);
+    const double t118 = (t109 + t117);
+    const double t119 = (0.0 + t117);
+    const double t120 = (0.0 + 0.0);
+    const int64_t t121 = (t10 * p3);
+    const double t122 = static_cast<double>((t121 * INT64_C(1)));
+    const double t123 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t124 = at_py_div(t122, t123);
+    const double t125 = ((t123 * at_fceil(at_py_div(t124, 32.0))) * 32.0);
+    const double t126 = at_interp(t125, k_XP2, k_FP2, 4);
+    const double t127 = (2.0 + at_py_div(t125, t126));
+    const double t128 = (1.0 * t127);
+    const double t129 = (t118 + t128);
+    const double t130 = (t119 + t128);
+    const double t131 = (t120 + 0.0);
+    const double t132 = static_cast<double>(t8);
+    const double t133 = static_cast<double>(t10);
+    const double t134 = static_cast<double>(p3);
+    const double t135 = ((at_fceil(at_py_div(t132, 16.0)) * at_fceil(at_py_div(t133, 16.0))) * at_fceil(at_py_div(t134, static_cast<double>(INT64_C(32)))));
+    const double t136 = ((t135 * 1.0) + 2.0);
+    const double t137 = (1.0 * t136);
+    const double t138 = (t129 + t137);
+    const double t139 = (0.0 + t137);
+    const double t140 = (t131 + 0.0);
+    const double t141 = (t138 + 2.0);
+    const double t142 = (t108 + 2.0);
+    const double t143 = ((((t142 > t130)) || ((t142 != t142))) ? t142 : t130);
+    const double t144 = ((((t143 > t139)) || ((t143 != t143))) ? t143 : t139);
+    const double t145 = ((((t144 > t140)) || ((t144 != t144))) ? t144 : t140);
+    const double t146 = ((((t145 > 0.0)) || ((t145 != t145))) ? t145 : 0.0);
+    const double t147 = (t107 - 1.0);
+    const double t148 = ((((t147 > 0.0)) || ((t147 != t147))) ? t147 : 0.0);
+    const bool t149 = ((t106 >= static_cast<double>(INT64_C(2))));
+    const double t150 = (t149 ? (t141 + (t148 * t146)) : (t107 * t141));
+    const double t151 = (t149 ? (t107 * 0.0) : ((t148 * t141) + t146));
+    const double t152 = (((t107 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t150);
+    const double t153 = (((t107 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t151);
+    const double t154 = (t142 * t107);
+    const double t155 = (t130 * t107);
+    const double t156 = (t139 * t107);
+    const double t157 = (t140 * t107);
+    const double t158 = (t102 + t152);
+    const double t159 = (t51 + t154);
+    const double t160 = (0.0 + t155);
+    const double t161 = (0.0 + t156);
+    const double t162 = (t104 + t157);
+    const double t163 = (((0.0 > t153)) ? 0.0 : t153);
+    const double t164 = (t158 + 2.0);
+    const double t165 = (t159 + 2.0);
+    const double t166 = ((((t165 > t103)) || ((t165 != t165))) ? t165 : t103);
+    const double t167 = ((((t166 > t160)) || ((t166 != t166))) ? t166 : t160);
+    const double t168 = ((((t167 > t161)) || ((t167 != t167))) ? t167 : t161);
+    const double t169 = ((((t168 > t162)) || ((t168 != t168))) ? t168 : t162);
+    const double t170 = ((((t169 > t163)) || ((t169 != t169))) ? t169 : t163);
+    const double t171 = (t50 - 1.0);
+    const double t172 = ((((t171 > 0.0)) || ((t171 != t171))) ? t171 : 0.0);
+    const bool t173 = ((t49 >= static_cast<double>(INT64_C(2))));
+    const double t174 = (t173 ? (t164 + (t172 * t170)) : (t50 * t164));
+    const double t175 = (t173 ? (t50 * t163) : ((t172 * t164) + t170));
+    const double t176 = (((t50 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t174);
+    const double t177 = (((t50 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t175);
+    const double t178 = (t165 * t50);
+    const double t179 = (t103 * t50);
+    const double t180 = (t160 * t50);
+    const double t181 = (t161 * t50);
+    const double t182 = (t162 * t50);
+    const double t183 = (t47 + t176);
+    const double t184 = (t46 + t178);
+    const double t185 = (0.0 + t179);
+    const double t186 = (0.0 + t180);
+    const double t187 = (0.0 + t181);
+    const double t188 = (0.0 + t182);
+    const double t189 = (((0.0 > t177)) ? 0.0 : t177);
+    const int64_t t190 = (t8 * t10);
+    const double t191 = static_cast<double>((t190 * INT64_C(4)));
+    const double t192 = static_cast<double>(t8);
+    const double t193 = static_cast<double>(INT64_C(1));
+    const double t194 = ((((t192 > 1.0)) || ((t192 != t192))) ? t192 : 1.0);
+    const double t195 = at_py_div(t191, t194);
+    const double t196 = ((t194 * at_fceil(at_py_div(t195, 32.0))) * 32.0);
+    const double t197 = at_interp(t196, k_XP3, k_FP3, 6);
+    const bool t198 = ((std::fmod(t195, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t199 = (t198 ? 1.0 : 0.7);
+    const double t200 = (t197 * t199);
+    const double t201 = ((((t193 > 0.0)) || ((t193 != t193))) ? t193 : 0.0);
+    const double t202 = ((((t201 < 1.0)) || ((t201 != t201))) ? t201 : 1.0);
+    const double t203 = at_py_div(1.0, (at_py_div((1.0 - t202), 888.8888888888889) + at_py_div(t202, 3888.8888888888887)));
+    const double t204 = ((((t33 > 1.0)) || ((t33 != t33))) ? t33 : 1.0);
+    const double t205 = (t204 * 330.0);
+    const double t206 = std::pow(t203, (-1.5));
+    const double t207 = at_py_div(std::pow((std::pow(t205, (-1.5)) + t206), (-0.6666666666666666)), t204);
+    const double t208 = ((((t200 < t207)) || ((t200 != t200))) ? t200 : t207);
+    const double t209 = at_py_div((1.0 * t196), t207);
+    const double t210 = (11.0 + at_py_div(t196, t208));
+    const double t211 = (1.0 * t210);
+    const double t212 = (t183 + t211);
+    const double t213 = (0.0 + t211);
+    const double t214 = (t188 + t209);
+    const double t215 = (t212 + 2.0);
+    const double t216 = (t184 + 2.0);
+    const double t217 = ((((t216 > t185)) || ((t216 != t216))) ? t216 : t185);
+    const double t218 = ((((t217 > t186)) || ((t217 != t217))) ? t217 : t186);
+    const double t219 = ((((t218 > t187)) || ((t218 != t218))) ? t218 : t187);
+    const double t220 = ((((t219 > t213)) || ((t219 != t219))) ? t219 : t213);
+    const double t221 = ((((t220 > t214)) || ((t220 != t220))) ? t220 : t214);
+    const double t222 = ((((t221 > t189)) || ((t221 != t221))) ? t221 : t189);
+    const double t223 = (t45 - 1.0);
+    const double t224 = ((((t223 > 0.0)) || ((t223 != t223))) ? t223 : 0.0);
+    const bool t225 = ((t44 >= static_cast<double>(INT64_C(2))));
+    const double t226 = (t225 ? (t215 + (t224 * t222)) : (t45 * t215));
+    const double t227 = (t225 ? (t45 * t189) : ((t224 * t215) + t222));
+    const double t228 = (((t45 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t226);
+    const double t229 = (((t45 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t227);
+    const double t230 = (t216 * t45);
+    const double t231 = (t185 * t45);
+    const double t232 = (t186 * t45);
+    const double t233 = (t187 * t45);
+    const double t234 = (t213 * t45);
+    const double t235 = (t214 * t45);
+    const double t236 = (t40 + t228);
+    const double t237 = (t41 + t230);
+    const double t238 = (0.0 + t231);
+    const double t239 = (0.0 + t232);
+    const double t240 = (0.0 + t233);
+    const double t241 = (0.0 + t234);
+    const double t242 = (t42 + t235);
+    const double t243 = (((0.0 > t229)) ? 0.0 : t229);
+    const double t244 = (t236 + 2.0);
+    const double t245 = (t237 + 2.0);
+    const double t246 = ((((t245 > t238)) || ((t245 != t245))) ? t245 : t238);
+    const double t247 = ((((t246 > t239)) || ((t246 != t246))) ? t246 : t239);
+    const double t248 = ((((t247 > t240)) || ((t247 != t247))) ? t247 : t240);
+    const double t249 = ((((t248 > t241)) || ((t248 != t248))) ? t248 : t241);
+    const double t250 = ((((t249 > t242)) || ((t249 != t249))) ? t249 : t242);
+    const double t251 = ((((t250 > t243)) || ((t250 != t250))) ? t250 : t243);
+    const double t252 = (t35 - 1.0);
+    const double t253 = ((((t252 > 0.0)) || ((t252 != t252))) ? t252 : 0.0);
+    const double t254 = (t35 * t244);
+    const double t255 = ((t253 * t244) + t251);
+    const double t256 = (((t35 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t254);
+    const double t257 = (((t35 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t255);
+    (void)t257;
+    const double t258 = (t245 * t35);
+    (void)t258;
+    const double t259 = (t238 * t35);
+    (void)t259;
+    const double t260 = (t239 * t35);
+    (void)t260;
+    const double t261 = (t240 * t35);
+    (void)t261;
+    const double t262 = (t241 * t35);
+    (void)t262;
+    const double t263 = (t242 * t35);
+    (void)t263;
+    const double t264 = at_py_div(t256, 1800.0);
+    const double t265 = ((2.0 + 19.79) + at_py_div((1.3 * t33), static_cast<double>(aic)));
+    const double t266 = (((0.0 > t265)) ? 0.0 : t265);
+    const double t267 = static_cast<double>((INT64_C(2) * p4));
+    const double t268 = at_fceil(at_py_div(t267, ((((t267 > 1.0)) || ((t267 != t267))) ? t267 : 1.0)));
+    const double t269 = ((((t268 > 0.0)) || ((t268 != t268))) ? t268 : 0.0);
+    const double t270 = (((t269 > 1.0)) ? 14.0 : 0.0);
+    const double t271 = t270;
+    const double t272 = static_cast<double>(t6);
+    const double t273 = static_cast<double>(INT64_C(1));
+    const double t274 = ((((t272 > 0.0)) || ((t272 != t272))) ? t272 : 0.0);
+    const double t275 = (((t274 > 1.0)) ? 14.0 : 0.0);
+    const double t276 = t275;
+    const double t277 = static_cast<double>((t10 * INT64_C(4)));
+    const double t278 = t32;
+    const double t279 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t280 = at_py_div(t277, t279);
+    const double t281 = ((t279 * at_fceil(at_py_div(t280, 32.0))) * 32.0);
+    const double t282 = at_interp(t281, k_XP4, k_FP4, 5);
+    const bool t283 = ((std::fmod(t280, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t284 = (t283 ? 1.0 : 0.7);
+    const double t285 = (t282 * t284);
+    const double t286 = ((((t278 > 0.0)) || ((t278 != t278))) ? t278 : 0.0);
+    const double t287 = ((((t286 < 1.0)) || ((t286 != t286))) ? t286 : 1.0);
+    const double t288 = at_py_div(1.0, (at_py_div((1.0 - t287), 888.8888888888889) + at_py_div(t287, 3888.8888888888887)));
+    const double t289 = ((((t267 > 1.0)) || ((t267 != t267))) ? t267 : 1.0);
+    const double t290 = (t289 * 200.0);
+    const double t291 = std::pow(t288, (-1.5));
+    const double t292 = at_py_div(std::pow((std::pow(t290, (-1.5)) + t291), (-0.6666666666666666)), t289);
+    const double t293 = ((((t285 < t292)) || ((t285 != t285))) ? t285 : t292);
+    const double t294 = at_py_div((1.0 * t281), t292);
+    const double t295 = (190.0 + at_py_div(t281, t293));
+    const double t296 = (1.0 * t295);
+    const double t297 = (t276 + t296);
+    const double t298 = (0.0 + t296);
+    const double t299 = (0.0 + t294);
+    const double t300 = static_cast<double>(t17);
+    const double t301 = static_cast<double>(INT64_C(2));
+    const double t302 = ((((t300 > 0.0)) || ((t300 != t300))) ? t300 : 0.0);
+    const double t303 = (((t302 > 1.0)) ? 14.0 : 0.0);
+    const double t304 = t303;
+    const int64_t t305 = (t16 * t10);
+    const double t306 = static_cast<double>((t305 * INT64_C(4)));
+    const double t307 = static_cast<double>(t16);
+    const double t308 = static_cast<double>(INT64_C(1));
+    const double t309 = ((((t307 > 1.0)) || ((t307 != t307))) ? t307 : 1.0);
+    const double t310 = at_py_div(t306, t309);
+    const double t311 = ((t309 * at_fceil(at_py_div(t310, 32.0))) * 32.0);
+    const double t312 = at_interp(t311, k_XP4, k_FP4, 5);
+    const bool t313 = ((std::fmod(t310, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t314 = (t313 ? 1.0 : 0.7);
+    const double t315 = (t312 * t314);
+    const double t316 = ((((t308 > 0.0)) || ((t308 != t308))) ? t308 : 0.0);
+    const double t317 = ((((t316 < 1.0)) || ((t316 != t316))) ? t316 : 1.0);
+    const double t318 = at_py_div(1.0, (at_py_div((1.0 - t317), 888.8888888888889) + at_py_div(t317, 3888.8888888888887)));
+    const double t319 = ((((t267 > 1.0)) || ((t267 != t267))) ? t267 : 1.0);
+    const double t320 = (t319 * 200.0);
+    const double t321 = std::pow(t318, (-1.5));
+    const double t322 = at_py_div(std::pow((std::pow(t320, (-1.5)) + t321), (-0.6666666666666666)), t319);
+    const double t323 = ((((t315 < t322)) || ((t315 != t315))) ? t315 : t322);
+    const double t324 = at_py_div((1.0 * t311), t322);
+    const double t325 = (190.0 + at_py_div(t311, t323));
+    const double t326 = (1.0 * t325);
+    const double t327 = (t304 + t326);
+    const double t328 = (0.0 + t326);
+    const double t329 = (0.0 + t324);
+    const double t330 = static_cast<double>((t16 * INT64_C(4)));
+    const double t331 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t332 = at_py_div(t330, t331);
+    const double t333 = ((t331 * at_fceil(at_py_div(t332, 32.0))) * 32.0);
+    const double t334 = at_interp(t333, k_XP4, k_FP4, 5);
+    const bool t335 = ((std::fmod(t332, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t336 = (t335 ? 1.0 : 0.7);
+    const double t337 = (t334 * t336);
+    const double t338 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t339 = ((((t338 < 1.0)) || ((t338 != t338))) ? t338 : 1.0);
+    const double t340 = at_py_div(1.0, (at_py_div((1.0 - t339), 888.8888888888889) + at_py_div(t339, 3888.8888888888887)));
+    const double t341 = ((((t267 > 1.0)) || ((t267 != t267))) ? t267 : 1.0);
+    const double t342 = (t341 * 200.0);
+    const double t343 = std::pow(t340, (-1.5));
+    const double t344 = at_py_div(std::pow((std::pow(t342, (-1.5)) + t343), (-0.6666666666666666)), t341);
+    const double t345 = ((((t337 < t344)) || ((t337 != t337))) ? t337 : t344);
+    const double t346 = at_py_div((1.0 * t333), t344);
+    const double t347 = (190.0 + at_py_div(t333, t345));
+    const double t348 = (1.0 * t347);
+    const double t349 = (t327 + t348);
+    const double t350 = (t328 + t348);
+    const double t351 = (t329 + t346);
+    const double t352 = static_cast<double>((t16 * t10));
+    const double t353 = at_fceil(at_py_div((t352 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t354 = at_fceil(at_py_div(t353, 255.0));
+    const double t355 = ((t354 * 22.0) + (t353 * 2.0));
+    const double t356 = (1.0 * t355);
+    const double t357 = (t349 + t356);
+    const double t358 = (0.0 + t356);
+    const double t359 = (t351 + 0.0);
+    const double t360 = static_cast<double>(t16);
+    const double t361 = static_cast<double>(t10);
+    const double t362 = at_fceil(at_py_div((t361 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t363 = at_fceil(at_py_div(t362, 255.0));
+    const double t364 = ((t363 * 22.0) + (t362 * 2.0));
+    const double t365 = (t360 * t364);
+    const double t366 = (t357 + t365);
+    const double t367 = (t358 + t365);
+    const double t368 = (t359 + 0.0);
+    const double t369 = static_cast<double>(t16);
+    const double t370 = static_cast<double>(t10);
+    const double t371 = at_fceil(at_py_div((t370 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t372 = at_fceil(at_py_div(t371, 255.0));
+    const double t373 = ((t372 * 22.0) + (t371 * 1.0));
+    const double t374 = (t369 * t373);
+    const double t375 = (t366 + t374);
+    const double t376 = (t367 + t374);
+    const double t377 = (t368 + 0.0);
+    const double t378 = static_cast<double>((t16 * t10));
+    const double t379 = at_fceil(at_py_div((t378 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t380 = at_fceil(at_py_div(t379, 255.0));
+    const double t381 = ((t380 * 22.0) + (t379 * 2.0));
+    const double t382 = (1.0 * t381);
+    const double t383 = (t375 + t382);
+    const double t384 = (t376 + t382);
+    const double t385 = (t377 + 0.0);
+    const int64_t t386 = (t16 * t10);
+    const double t387 = static_cast<double>((t386 * INT64_C(2)));
+    const double t388 = static_cast<double>(t16);
+    const double t389 = ((((t388 > 1.0)) || ((t388 != t388))) ? t388 : 1.0);
+    const double t390 = at_py_div(t387, t389);
+    const double t391 = ((t389 * at_fceil(at_py_div(t390, 32.0))) * 32.0);
+    const double t392 = at_interp(t391, k_XP5, k_FP5, 5);
+    const bool t393 = ((std::fmod(t390, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t394 = (t393 ? 1.0 : 0.7);
+    const double t395 = (t392 * t394);
+    const double t396 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t397 = ((((t396 < 1.0)) || ((t396 != t396))) ? t396 : 1.0);
+    const double t398 = at_py_div(1.0, (at_py_div((1.0 - t397), 888.8888888888889) + at_py_div(t397, 3888.8888888888887)));
+    const double t399 = ((((t267 > 1.0)) || ((t267 != t267))) ? t267 : 1.0);
+    const double t400 = (t399 * 200.0);
+    const double t401 = std::pow(t398, (-1.5));
+    const double t402 = at_py_div(std::pow((std::pow(t400, (-1.5)) + t401), (-0.6666666666666666)), t399);
+    const double t403 = ((((t395 < t402)) || ((t395 != t395))) ? t395 : t402);
+    const double t404 = at_py_div((1.0 * t391), t402);
+    const double t405 = (80.0 + at_py_div(t391, t403));
+    const double t406 = (1.0 * t405);
+    const double t407 = (t383 + t406);
+    const double t408 = (0.0 + t406);
+    const double t409 = (t385 + t404);
+    const double t410 = (t407 + 4.0);
+    const double t411 = (t303 + 4.0);
+    const double t412 = ((((t411 > t350)) || ((t411 != t411))) ? t411 : t350);
+    const double t413 = ((((t412 > t384)) || ((t412 != t412))) ? t412 : t384);
+    const double t414 = ((((t413 > t408)) || ((t413 != t413))) ? t413 : t408);
+    const double t415 = ((((t414 > t409)) || ((t414 != t414))) ? t414 : t409);
+    const double t416 = ((((t415 > 0.0)) || ((t415 != t415))) ? t415 : 0.0);
+    const double t417 = (t302 - 1.0);
+    const double t418 = ((((t417 > 0.0)) || ((t417 != t417))) ? t417 : 0.0);
+    const bool t419 = ((t301 >= static_cast<double>(INT64_C(2))));
+    const double t420 = (t419 ? (t410 + (t418 * t416)) : (t302 * t410));
+    const double t421 = (t419 ? (t302 * 0.0) : ((t418 * t410) + t416));
+    const double t422 = (((t302 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t420);
+    const double t423 = (((t302 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t421);
+    const double t424 = (t411 * t302);
+    const double t425 = (t350 * t302);
+    const double t426 = (t384 * t302);
+    const double t427 = (t408 * t302);
+    const double t428 = (t409 * t302);
+    const double t429 = (t297 + t422);
+    const double t430 = (t275 + t424);
+    const double t431 = (t298 + t425);
+    const double t432 = (0.0 + t426);
+    const double t433 = (0.0 + t427);
+    const double t434 = (t299 + t428);
+    const double t435 = (((0.0 > t423)) ? 0.0 : t423);
+    const double t436 = (t429 + 0.0);
+    const double t437 = (t430 + 0.0);
+    const double t438 = ((((t437 > t431)) || ((t437 != t437))) ? t437 : t431);
+    const double t439 = ((((t438 > t432)) || ((t438 != t438))) ? t438 : t432);
+    const double t440 = ((((t439 > t433)) || ((t439 != t439))) ? t439 : t433);
+    const double t441 = ((((t440 > t434)) || ((t440 != t440))) ? t440 : t434);
+    const double t442 = ((((t441 > t435)) || ((t441 != t441))) ? t441 : t435);
+    const double t443 = (t274 - 1.0);
+    const double t444 = ((((t443 > 0.0)) || ((t443 != t443))) ? t443 : 0.0);
+    const bool t445 = ((t273 >= static_cast<double>(INT64_C(2))));
+    const double t446 = (t445 ? (t436 + (t444 * t442)) : (t274 * t436));
+    const double t447 = (t445 ? (t274 * t435) : ((t444 * t436) + t442));
+    const double t448 = (((t274 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t446);
+    const double t449 = (((t274 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t447);
+    const double t450 = (t437 * t274);
+    const double t451 = (t431 * t274);
+    const double t452 = (t432 * t274);
+    const double t453 = (t433 * t274);
+    const double t454 = (t434 * t274);
+    const double t455 = (t271 + t448);
+    const double t456 = (t270 + t450);
+    const double t457 = (0.0 + t451);
+    const double t458 = (0.0 + t452);
+    const double t459 = (0.0 + t453);
+    const double t460 = (0.0 + t454);
+    const double t461 = (((0.0 > t449)) ? 0.0 : t449);
+    const double t462 = (t455 + 0.0);
+    const double t463 = (t456 + 0.0);
+    const double t464 = ((((t463 > t457)) || ((t463 != t463))) ? t463 : t457);
+    const double t465 = ((((t464 > t458)) || ((t464 != t464))) ? t464 : t458);
+    const double t466 = ((((t465 > t459)) || ((t465 != t465))) ? t465 : t459);
+    const double t467 = ((((t466 > t460)) || ((t466 != t466))) ? t466 : t460);
+    const double t468 = ((((t467 > t461)) || ((t467 != t467))) ? t467 : t461);
+    const double t469 = (t269 - 1.0);
+    const double t470 = ((((t469 > 0.0)) || ((t469 != t469))) ? t469 : 0.0);
+    const double t471 = (t269 * t462);
+    const double t472 = ((t470 * t462) + t468);
+    const double t473 = (((t269 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t471);
+    const double t474 = (((t269 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t472);
+    (void)t474;
+    const double t475 = (t463 * t269);
+    (void)t475;
+    const double t476 = (t457 * t269);
+    (void)t476;
+    const double t477 = (t458 * t269);
+    (void)t477;
+    const double t478 = (t459 * t269);
+    (void)t478;
+    const double t479 = (t460 * t269);
+    (void)t479;
+    const double t480 = at_py_div(t473, 1800.0);
+    const double t481 = ((2.0 + 0.0) + at_py_div((1.3 * t267), static_cast<double>(aiv)));
+    const double t482 = ((((t266 > t481)) || ((t266 != t266))) ? t266 : t481);
+    const double t483 = static_cast<double>((INT64_C(2) * t6));
+    const double t484 = ((((((t264 > t480)) || ((t264 != t264))) ? t264 : t480) + at_py_div((t483 * 2.0), 1800.0)) + 1.0);
+    const double t485 = (t482 + t484);
+    return t485;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_l0a_bytes = INT64_C(65536);
@@ -332,29 +933,249 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_M = shape.M;
+    (void)v_M;
+    const int64_t v_K = shape.K;
+    (void)v_K;
+    const int64_t v_G = shape.G;
+    (void)v_G;
+    const int64_t v_N = shape.N;
+    (void)v_N;
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    std::vector<int64_t> dom0;
+    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom0.begin(), dom0.end());
+    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.m1 ? a - base.m1 : base.m1 - a;
+        const int64_t db = b > base.m1 ? b - base.m1 : base.m1 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
+    dom1 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512))};
+    std::sort(dom1.begin(), dom1.end());
+    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.n1 ? a - base.n1 : base.n1 - a;
+        const int64_t db = b > base.n1 ? b - base.n1 : base.n1 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.k1 ? a - base.k1 : base.k1 - a;
+        const int64_t db = b > base.k1 ? b - base.k1 : base.k1 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.k0 ? a - base.k0 : base.k0 - a;
+        const int64_t db = b > base.k0 ? b - base.k0 : base.k0 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom4;
     {
-        const double d = std::log(static_cast<double>(shape.M)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
     }
-    {
-        const double d = std::log(static_cast<double>(shape.K)) -
-                         std::log(static_cast<double>(kTunedShapes[row][1]));
-        total += d * d;
+    if (dom4.empty()) return false;
+    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
+        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom5;
+    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128))};
+    std::sort(dom5.begin(), dom5.end());
+    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
+    if (dom5.empty()) return false;
+    std::stable_sort(dom5.begin(), dom5.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.epiRows ? a - base.epiRows : base.epiRows - a;
+        const int64_t db = b > base.epiRows ? b - base.epiRows : base.epiRows - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_m1 = k0 < 0 ? base.m1 : dom0[k0];
+        if (k0 >= 0 && v_m1 == base.m1) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
+        (void)v_c0;
+        const int64_t v_groupM = at_ceil_div(v_M, v_G);
+        (void)v_groupM;
+        const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
+        (void)v_mTiles;
+        const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
+        (void)v_tileM;
+        const int64_t v_aivRows = at_ceil_div(v_tileM, INT64_C(2));
+        (void)v_aivRows;
+        const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
+        (void)v_uniqueBytes;
+        if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) continue;  // m1_not_oversized
+        {
+            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_n1 = k1 < 0 ? base.n1 : dom1[k1];
+            if (k1 >= 0 && v_n1 == base.n1) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
+            (void)v_nTiles;
+            const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
+            (void)v_tiles;
+            const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
+            (void)v_tileN;
+            const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
+            (void)v_readBytes;
+            const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
+            (void)v_l2Hit;
+            if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) continue;  // l0c_fits
+            if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(32))))) continue;  // n1_not_oversized
+            {
+                const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_k1 = k2 < 0 ? base.k1 : dom2[k2];
+                if (k2 >= 0 && v_k1 == base.k1) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
+                (void)v_sliceK;
+                const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
+                (void)v_kL1Iters;
+                if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) continue;  // l1_fits
+                if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(64))))) continue;  // k1_not_oversized
+                {
+                    const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
+                    const int64_t v_k0 = k3 < 0 ? base.k0 : dom3[k3];
+                    if (k3 >= 0 && v_k0 == base.k0) continue;
+                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
+                    (void)v_kL0Iters;
+                    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) continue;  // l0a_fits
+                    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) continue;  // l0b_fits
+                    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) continue;  // k0_fractal
+                    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) continue;  // k0_divides_k1
+                    {
+                        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
+                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                    }
+                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
+                        const int64_t v_blockDim = k4 < 0 ? base.blockDim : dom4[k4];
+                        if (k4 >= 0 && v_blockDim == base.blockDim) continue;
+                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                        const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
+                        (void)v_tilesPerCore;
+                        if (!((v_blockDim <= v_tiles))) continue;  // every_core_busy
+                        {
+                            const int64_t cores = v_blockDim;  // cube_cores_within_chip
+                            if (cores < 1 || cores > aicNum) continue;
+                        }
+                        {
+                            const int64_t cores = (INT64_C(2) * v_blockDim);  // vector_cores_within_chip
+                            if (cores < 1 || cores > aivNum) continue;
+                        }
+                        {
+                            const int64_t cores = v_blockDim;  // block_dim_within_chip
+                            if (cores < 1 || cores > aicNum) continue;
+                        }
+                        {
+                            const double value = static_cast<double>(((((v_blockDim * INT64_C(2)) * v_m1) * v_n1) * sizeof_acc));  // workspace_bytes_fits_int64_t
+                            if (!(value >= 0.0 && value <= 9.22337203685477581e+18)) continue;
+                        }
+                        for (int64_t k5 = -1; k5 < static_cast<int64_t>(dom5.size()); ++k5) {
+                            const int64_t v_epiRows = k5 < 0 ? base.epiRows : dom5[k5];
+                            if (k5 >= 0 && v_epiRows == base.epiRows) continue;
+                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                            const int64_t v_passRows = at_min(v_epiRows, v_aivRows);
+                            (void)v_passRows;
+                            const int64_t v_epiPasses = at_ceil_div(v_aivRows, v_passRows);
+                            (void)v_epiPasses;
+                            if (!(((((((INT64_C(2) * v_epiRows) * v_n1) * ((sizeof_acc + sizeof_work) + sizeof_c)) + (v_n1 * sizeof_scale)) + (INT64_C(32) * v_epiRows)) <= hw_ub_bytes))) continue;  // ub_fits
+                            if (!(((v_epiRows < (INT64_C(2) * at_ceil_div(at_min(v_m1, at_align_up(v_groupM, INT64_C(16))), INT64_C(2)))) || (v_epiRows == INT64_C(1))))) continue;  // epi_rows_useful
+                            {
+                                const double value = static_cast<double>(v_passRows);  // epilogueRows_fits_uint32_t
+                                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                            }
+                            {
+                                const int64_t values[6] = {v_m1, v_n1, v_k1, v_k0, v_blockDim, v_epiRows};
+                                const double us = PredictUs(dims, values, aicNum, aivNum);
+                                if (found == 0 || us < bestUs) {
+                                    bestUs = us;
+                                    out.m1 = v_m1;
+                                    out.n1 = v_n1;
+                                    out.k1 = v_k1;
+                                    out.k0 = v_k0;
+                                    out.blockDim = v_blockDim;
+                                    out.epiRows = v_epiRows;
+                                }
+                                if (++found >= 16) break;
+                            }
+                        }
+                    if (gaveUp || found >= 16) break;
+                    }
+                if (gaveUp || found >= 16) break;
+                }
+            if (gaveUp || found >= 16) break;
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
     }
-    {
-        const double d = std::log(static_cast<double>(shape.G)) -
-                         std::log(static_cast<double>(kTunedShapes[row][2]));
-        total += d * d;
-    }
-    {
-        const double d = std::log(static_cast<double>(shape.N)) -
-                         std::log(static_cast<double>(kTunedShapes[row][3]));
-        total += d * d;
-    }
-    return total;
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -372,26 +1193,57 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.M == kTunedShapes[row][0] && shape.K == kTunedShapes[row][1] && shape.G == kTunedShapes[row][2] && shape.N == kTunedShapes[row][3];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.m1 = kCandidates[row][0];
+    config.n1 = kCandidates[row][1];
+    config.k1 = kCandidates[row][2];
+    config.k0 = kCandidates[row][3];
+    config.blockDim = kCandidates[row][4];
+    config.epiRows = kCandidates[row][5];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[6] = { config.m1, config.n1, config.k1, config.k0, config.blockDim, config.epiRows };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

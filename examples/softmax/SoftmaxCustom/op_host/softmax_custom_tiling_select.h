@@ -5,15 +5,19 @@
 // Host-side tiling selection for SoftmaxCustom. From the op's TilingFunc:
 //     return optiling::softmax_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::softmax_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef SOFTMAX_CUSTOM_TILING_SELECT_H
 #define SOFTMAX_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "softmax_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace softmax_custom_tiling {
@@ -82,11 +143,13 @@ struct Config {
     int64_t bufferNum;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -111,6 +174,261 @@ static const int64_t kTunedConfigs[kTunedCount][4] = {
     { INT64_C(40), INT64_C(2), INT64_C(4096), INT64_C(2) },
     { INT64_C(40), INT64_C(4), INT64_C(2048), INT64_C(2) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 7;
+static const int64_t kCandidates[kCandidateCount][4] = {
+    { INT64_C(1), INT64_C(1), INT64_C(8192), INT64_C(2) },
+    { INT64_C(7), INT64_C(1), INT64_C(256), INT64_C(2) },
+    { INT64_C(8), INT64_C(1), INT64_C(8192), INT64_C(2) },
+    { INT64_C(32), INT64_C(1), INT64_C(8192), INT64_C(2) },
+    { INT64_C(40), INT64_C(2), INT64_C(4096), INT64_C(2) },
+    { INT64_C(40), INT64_C(8), INT64_C(256), INT64_C(2) },
+    { INT64_C(40), INT64_C(4), INT64_C(2048), INT64_C(2) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
+static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
+static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
+static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t s1 = shape[1];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    const int64_t p3 = config[3];
+    (void)aic;
+    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
+    const int64_t t1 = ((-at_floordiv((-s1), t0)) * t0);
+    const int64_t t2 = (((p2 < t1)) ? p2 : t1);
+    const int64_t t3 = at_ceil_div(t1, t2);
+    const int64_t t4 = at_ceil_div(s0, p0);
+    const int64_t t5 = (((t3 > INT64_C(1))) ? INT64_C(1) : (((p1 < t4)) ? p1 : t4));
+    const int64_t t6 = at_ceil_div(t4, t5);
+    const int64_t t7 = (t6 - INT64_C(1));
+    const int64_t t8 = (t7 * t5);
+    const int64_t t9 = (t4 - t8);
+    (void)t9;
+    const int64_t t10 = (p0 - INT64_C(1));
+    const int64_t t11 = (t10 * t4);
+    const int64_t t12 = (s0 - t11);
+    const int64_t t13 = at_ceil_div(t12, t5);
+    const int64_t t14 = (t13 - INT64_C(1));
+    const int64_t t15 = (t14 * t5);
+    const int64_t t16 = (t12 - t15);
+    (void)t16;
+    const int64_t t17 = (((t3 > INT64_C(1))) ? INT64_C(2) : INT64_C(1));
+    const int64_t t18 = (t5 * t2);
+    const int64_t t19 = (t3 - INT64_C(1));
+    const int64_t t20 = (t19 * t2);
+    const int64_t t21 = (s1 - t20);
+    (void)t21;
+    const double t22 = static_cast<double>(p0);
+    const double t23 = at_fceil(at_py_div(t22, ((((t22 > 1.0)) || ((t22 != t22))) ? t22 : 1.0)));
+    const double t24 = ((((t23 > 0.0)) || ((t23 != t23))) ? t23 : 0.0);
+    const double t25 = (((t24 > 1.0)) ? 14.0 : 0.0);
+    const double t26 = t25;
+    const double t27 = static_cast<double>(t6);
+    const double t28 = static_cast<double>(p3);
+    const double t29 = ((((t27 > 0.0)) || ((t27 != t27))) ? t27 : 0.0);
+    const double t30 = (((t29 > 1.0)) ? 14.0 : 0.0);
+    const double t31 = t30;
+    const double t32 = static_cast<double>((t3 * t17));
+    const double t33 = static_cast<double>(p3);
+    const double t34 = ((((t32 > 0.0)) || ((t32 != t32))) ? t32 : 0.0);
+    const double t35 = (((t34 > 1.0)) ? 14.0 : 0.0);
+    const double t36 = t35;
+    const double t37 = static_cast<double>((t18 * INT64_C(2)));
+    const double t38 = static_cast<double>(t5);
+    const double t39 = ((((t38 > 1.0)) || ((t38 != t38))) ? t38 : 1.0);
+    const double t40 = at_py_div(t37, t39);
+    const double t41 = ((t39 * at_fceil(at_py_div(t40, 32.0))) * 32.0);
+    const double t42 = at_interp(t41, k_XP0, k_FP0, 5);
+    const bool t43 = ((std::fmod(t40, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t44 = (t43 ? 1.0 : 0.7);
+    const double t45 = (t42 * t44);
+    const double t46 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t47 = ((((t46 < 1.0)) || ((t46 != t46))) ? t46 : 1.0);
+    const double t48 = at_py_div(1.0, (at_py_div((1.0 - t47), 888.8888888888889) + at_py_div(t47, 3888.8888888888887)));
+    const double t49 = ((((t22 > 1.0)) || ((t22 != t22))) ? t22 : 1.0);
+    const double t50 = (t49 * 200.0);
+    const double t51 = std::pow(t48, (-1.5));
+    const double t52 = at_py_div(std::pow((std::pow(t50, (-1.5)) + t51), (-0.6666666666666666)), t49);
+    const double t53 = ((((t45 < t52)) || ((t45 != t45))) ? t45 : t52);
+    const double t54 = at_py_div((1.0 * t41), t52);
+    const double t55 = (190.0 + at_py_div(t41, t53));
+    const double t56 = (1.0 * t55);
+    const double t57 = (t36 + t56);
+    const double t58 = (0.0 + t56);
+    const double t59 = (0.0 + t54);
+    const double t60 = static_cast<double>(t18);
+    const double t61 = at_fceil(at_py_div((t60 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t62 = at_fceil(at_py_div(t61, 255.0));
+    const double t63 = ((t62 * 22.0) + (t61 * 2.0));
+    const double t64 = (1.0 * t63);
+    const double t65 = (t57 + t64);
+    const double t66 = (0.0 + t64);
+    const double t67 = (t59 + 0.0);
+    const double t68 = static_cast<double>((INT64_C(2) * t5));
+    const double t69 = static_cast<double>(at_floordiv(t2, INT64_C(2)));
+    const double t70 = at_fceil(at_py_div((t69 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t71 = at_fceil(at_py_div(t70, 255.0));
+    const double t72 = ((t71 * 22.0) + (t70 * 2.0));
+    const double t73 = (t68 * t72);
+    const double t74 = (t65 + t73);
+    const double t75 = (t66 + t73);
+    const double t76 = (t67 + 0.0);
+    const double t77 = static_cast<double>((INT64_C(2) * t5));
+    const double t78 = static_cast<double>((((t2 < INT64_C(64))) ? t2 : INT64_C(64)));
+    const double t79 = at_fceil(at_py_div((t78 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t80 = at_fceil(at_py_div(t79, 255.0));
+    const double t81 = ((t80 * 22.0) + (t79 * 7.0));
+    const double t82 = (t77 * t81);
+    const double t83 = (t74 + t82);
+    const double t84 = (t75 + t82);
+    const double t85 = (t76 + 0.0);
+    const double t86 = static_cast<double>(t5);
+    const double t87 = static_cast<double>(t2);
+    const double t88 = at_fceil(at_py_div((t87 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t89 = at_fceil(at_py_div(t88, 255.0));
+    const double t90 = ((t89 * 22.0) + (t88 * 2.0));
+    const double t91 = (t86 * t90);
+    const double t92 = (t83 + t91);
+    const double t93 = (t84 + t91);
+    const double t94 = (t85 + 0.0);
+    const double t95 = static_cast<double>(t18);
+    const double t96 = at_fceil(at_py_div((t95 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t97 = at_fceil(at_py_div(t96, 255.0));
+    const double t98 = ((t97 * 22.0) + (t96 * 2.0));
+    const double t99 = (1.0 * t98);
+    const double t100 = (t92 + t99);
+    const double t101 = (t93 + t99);
+    const double t102 = (t94 + 0.0);
+    const double t103 = static_cast<double>(t5);
+    const double t104 = static_cast<double>(t2);
+    const double t105 = at_fceil(at_py_div((t104 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t106 = at_fceil(at_py_div(t105, 255.0));
+    const double t107 = ((t106 * 22.0) + (t105 * 4.0));
+    const double t108 = (t103 * t107);
+    const double t109 = (t100 + t108);
+    const double t110 = (t101 + t108);
+    const double t111 = (t102 + 0.0);
+    const double t112 = static_cast<double>(t18);
+    const double t113 = at_fceil(at_py_div((t112 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t114 = at_fceil(at_py_div(t113, 255.0));
+    const double t115 = ((t114 * 22.0) + (t113 * 2.0));
+    const double t116 = (1.0 * t115);
+    const double t117 = (t109 + t116);
+    const double t118 = (t110 + t116);
+    const double t119 = (t111 + 0.0);
+    const double t120 = at_fdiv(static_cast<double>(INT64_C(1)), static_cast<double>(t17));
+    const double t121 = static_cast<double>((t18 * INT64_C(2)));
+    const double t122 = static_cast<double>(t5);
+    const double t123 = ((((t122 > 1.0)) || ((t122 != t122))) ? t122 : 1.0);
+    const double t124 = at_py_div(t121, t123);
+    const double t125 = ((t123 * at_fceil(at_py_div(t124, 32.0))) * 32.0);
+    const double t126 = at_interp(t125, k_XP1, k_FP1, 5);
+    const bool t127 = ((std::fmod(t124, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t128 = (t127 ? 1.0 : 0.7);
+    const double t129 = (t126 * t128);
+    const double t130 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t131 = ((((t130 < 1.0)) || ((t130 != t130))) ? t130 : 1.0);
+    const double t132 = at_py_div(1.0, (at_py_div((1.0 - t131), 888.8888888888889) + at_py_div(t131, 3888.8888888888887)));
+    const double t133 = ((((t22 > 1.0)) || ((t22 != t22))) ? t22 : 1.0);
+    const double t134 = (t133 * 200.0);
+    const double t135 = std::pow(t132, (-1.5));
+    const double t136 = at_py_div(std::pow((std::pow(t134, (-1.5)) + t135), (-0.6666666666666666)), t133);
+    const double t137 = ((((t129 < t136)) || ((t129 != t129))) ? t129 : t136);
+    const double t138 = at_py_div((t120 * t125), t136);
+    const double t139 = (80.0 + at_py_div(t125, t137));
+    const double t140 = (t120 * t139);
+    const double t141 = (t117 + t140);
+    const double t142 = (0.0 + t140);
+    const double t143 = (t119 + t138);
+    const double t144 = (t141 + 4.0);
+    const double t145 = (t35 + 4.0);
+    const double t146 = ((((t145 > t58)) || ((t145 != t145))) ? t145 : t58);
+    const double t147 = ((((t146 > t118)) || ((t146 != t146))) ? t146 : t118);
+    const double t148 = ((((t147 > t142)) || ((t147 != t147))) ? t147 : t142);
+    const double t149 = ((((t148 > t143)) || ((t148 != t148))) ? t148 : t143);
+    const double t150 = ((((t149 > 0.0)) || ((t149 != t149))) ? t149 : 0.0);
+    const double t151 = (t34 - 1.0);
+    const double t152 = ((((t151 > 0.0)) || ((t151 != t151))) ? t151 : 0.0);
+    const bool t153 = ((t33 >= static_cast<double>(INT64_C(2))));
+    const double t154 = (t153 ? (t144 + (t152 * t150)) : (t34 * t144));
+    const double t155 = (t153 ? (t34 * 0.0) : ((t152 * t144) + t150));
+    const double t156 = (((t34 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t154);
+    const double t157 = (((t34 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t155);
+    const double t158 = (t145 * t34);
+    const double t159 = (t58 * t34);
+    const double t160 = (t118 * t34);
+    const double t161 = (t142 * t34);
+    const double t162 = (t143 * t34);
+    const double t163 = (t31 + t156);
+    const double t164 = (t30 + t158);
+    const double t165 = (0.0 + t159);
+    const double t166 = (0.0 + t160);
+    const double t167 = (0.0 + t161);
+    const double t168 = (0.0 + t162);
+    const double t169 = (((0.0 > t157)) ? 0.0 : t157);
+    const double t170 = (t163 + 0.0);
+    const double t171 = (t164 + 0.0);
+    const double t172 = ((((t171 > t165)) || ((t171 != t171))) ? t171 : t165);
+    const double t173 = ((((t172 > t166)) || ((t172 != t172))) ? t172 : t166);
+    const double t174 = ((((t173 > t167)) || ((t173 != t173))) ? t173 : t167);
+    const double t175 = ((((t174 > t168)) || ((t174 != t174))) ? t174 : t168);
+    const double t176 = ((((t175 > t169)) || ((t175 != t175))) ? t175 : t169);
+    const double t177 = (t29 - 1.0);
+    const double t178 = ((((t177 > 0.0)) || ((t177 != t177))) ? t177 : 0.0);
+    const bool t179 = ((t28 >= static_cast<double>(INT64_C(2))));
+    const double t180 = (t179 ? (t170 + (t178 * t176)) : (t29 * t170));
+    const double t181 = (t179 ? (t29 * t169) : ((t178 * t170) + t176));
+    const double t182 = (((t29 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t180);
+    const double t183 = (((t29 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t181);
+    const double t184 = (t171 * t29);
+    const double t185 = (t165 * t29);
+    const double t186 = (t166 * t29);
+    const double t187 = (t167 * t29);
+    const double t188 = (t168 * t29);
+    const double t189 = (t26 + t182);
+    const double t190 = (t25 + t184);
+    const double t191 = (0.0 + t185);
+    const double t192 = (0.0 + t186);
+    const double t193 = (0.0 + t187);
+    const double t194 = (0.0 + t188);
+    const double t195 = (((0.0 > t183)) ? 0.0 : t183);
+    const double t196 = (t189 + 0.0);
+    const double t197 = (t190 + 0.0);
+    const double t198 = ((((t197 > t191)) || ((t197 != t197))) ? t197 : t191);
+    const double t199 = ((((t198 > t192)) || ((t198 != t198))) ? t198 : t192);
+    const double t200 = ((((t199 > t193)) || ((t199 != t199))) ? t199 : t193);
+    const double t201 = ((((t200 > t194)) || ((t200 != t200))) ? t200 : t194);
+    const double t202 = ((((t201 > t195)) || ((t201 != t201))) ? t201 : t195);
+    const double t203 = (t24 - 1.0);
+    const double t204 = ((((t203 > 0.0)) || ((t203 != t203))) ? t203 : 0.0);
+    const double t205 = (t24 * t196);
+    const double t206 = ((t204 * t196) + t202);
+    const double t207 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t205);
+    const double t208 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t206);
+    (void)t208;
+    const double t209 = (t197 * t24);
+    (void)t209;
+    const double t210 = (t191 * t24);
+    (void)t210;
+    const double t211 = (t192 * t24);
+    (void)t211;
+    const double t212 = (t193 * t24);
+    (void)t212;
+    const double t213 = (t194 * t24);
+    (void)t213;
+    const double t214 = at_py_div(t207, 1800.0);
+    const double t215 = ((2.0 + 0.0) + at_py_div((1.3 * t22), static_cast<double>(aiv)));
+    const double t216 = (((0.0 > t215)) ? 0.0 : t215);
+    const double t217 = (t216 + t214);
+    return t217;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_ub_bytes = INT64_C(196608);
@@ -288,19 +606,212 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_rows = shape.rows;
+    (void)v_rows;
+    const int64_t v_cols = shape.cols;
+    (void)v_cols;
+    const int64_t dims[2] = { shape.rows, shape.cols };
+    std::vector<int64_t> dom0;
     {
-        const double d = std::log(static_cast<double>(shape.rows)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
     }
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
+        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
     {
-        const double d = std::log(static_cast<double>(shape.cols)) -
-                         std::log(static_cast<double>(kTunedShapes[row][1]));
-        total += d * d;
+        const int64_t lo = static_cast<int64_t>(INT64_C(1)), hi = static_cast<int64_t>(INT64_C(1024));
+        int64_t p = 1;
+        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+            if (p >= lo) dom1.push_back(p);
+        }
     }
-    return total;
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.rowFactor ? a - base.rowFactor : base.rowFactor - a;
+        const int64_t db = b > base.rowFactor ? b - base.rowFactor : base.rowFactor - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
+    {
+        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(65536));
+        int64_t p = 1;
+        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+            if (p >= lo) dom2.push_back(p);
+        }
+    }
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.colFactor ? a - base.colFactor : base.colFactor - a;
+        const int64_t db = b > base.colFactor ? b - base.colFactor : base.colFactor - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.bufferNum ? a - base.bufferNum : base.bufferNum - a;
+        const int64_t db = b > base.bufferNum ? b - base.bufferNum : base.bufferNum - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_blockDim = k0 < 0 ? base.blockDim : dom0[k0];
+        if (k0 >= 0 && v_blockDim == base.blockDim) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_colsAligned = at_align_up(v_cols, at_floordiv(INT64_C(32), sizeof_x));
+        (void)v_colsAligned;
+        const int64_t v_rowsPerCore = at_ceil_div(v_rows, v_blockDim);
+        (void)v_rowsPerCore;
+        const int64_t v_lastBlockRows = (v_rows - ((v_blockDim - INT64_C(1)) * v_rowsPerCore));
+        (void)v_lastBlockRows;
+        if (!((((v_blockDim - INT64_C(1)) * v_rowsPerCore) < v_rows))) continue;  // every_core_busy
+        {
+            const int64_t cores = v_blockDim;  // vector_cores_within_chip
+            if (cores < 1 || cores > aivNum) continue;
+        }
+        {
+            const int64_t cores = v_blockDim;  // block_dim_within_chip
+            if (cores < 1 || cores > aivNum) continue;
+        }
+        {
+            const double value = static_cast<double>(v_rows);  // rows_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_cols);  // cols_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_colsAligned);  // colsAligned_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_rowsPerCore);  // rowsPerCore_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_lastBlockRows);  // lastBlockRows_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_rowFactor = k1 < 0 ? base.rowFactor : dom1[k1];
+            if (k1 >= 0 && v_rowFactor == base.rowFactor) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            if (!(((v_rowFactor < (INT64_C(2) * v_rowsPerCore)) || (v_rowFactor == INT64_C(1))))) continue;  // row_tile_not_oversized
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_colFactor = k2 < 0 ? base.colFactor : dom2[k2];
+                if (k2 >= 0 && v_colFactor == base.colFactor) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                const int64_t v_colTile = at_min(v_colFactor, v_colsAligned);
+                (void)v_colTile;
+                const int64_t v_colTiles = at_ceil_div(v_colsAligned, v_colTile);
+                (void)v_colTiles;
+                const int64_t v_rowTile = (((v_colTiles > INT64_C(1))) ? (INT64_C(1)) : (at_min(v_rowFactor, v_rowsPerCore)));
+                (void)v_rowTile;
+                const int64_t v_rowPasses = at_ceil_div(v_rowsPerCore, v_rowTile);
+                (void)v_rowPasses;
+                const int64_t v_tailRowFactor = (v_rowsPerCore - ((v_rowPasses - INT64_C(1)) * v_rowTile));
+                (void)v_tailRowFactor;
+                const int64_t v_lastBlockRowLoops = at_ceil_div(v_lastBlockRows, v_rowTile);
+                (void)v_lastBlockRowLoops;
+                const int64_t v_lastBlockTailRowFactor = (v_lastBlockRows - ((v_lastBlockRowLoops - INT64_C(1)) * v_rowTile));
+                (void)v_lastBlockTailRowFactor;
+                const int64_t v_sweeps = (((v_colTiles > INT64_C(1))) ? (INT64_C(2)) : (INT64_C(1)));
+                (void)v_sweeps;
+                const int64_t v_tileElems = (v_rowTile * v_colTile);
+                (void)v_tileElems;
+                const int64_t v_tailColFactor = (v_cols - ((v_colTiles - INT64_C(1)) * v_colTile));
+                (void)v_tailColFactor;
+                if (!(((v_colTiles == INT64_C(1)) || (v_rowFactor == INT64_C(1))))) continue;  // one_layout
+                if (!(((v_colFactor < (INT64_C(2) * v_colsAligned)) || (v_colFactor == INT64_C(256))))) continue;  // col_tile_not_oversized
+                {
+                    const double value = static_cast<double>(v_rowTile);  // rowFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_rowPasses);  // rowLoops_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_colTile);  // colFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_colTiles);  // colLoops_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_tailRowFactor);  // tailRowFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_lastBlockRowLoops);  // lastBlockRowLoops_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_lastBlockTailRowFactor);  // lastBlockTailRowFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_tailColFactor);  // tailColFactor_fits_uint32_t
+                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+                }
+                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
+                    const int64_t v_bufferNum = k3 < 0 ? base.bufferNum : dom3[k3];
+                    if (k3 >= 0 && v_bufferNum == base.bufferNum) continue;
+                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                    if (!((((((v_bufferNum * v_tileElems) * (sizeof_x + sizeof_y)) + ((INT64_C(2) * v_tileElems) * sizeof_work)) + (INT64_C(64) * v_rowTile)) <= hw_ub_bytes))) continue;  // ub_fits
+                    {
+                        const double value = static_cast<double>(((((v_colTiles > INT64_C(1))) ? (INT64_C(10)) : (INT64_C(0))) + v_bufferNum));  // tiling_key_fits_uint64_t
+                        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
+                    }
+                    {
+                        const int64_t values[4] = {v_blockDim, v_rowFactor, v_colFactor, v_bufferNum};
+                        const double us = PredictUs(dims, values, aicNum, aivNum);
+                        if (found == 0 || us < bestUs) {
+                            bestUs = us;
+                            out.blockDim = v_blockDim;
+                            out.rowFactor = v_rowFactor;
+                            out.colFactor = v_colFactor;
+                            out.bufferNum = v_bufferNum;
+                        }
+                        if (++found >= 16) break;
+                    }
+                }
+            if (gaveUp || found >= 16) break;
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
+    }
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -316,26 +827,55 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.rows == kTunedShapes[row][0] && shape.cols == kTunedShapes[row][1];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.blockDim = kCandidates[row][0];
+    config.rowFactor = kCandidates[row][1];
+    config.colFactor = kCandidates[row][2];
+    config.bufferNum = kCandidates[row][3];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[2] = { shape.rows, shape.cols };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[4] = { config.blockDim, config.rowFactor, config.colFactor, config.bufferNum };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

@@ -5,15 +5,19 @@
 // Host-side tiling selection for SwiGluCustom. From the op's TilingFunc:
 //     return optiling::swi_glu_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::swi_glu_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef SWI_GLU_CUSTOM_TILING_SELECT_H
 #define SWI_GLU_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "swi_glu_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace swi_glu_custom_tiling {
@@ -80,11 +141,13 @@ struct Config {
     int64_t bufferNum;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -109,6 +172,212 @@ static const int64_t kTunedConfigs[kTunedCount][3] = {
     { INT64_C(40), INT64_C(8192), INT64_C(2) },
     { INT64_C(40), INT64_C(8192), INT64_C(2) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 4;
+static const int64_t kCandidates[kCandidateCount][3] = {
+    { INT64_C(2), INT64_C(512), INT64_C(1) },
+    { INT64_C(23), INT64_C(2048), INT64_C(2) },
+    { INT64_C(40), INT64_C(4096), INT64_C(2) },
+    { INT64_C(40), INT64_C(8192), INT64_C(2) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
+static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
+static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
+static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    (void)aic;
+    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
+    const int64_t t1 = ((-at_floordiv((-s0), t0)) * t0);
+    const int64_t t2 = at_ceil_div(t1, p0);
+    const int64_t t3 = at_floordiv(INT64_C(32), INT64_C(2));
+    const int64_t t4 = ((-at_floordiv((-t2), t3)) * t3);
+    const int64_t t5 = (((p1 < t4)) ? p1 : t4);
+    const int64_t t6 = at_ceil_div(t4, t5);
+    const int64_t t7 = (t6 - INT64_C(1));
+    const int64_t t8 = (t7 * t5);
+    const int64_t t9 = (t4 - t8);
+    (void)t9;
+    const int64_t t10 = (p0 - INT64_C(1));
+    const int64_t t11 = (t10 * t4);
+    const int64_t t12 = (s0 - t11);
+    const int64_t t13 = at_ceil_div(t12, t5);
+    const int64_t t14 = (t13 - INT64_C(1));
+    const int64_t t15 = (t14 * t5);
+    const int64_t t16 = (t12 - t15);
+    (void)t16;
+    const double t17 = static_cast<double>(p0);
+    const double t18 = at_fceil(at_py_div(t17, ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0)));
+    const double t19 = ((((t18 > 0.0)) || ((t18 != t18))) ? t18 : 0.0);
+    const double t20 = (((t19 > 1.0)) ? 14.0 : 0.0);
+    const double t21 = t20;
+    const double t22 = at_fdiv(static_cast<double>(t4), static_cast<double>(t5));
+    const double t23 = static_cast<double>(p2);
+    const double t24 = ((((t22 > 0.0)) || ((t22 != t22))) ? t22 : 0.0);
+    const double t25 = (((t24 > 1.0)) ? 14.0 : 0.0);
+    const double t26 = t25;
+    const double t27 = static_cast<double>((t5 * INT64_C(2)));
+    const double t28 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t29 = at_py_div(t27, t28);
+    const double t30 = ((t28 * at_fceil(at_py_div(t29, 32.0))) * 32.0);
+    const double t31 = at_interp(t30, k_XP0, k_FP0, 5);
+    const bool t32 = ((std::fmod(t29, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t33 = (t32 ? 1.0 : 0.7);
+    const double t34 = (t31 * t33);
+    const double t35 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t36 = ((((t35 < 1.0)) || ((t35 != t35))) ? t35 : 1.0);
+    const double t37 = at_py_div(1.0, (at_py_div((1.0 - t36), 888.8888888888889) + at_py_div(t36, 3888.8888888888887)));
+    const double t38 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
+    const double t39 = (t38 * 200.0);
+    const double t40 = std::pow(t37, (-1.5));
+    const double t41 = at_py_div(std::pow((std::pow(t39, (-1.5)) + t40), (-0.6666666666666666)), t38);
+    const double t42 = ((((t34 < t41)) || ((t34 != t34))) ? t34 : t41);
+    const double t43 = at_py_div((1.0 * t30), t41);
+    const double t44 = (190.0 + at_py_div(t30, t42));
+    const double t45 = (1.0 * t44);
+    const double t46 = (t26 + t45);
+    const double t47 = (0.0 + t45);
+    const double t48 = (0.0 + t43);
+    const double t49 = static_cast<double>((t5 * INT64_C(2)));
+    const double t50 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t51 = at_py_div(t49, t50);
+    const double t52 = ((t50 * at_fceil(at_py_div(t51, 32.0))) * 32.0);
+    const double t53 = at_interp(t52, k_XP0, k_FP0, 5);
+    const bool t54 = ((std::fmod(t51, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t55 = (t54 ? 1.0 : 0.7);
+    const double t56 = (t53 * t55);
+    const double t57 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t58 = ((((t57 < 1.0)) || ((t57 != t57))) ? t57 : 1.0);
+    const double t59 = at_py_div(1.0, (at_py_div((1.0 - t58), 888.8888888888889) + at_py_div(t58, 3888.8888888888887)));
+    const double t60 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
+    const double t61 = (t60 * 200.0);
+    const double t62 = std::pow(t59, (-1.5));
+    const double t63 = at_py_div(std::pow((std::pow(t61, (-1.5)) + t62), (-0.6666666666666666)), t60);
+    const double t64 = ((((t56 < t63)) || ((t56 != t56))) ? t56 : t63);
+    const double t65 = at_py_div((1.0 * t52), t63);
+    const double t66 = (190.0 + at_py_div(t52, t64));
+    const double t67 = (1.0 * t66);
+    const double t68 = (t46 + t67);
+    const double t69 = (t47 + t67);
+    const double t70 = (t48 + t65);
+    const double t71 = static_cast<double>(INT64_C(2));
+    const double t72 = static_cast<double>(t5);
+    const double t73 = at_fceil(at_py_div((t72 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t74 = at_fceil(at_py_div(t73, 255.0));
+    const double t75 = ((t74 * 22.0) + (t73 * 2.0));
+    const double t76 = (t71 * t75);
+    const double t77 = (t68 + t76);
+    const double t78 = (0.0 + t76);
+    const double t79 = (t70 + 0.0);
+    const double t80 = static_cast<double>(t5);
+    const double t81 = at_fceil(at_py_div((t80 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t82 = at_fceil(at_py_div(t81, 255.0));
+    const double t83 = ((t82 * 22.0) + (t81 * 8.1));
+    const double t84 = (1.0 * t83);
+    const double t85 = (t77 + t84);
+    const double t86 = (t78 + t84);
+    const double t87 = (t79 + 0.0);
+    const double t88 = static_cast<double>(INT64_C(2));
+    const double t89 = static_cast<double>(t5);
+    const double t90 = at_fceil(at_py_div((t89 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t91 = at_fceil(at_py_div(t90, 255.0));
+    const double t92 = ((t91 * 22.0) + (t90 * 2.0));
+    const double t93 = (t88 * t92);
+    const double t94 = (t85 + t93);
+    const double t95 = (t86 + t93);
+    const double t96 = (t87 + 0.0);
+    const double t97 = static_cast<double>(t5);
+    const double t98 = at_fceil(at_py_div((t97 * static_cast<double>(INT64_C(4))), 256.0));
+    const double t99 = at_fceil(at_py_div(t98, 255.0));
+    const double t100 = ((t99 * 22.0) + (t98 * 2.0));
+    const double t101 = (1.0 * t100);
+    const double t102 = (t94 + t101);
+    const double t103 = (t95 + t101);
+    const double t104 = (t96 + 0.0);
+    const double t105 = static_cast<double>((t5 * INT64_C(2)));
+    const double t106 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t107 = at_py_div(t105, t106);
+    const double t108 = ((t106 * at_fceil(at_py_div(t107, 32.0))) * 32.0);
+    const double t109 = at_interp(t108, k_XP1, k_FP1, 5);
+    const bool t110 = ((std::fmod(t107, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t111 = (t110 ? 1.0 : 0.7);
+    const double t112 = (t109 * t111);
+    const double t113 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t114 = ((((t113 < 1.0)) || ((t113 != t113))) ? t113 : 1.0);
+    const double t115 = at_py_div(1.0, (at_py_div((1.0 - t114), 888.8888888888889) + at_py_div(t114, 3888.8888888888887)));
+    const double t116 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
+    const double t117 = (t116 * 200.0);
+    const double t118 = std::pow(t115, (-1.5));
+    const double t119 = at_py_div(std::pow((std::pow(t117, (-1.5)) + t118), (-0.6666666666666666)), t116);
+    const double t120 = ((((t112 < t119)) || ((t112 != t112))) ? t112 : t119);
+    const double t121 = at_py_div((1.0 * t108), t119);
+    const double t122 = (80.0 + at_py_div(t108, t120));
+    const double t123 = (1.0 * t122);
+    const double t124 = (t102 + t123);
+    const double t125 = (0.0 + t123);
+    const double t126 = (t104 + t121);
+    const double t127 = (t124 + 4.0);
+    const double t128 = (t25 + 4.0);
+    const double t129 = ((((t128 > t69)) || ((t128 != t128))) ? t128 : t69);
+    const double t130 = ((((t129 > t103)) || ((t129 != t129))) ? t129 : t103);
+    const double t131 = ((((t130 > t125)) || ((t130 != t130))) ? t130 : t125);
+    const double t132 = ((((t131 > t126)) || ((t131 != t131))) ? t131 : t126);
+    const double t133 = ((((t132 > 0.0)) || ((t132 != t132))) ? t132 : 0.0);
+    const double t134 = (t24 - 1.0);
+    const double t135 = ((((t134 > 0.0)) || ((t134 != t134))) ? t134 : 0.0);
+    const bool t136 = ((t23 >= static_cast<double>(INT64_C(2))));
+    const double t137 = (t136 ? (t127 + (t135 * t133)) : (t24 * t127));
+    const double t138 = (t136 ? (t24 * 0.0) : ((t135 * t127) + t133));
+    const double t139 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t137);
+    const double t140 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t138);
+    const double t141 = (t128 * t24);
+    const double t142 = (t69 * t24);
+    const double t143 = (t103 * t24);
+    const double t144 = (t125 * t24);
+    const double t145 = (t126 * t24);
+    const double t146 = (t21 + t139);
+    const double t147 = (t20 + t141);
+    const double t148 = (0.0 + t142);
+    const double t149 = (0.0 + t143);
+    const double t150 = (0.0 + t144);
+    const double t151 = (0.0 + t145);
+    const double t152 = (((0.0 > t140)) ? 0.0 : t140);
+    const double t153 = (t146 + 0.0);
+    const double t154 = (t147 + 0.0);
+    const double t155 = ((((t154 > t148)) || ((t154 != t154))) ? t154 : t148);
+    const double t156 = ((((t155 > t149)) || ((t155 != t155))) ? t155 : t149);
+    const double t157 = ((((t156 > t150)) || ((t156 != t156))) ? t156 : t150);
+    const double t158 = ((((t157 > t151)) || ((t157 != t157))) ? t157 : t151);
+    const double t159 = ((((t158 > t152)) || ((t158 != t158))) ? t158 : t152);
+    const double t160 = (t19 - 1.0);
+    const double t161 = ((((t160 > 0.0)) || ((t160 != t160))) ? t160 : 0.0);
+    const double t162 = (t19 * t153);
+    const double t163 = ((t161 * t153) + t159);
+    const double t164 = (((t19 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t162);
+    const double t165 = (((t19 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t163);
+    (void)t165;
+    const double t166 = (t154 * t19);
+    (void)t166;
+    const double t167 = (t148 * t19);
+    (void)t167;
+    const double t168 = (t149 * t19);
+    (void)t168;
+    const double t169 = (t150 * t19);
+    (void)t169;
+    const double t170 = (t151 * t19);
+    (void)t170;
+    const double t171 = at_py_div(t164, 1800.0);
+    const double t172 = ((2.0 + 0.0) + at_py_div((1.3 * t17), static_cast<double>(aiv)));
+    const double t173 = (((0.0 > t172)) ? 0.0 : t172);
+    const double t174 = (t173 + t171);
+    return t174;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_ub_bytes = INT64_C(196608);
@@ -240,14 +509,157 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_totalLength = shape.totalLength;
+    (void)v_totalLength;
+    const int64_t dims[1] = { shape.totalLength };
+    std::vector<int64_t> dom0;
     {
-        const double d = std::log(static_cast<double>(shape.totalLength)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
     }
-    return total;
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
+        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
+    {
+        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(16384));
+        int64_t p = 1;
+        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+            if (p >= lo) dom1.push_back(p);
+        }
+    }
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.tileLength ? a - base.tileLength : base.tileLength - a;
+        const int64_t db = b > base.tileLength ? b - base.tileLength : base.tileLength - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.bufferNum ? a - base.bufferNum : base.bufferNum - a;
+        const int64_t db = b > base.bufferNum ? b - base.bufferNum : base.bufferNum - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_blockDim = k0 < 0 ? base.blockDim : dom0[k0];
+        if (k0 >= 0 && v_blockDim == base.blockDim) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_alignedLength = at_align_up(v_totalLength, at_floordiv(INT64_C(32), sizeof_a));
+        (void)v_alignedLength;
+        const int64_t v_blockLength = at_align_up(at_ceil_div(v_alignedLength, v_blockDim), at_floordiv(INT64_C(32), sizeof_a));
+        (void)v_blockLength;
+        const int64_t v_lastBlockLength = (v_totalLength - ((v_blockDim - INT64_C(1)) * v_blockLength));
+        (void)v_lastBlockLength;
+        if (!((((v_blockDim - INT64_C(1)) * v_blockLength) < v_totalLength))) continue;  // every_core_busy
+        {
+            const int64_t cores = v_blockDim;  // vector_cores_within_chip
+            if (cores < 1 || cores > aivNum) continue;
+        }
+        {
+            const int64_t cores = v_blockDim;  // block_dim_within_chip
+            if (cores < 1 || cores > aivNum) continue;
+        }
+        {
+            const double value = static_cast<double>(v_totalLength);  // totalLength_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_blockLength);  // blockLength_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_lastBlockLength);  // lastBlockLength_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_tileLength = k1 < 0 ? base.tileLength : dom1[k1];
+            if (k1 >= 0 && v_tileLength == base.tileLength) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            const int64_t v_tileElems = at_min(v_tileLength, v_blockLength);
+            (void)v_tileElems;
+            const int64_t v_tileNum = at_ceil_div(v_blockLength, v_tileElems);
+            (void)v_tileNum;
+            const int64_t v_lastTileLength = (v_blockLength - ((v_tileNum - INT64_C(1)) * v_tileElems));
+            (void)v_lastTileLength;
+            const int64_t v_lastBlockTileNum = at_ceil_div(v_lastBlockLength, v_tileElems);
+            (void)v_lastBlockTileNum;
+            const int64_t v_lastBlockLastTileLength = (v_lastBlockLength - ((v_lastBlockTileNum - INT64_C(1)) * v_tileElems));
+            (void)v_lastBlockLastTileLength;
+            if (!(((v_tileLength < (INT64_C(2) * v_blockLength)) || (v_tileLength == INT64_C(256))))) continue;  // tile_not_oversized
+            {
+                const double value = static_cast<double>(v_tileNum);  // tileNum_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_tileElems);  // tileLength_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_lastTileLength);  // lastTileLength_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_lastBlockTileNum);  // lastBlockTileNum_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            {
+                const double value = static_cast<double>(v_lastBlockLastTileLength);  // lastBlockLastTileLength_fits_uint32_t
+                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+            }
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_bufferNum = k2 < 0 ? base.bufferNum : dom2[k2];
+                if (k2 >= 0 && v_bufferNum == base.bufferNum) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                if (!(((((v_bufferNum * v_tileLength) * ((sizeof_a + sizeof_b) + sizeof_y)) + ((INT64_C(3) * v_tileLength) * sizeof_work)) <= hw_ub_bytes))) continue;  // ub_fits
+                {
+                    const double value = static_cast<double>(v_bufferNum);  // tiling_key_fits_uint64_t
+                    if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
+                }
+                {
+                    const int64_t values[3] = {v_blockDim, v_tileLength, v_bufferNum};
+                    const double us = PredictUs(dims, values, aicNum, aivNum);
+                    if (found == 0 || us < bestUs) {
+                        bestUs = us;
+                        out.blockDim = v_blockDim;
+                        out.tileLength = v_tileLength;
+                        out.bufferNum = v_bufferNum;
+                    }
+                    if (++found >= 16) break;
+                }
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
+    }
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -262,26 +674,54 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.totalLength == kTunedShapes[row][0];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.blockDim = kCandidates[row][0];
+    config.tileLength = kCandidates[row][1];
+    config.bufferNum = kCandidates[row][2];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[1] = { shape.totalLength };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[3] = { config.blockDim, config.tileLength, config.bufferNum };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

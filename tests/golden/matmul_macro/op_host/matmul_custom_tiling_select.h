@@ -5,15 +5,19 @@
 // Host-side tiling selection for MatmulCustom. From the op's TilingFunc:
 //     return optiling::matmul_custom_tiling::TilingFunc(context);        // reads the shape from the inputs
 //     return optiling::matmul_custom_tiling::ApplyTuning(context, shape); // with a shape you computed
-// Rule: the exact tuned shape, else tuned shapes by log distance whose configuration, with
-// derived fields recomputed from the real shape and core counts, passes every constraint and
-// launch check, else the baseline. Everything is inline in a per-operator namespace, so any
+// Rule: the exact tuned shape's winner if it is valid here; else every candidate (the tuned
+// winners, the runners-up, then the baseline as fallback) with derived fields recomputed from
+// the real shape and core counts, the invalid dropped, ranked by the spec's model of this
+// shape on this chip (PredictUs: the tuner's own arithmetic), the fastest winning and ties
+// going to the earlier candidate. Everything is inline in a per-operator namespace, so any
 // number of tuned operators link into one op_host library.
 #ifndef MATMUL_CUSTOM_TILING_SELECT_H
 #define MATMUL_CUSTOM_TILING_SELECT_H
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 #include "matmul_custom_tiling.h"
 #include "register/op_def_registry.h"
 #include "tiling/platform/platform_ascendc.h"
@@ -65,6 +69,63 @@ inline int64_t at_pow(int64_t a, int64_t n) { int64_t r = 1; while (n-- > 0) r *
 inline double at_pow(double a, int64_t n) { double r = 1.0; while (n-- > 0) r *= a; return r; }
 }  // namespace ascend_tune_rt
 #endif  // ASCEND_TUNE_EXPR_RUNTIME_V1
+#ifndef ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#define ASCEND_TUNE_DISPATCH_RUNTIME_V1
+#include <cmath>
+#include <cstdint>
+#include <limits>
+namespace ascend_tune_rt {
+// np.minimum / np.maximum on one element: the first operand when it wins or is nan.
+inline double at_min2(double a, double b) { return (a < b || a != a) ? a : b; }
+inline int64_t at_min2(int64_t a, int64_t b) { return a < b ? a : b; }
+inline double at_max2(double a, double b) { return (a > b || a != a) ? a : b; }
+inline int64_t at_max2(int64_t a, int64_t b) { return a > b ? a : b; }
+// np.floor / np.ceil: floats, keeping the sign of zero.
+inline double at_ffloor(double x) { return std::floor(x); }
+inline double at_fceil(double x) { return std::ceil(x); }
+inline double at_ffloordiv(double a, double b) { return b == 0.0 ? 0.0 : std::floor(a / b); }
+inline double at_fmod(double a, double b) { return b == 0.0 ? 0.0 : a - b * std::floor(a / b); }
+inline int64_t at_trunc(double x) { return static_cast<int64_t>(x); }
+inline double at_py_div(double a, double b) { return a / b; }
+// Python's float // and % (CPython's float_divmod), for operands the source leaves raw.
+inline double at_py_floordiv(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    double div = (vx - mod) / wx;
+    if (mod != 0.0 && ((wx < 0.0) != (mod < 0.0))) div -= 1.0;
+    if (div != 0.0) {
+        double floordiv = std::floor(div);
+        if (div - floordiv > 0.5) floordiv += 1.0;
+        return floordiv;
+    }
+    return std::copysign(0.0, vx / wx);
+}
+inline double at_py_mod(double vx, double wx) {
+    double mod = std::fmod(vx, wx);
+    if (mod != 0.0) {
+        if ((wx < 0.0) != (mod < 0.0)) mod += wx;
+    } else {
+        mod = std::copysign(0.0, wx);
+    }
+    return mod;
+}
+// numpy.interp on one element, by numpy's algorithm (the same slope and operand order).
+inline double at_interp(double x, const double* xp, const double* fp, int n) {
+    const int last = n - 1;
+    if (x > xp[last]) return fp[last];
+    if (x < xp[0]) return fp[0];
+    int j = 0;
+    while (j + 1 < n && xp[j + 1] <= x) ++j;
+    if (j == last || xp[j] == x) return fp[j];
+    const double slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j]);
+    double out = slope * (x - xp[j]) + fp[j];
+    if (out != out) {
+        out = slope * (x - xp[j + 1]) + fp[j + 1];
+        if (out != out && fp[j] == fp[j + 1]) out = fp[j];
+    }
+    return out;
+}
+}  // namespace ascend_tune_rt
+#endif  // ASCEND_TUNE_DISPATCH_RUNTIME_V1
 
 namespace optiling {
 namespace matmul_custom_tiling {
@@ -94,11 +155,13 @@ struct Config {
     int64_t kDim;
 };
 
-enum Source : int32_t { kExact = 0, kNearest = 1, kBaseline = 2, kNone = 3 };
+// kModel: a candidate the model ranked first (kNearest is its old name).
+// kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table, -1 for the baseline
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
     Config config;
 };
 
@@ -115,6 +178,380 @@ static const int64_t kTunedConfigs[kTunedCount][15] = {
     { INT64_C(128), INT64_C(256), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(8), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(4), INT64_C(8), INT64_C(1) },
     { INT64_C(256), INT64_C(128), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(8), INT64_C(5), INT64_C(1) },
 };
+
+// Candidates the model ranks for a shape nobody tuned: the winners, then the runners-up.
+const int32_t kCandidateCount = 4;
+static const int64_t kCandidates[kCandidateCount][15] = {
+    { INT64_C(96), INT64_C(128), INT64_C(16), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(4), INT64_C(1), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(1), INT64_C(1), INT64_C(1) },
+    { INT64_C(64), INT64_C(64), INT64_C(256), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(4), INT64_C(1), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(2), INT64_C(20), INT64_C(1) },
+    { INT64_C(128), INT64_C(256), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(8), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(4), INT64_C(8), INT64_C(1) },
+    { INT64_C(256), INT64_C(128), INT64_C(64), INT64_C(1), INT64_C(1), INT64_C(4), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(2), INT64_C(1), INT64_C(0), INT64_C(8), INT64_C(5), INT64_C(1) },
+};
+
+// The spec's model of one configuration on one shape and chip, in microseconds.
+static const double k_XP0[6] = {16384.0, 32768.0, 65536.0, 131072.0, 262144.0, 524288.0};
+static const double k_FP0[6] = {192.0, 200.2, 158.2, 178.8, 177.9, 166.7};
+static const double k_XP1[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP1[4] = {257.2, 262.5, 262.9, 263.4};
+static const double k_XP2[4] = {1024.0, 4096.0, 16384.0, 65536.0};
+static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
+static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
+static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    const int64_t s0 = shape[0];
+    const int64_t s1 = shape[1];
+    const int64_t s2 = shape[2];
+    const int64_t p0 = config[0];
+    const int64_t p1 = config[1];
+    const int64_t p2 = config[2];
+    const int64_t p3 = config[3];
+    const int64_t p4 = config[4];
+    const int64_t p5 = config[5];
+    const int64_t p6 = config[6];
+    const int64_t p7 = config[7];
+    const int64_t p8 = config[8];
+    const int64_t p9 = config[9];
+    const int64_t p10 = config[10];
+    const int64_t p11 = config[11];
+    const int64_t p12 = config[12];
+    const int64_t p13 = config[13];
+    const int64_t p14 = config[14];
+    const int64_t t0 = aiv;
+    (void)t0;
+    const int64_t t1 = INT64_C(2);
+    const int64_t t2 = at_floordiv(INT64_C(32), INT64_C(2));
+    (void)t2;
+    const int64_t t3 = at_ceil_div(s0, p12);
+    const int64_t t4 = ((-at_floordiv((-t3), INT64_C(16))) * INT64_C(16));
+    const int64_t t5 = (((s0 < t4)) ? s0 : t4);
+    const int64_t t6 = at_ceil_div(s1, p13);
+    const int64_t t7 = ((-at_floordiv((-t6), INT64_C(16))) * INT64_C(16));
+    const int64_t t8 = (((s1 < t7)) ? s1 : t7);
+    const int64_t t9 = at_ceil_div(s2, p14);
+    const int64_t t10 = at_ceil_div(s0, t5);
+    const int64_t t11 = at_ceil_div(s1, t8);
+    const int64_t t12 = (t10 * t11);
+    const int64_t t13 = at_ceil_div(s2, t9);
+    const int64_t t14 = (t12 * t13);
+    const int64_t t15 = (-at_floordiv((-t14), t1));
+    const int64_t t16 = at_ceil_div(t5, p0);
+    const int64_t t17 = at_ceil_div(t8, p1);
+    const int64_t t18 = at_ceil_div(t9, p2);
+    const int64_t t19 = (p3 * p5);
+    const int64_t t20 = (t19 * p7);
+    const int64_t t21 = (p4 * p6);
+    const int64_t t22 = (t21 * p7);
+    const int64_t t23 = (p2 * p5);
+    const int64_t t24 = at_ceil_div(t9, t23);
+    (void)t24;
+    const int64_t t25 = (p2 * p6);
+    const int64_t t26 = at_ceil_div(t9, t25);
+    (void)t26;
+    const int64_t t27 = (p0 * p2);
+    const int64_t t28 = (t27 * INT64_C(2));
+    const int64_t t29 = (p2 * p1);
+    const int64_t t30 = (t29 * INT64_C(2));
+    const int64_t t31 = (p0 * p1);
+    const int64_t t32 = (t31 * INT64_C(2));
+    const int64_t t33 = (((t28 > t30)) ? t28 : t30);
+    const int64_t t34 = (((t33 > t32)) ? t33 : t32);
+    (void)t34;
+    const int64_t t35 = (p0 * p2);
+    const int64_t t36 = (t35 * t20);
+    const int64_t t37 = (t36 * INT64_C(2));
+    const int64_t t38 = (p1 * p2);
+    const int64_t t39 = (t38 * t22);
+    const int64_t t40 = (t39 * INT64_C(2));
+    const int64_t t41 = (t37 + t40);
+    (void)t41;
+    const int64_t t42 = (p0 * p1);
+    const int64_t t43 = (t42 * INT64_C(4));
+    const int64_t t44 = (t43 * p10);
+    (void)t44;
+    const int64_t t45 = ((((p11 == INT64_C(1))) && ((t18 <= p5))) ? INT64_C(1) : t17);
+    const int64_t t46 = ((((p11 == INT64_C(0))) && ((t18 <= p6))) ? INT64_C(1) : t16);
+    const int64_t t47 = (t16 * p0);
+    const int64_t t48 = (t47 * t18);
+    const int64_t t49 = (t48 * p2);
+    const int64_t t50 = (t49 * INT64_C(2));
+    const int64_t t51 = (t50 * t45);
+    const int64_t t52 = (t17 * p1);
+    const int64_t t53 = (t52 * t18);
+    const int64_t t54 = (t53 * p2);
+    const int64_t t55 = (t54 * INT64_C(2));
+    const int64_t t56 = (t55 * t46);
+    const int64_t t57 = (s0 * s2);
+    const int64_t t58 = (t57 * INT64_C(2));
+    const int64_t t59 = (s2 * s1);
+    const int64_t t60 = (t59 * INT64_C(2));
+    const int64_t t61 = (t58 + t60);
+    const int64_t t62 = (s0 * s2);
+    const int64_t t63 = (t62 * INT64_C(2));
+    const int64_t t64 = (t63 * t45);
+    const int64_t t65 = (s2 * s1);
+    const int64_t t66 = (t65 * INT64_C(2));
+    const int64_t t67 = (t66 * t46);
+    const int64_t t68 = (((t61 <= INT64_C(201326592))) ? t61 : (t64 + t67));
+    const int64_t t69 = (t51 + t56);
+    const int64_t t70 = (t14 * t69);
+    const int64_t t71 = (((t70 > INT64_C(1))) ? t70 : INT64_C(1));
+    const double t72 = at_fdiv(static_cast<double>(t68), static_cast<double>(t71));
+    const double t73 = (1.0 - t72);
+    const double t74 = (((0.0 > t73)) ? 0.0 : t73);
+    const int64_t t75 = (((p5 < p6)) ? p5 : p6);
+    const double t76 = static_cast<double>(t15);
+    const double t77 = static_cast<double>(t14);
+    const double t78 = at_fceil(at_py_div(t77, ((((t76 > 1.0)) || ((t76 != t76))) ? t76 : 1.0)));
+    const double t79 = ((((t78 > 0.0)) || ((t78 != t78))) ? t78 : 0.0);
+    const double t80 = (((t79 > 1.0)) ? 14.0 : 0.0);
+    const double t81 = t80;
+    const double t82 = static_cast<double>((t16 * t17));
+    const double t83 = static_cast<double>(p10);
+    const double t84 = ((((t82 > 0.0)) || ((t82 != t82))) ? t82 : 0.0);
+    const double t85 = (((t84 > 1.0)) ? 14.0 : 0.0);
+    const double t86 = t85;
+    const double t87 = static_cast<double>(at_ceil_div(t18, t75));
+    const double t88 = static_cast<double>(p7);
+    const double t89 = ((((t87 > 0.0)) || ((t87 != t87))) ? t87 : 0.0);
+    const double t90 = (((t89 > 1.0)) ? 14.0 : 0.0);
+    const double t91 = t90;
+    const int64_t t92 = (p3 * p5);
+    const double t93 = at_fdiv(static_cast<double>(t75), static_cast<double>(t92));
+    const double t94 = (t93 * static_cast<double>(t45));
+    const double t95 = at_fdiv(t94, static_cast<double>(t17));
+    const double t96 = (t95 * static_cast<double>(p3));
+    const int64_t t97 = (p3 * p0);
+    const int64_t t98 = (t97 * p5);
+    const int64_t t99 = (t98 * p2);
+    const double t100 = static_cast<double>((t99 * INT64_C(2)));
+    const double t101 = static_cast<double>((p3 * p0));
+    const double t102 = t74;
+    const double t103 = ((((t101 > 1.0)) || ((t101 != t101))) ? t101 : 1.0);
+    const double t104 = at_py_div(t100, t103);
+    const double t105 = ((t103 * at_fceil(at_py_div(t104, 32.0))) * 32.0);
+    const double t106 = at_interp(t105, k_XP0, k_FP0, 6);
+    const bool t107 = ((std::fmod(t104, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t108 = (t107 ? 1.0 : 0.7);
+    const double t109 = (t106 * t108);
+    const double t110 = ((((t102 > 0.0)) || ((t102 != t102))) ? t102 : 0.0);
+    const double t111 = ((((t110 < 1.0)) || ((t110 != t110))) ? t110 : 1.0);
+    const double t112 = at_py_div(1.0, (at_py_div((1.0 - t111), 888.8888888888889) + at_py_div(t111, 3888.8888888888887)));
+    const double t113 = ((((t76 > 1.0)) || ((t76 != t76))) ? t76 : 1.0);
+    const double t114 = (t113 * 330.0);
+    const double t115 = std::pow(t112, (-1.5));
+    const double t116 = at_py_div(std::pow((std::pow(t114, (-1.5)) + t115), (-0.6666666666666666)), t113);
+    const double t117 = ((((t109 < t116)) || ((t109 != t109))) ? t109 : t116);
+    const double t118 = at_py_div((t96 * t105), t116);
+    const double t119 = (210.0 + at_py_div(t105, t117));
+    const double t120 = (t119 + (t103 * 0.0));
+    const double t121 = (t96 * t120);
+    const double t122 = (t91 + t121);
+    const double t123 = (0.0 + t121);
+    const double t124 = (0.0 + t118);
+    const int64_t t125 = (p4 * p6);
+    const double t126 = at_fdiv(static_cast<double>(t75), static_cast<double>(t125));
+    const double t127 = (t126 * static_cast<double>(t46));
+    const double t128 = at_fdiv(t127, static_cast<double>(t16));
+    const double t129 = (t128 * static_cast<double>(p4));
+    const int64_t t130 = (p4 * p1);
+    const int64_t t131 = (t130 * p6);
+    const int64_t t132 = (t131 * p2);
+    const double t133 = static_cast<double>((t132 * INT64_C(2)));
+    const double t134 = static_cast<double>((p6 * p2));
+    const double t135 = t74;
+    const double t136 = ((((t134 > 1.0)) || ((t134 != t134))) ? t134 : 1.0);
+    const double t137 = at_py_div(t133, t136);
+    const double t138 = ((t136 * at_fceil(at_py_div(t137, 32.0))) * 32.0);
+    const double t139 = at_interp(t138, k_XP0, k_FP0, 6);
+    const bool t140 = ((std::fmod(t137, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t141 = (t140 ? 1.0 : 0.7);
+    const double t142 = (t139 * t141);
+    const double t143 = ((((t135 > 0.0)) || ((t135 != t135))) ? t135 : 0.0);
+    const double t144 = ((((t143 < 1.0)) || ((t143 != t143))) ? t143 : 1.0);
+    const double t145 = at_py_div(1.0, (at_py_div((1.0 - t144), 888.8888888888889) + at_py_div(t144, 3888.8888888888887)));
+    const double t146 = ((((t76 > 1.0)) || ((t76 != t76))) ? t76 : 1.0);
+    const double t147 = (t146 * 330.0);
+    const double t148 = std::pow(t145, (-1.5));
+    const double t149 = at_py_div(std::pow((std::pow(t147, (-1.5)) + t148), (-0.6666666666666666)), t146);
+    const double t150 = ((((t142 < t149)) || ((t142 != t142))) ? t142 : t149);
+    const double t151 = at_py_div((t129 * t138), t149);
+    const double t152 = (210.0 + at_py_div(t138, t150));
+    const double t153 = (t152 + (t136 * 0.0));
+    const double t154 = (t129 * t153);
+    const double t155 = (t122 + t154);
+    const double t156 = (t123 + t154);
+    const double t157 = (t124 + t151);
+    const double t158 = static_cast<double>(t75);
+    const double t159 = static_cast<double>((((p8 < p9)) ? p8 : p9));
+    const double t160 = ((((t158 > 0.0)) || ((t158 != t158))) ? t158 : 0.0);
+    const double t161 = (((t160 > 1.0)) ? 14.0 : 0.0);
+    const double t162 = t161;
+    const int64_t t163 = (p0 * p2);
+    const double t164 = static_cast<double>((t163 * INT64_C(2)));
+    const double t165 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t166 = at_py_div(t164, t165);
+    const double t167 = ((t165 * at_fceil(at_py_div(t166, 32.0))) * 32.0);
+    const double t168 = at_interp(t167, k_XP1, k_FP1, 4);
+    const double t169 = (2.0 + at_py_div(t167, t168));
+    const double t170 = (1.0 * t169);
+    const double t171 = (t162 + t170);
+    const double t172 = (0.0 + t170);
+    const double t173 = (0.0 + 0.0);
+    const int64_t t174 = (p1 * p2);
+    const double t175 = static_cast<double>((t174 * INT64_C(2)));
+    const double t176 = (((1.0 > 1.0)) ? 1.0 : 1.0);
+    const double t177 = at_py_div(t175, t176);
+    const double t178 = ((t176 * at_fceil(at_py_div(t177, 32.0))) * 32.0);
+    const double t179 = at_interp(t178, k_XP2, k_FP2, 4);
+    const double t180 = (2.0 + at_py_div(t178, t179));
+    const double t181 = (1.0 * t180);
+    const double t182 = (t171 + t181);
+    const double t183 = (t172 + t181);
+    const double t184 = (t173 + 0.0);
+    const double t185 = static_cast<double>(p0);
+    const double t186 = static_cast<double>(p1);
+    const double t187 = static_cast<double>(p2);
+    const double t188 = ((at_fceil(at_py_div(t185, 16.0)) * at_fceil(at_py_div(t186, 16.0))) * at_fceil(at_py_div(t187, static_cast<double>(INT64_C(16)))));
+    const double t189 = ((t188 * 1.0) + 2.0);
+    const double t190 = (1.0 * t189);
+    const double t191 = (t182 + t190);
+    const double t192 = (0.0 + t190);
+    const double t193 = (t184 + 0.0);
+    const double t194 = (t191 + 2.0);
+    const double t195 = (t161 + 2.0);
+    const double t196 = ((((t195 > t183)) || ((t195 != t195))) ? t195 : t183);
+    const double t197 = ((((t196 > t192)) || ((t196 != t196))) ? t196 : t192);
+    const double t198 = ((((t197 > t193)) || ((t197 != t197))) ? t197 : t193);
+    const double t199 = ((((t198 > 0.0)) || ((t198 != t198))) ? t198 : 0.0);
+    const double t200 = (t160 - 1.0);
+    const double t201 = ((((t200 > 0.0)) || ((t200 != t200))) ? t200 : 0.0);
+    const bool t202 = ((t159 >= static_cast<double>(INT64_C(2))));
+    const double t203 = (t202 ? (t194 + (t201 * t199)) : (t160 * t194));
+    const double t204 = (t202 ? (t160 * 0.0) : ((t201 * t194) + t199));
+    const double t205 = (((t160 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t203);
+    const double t206 = (((t160 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t204);
+    const double t207 = (t195 * t160);
+    const double t208 = (t183 * t160);
+    const double t209 = (t192 * t160);
+    const double t210 = (t193 * t160);
+    const double t211 = (t155 + t205);
+    const double t212 = (t90 + t207);
+    const double t213 = (0.0 + t208);
+    const double t214 = (0.0 + t209);
+    const double t215 = (t157 + t210);
+    const double t216 = (((0.0 > t206)) ? 0.0 : t206);
+    const double t217 = (t211 + 2.0);
+    const double t218 = (t212 + 2.0);
+    const double t219 = ((((t218 > t156)) || ((t218 != t218))) ? t218 : t156);
+    const double t220 = ((((t219 > t213)) || ((t219 != t219))) ? t219 : t213);
+    const double t221 = ((((t220 > t214)) || ((t220 != t220))) ? t220 : t214);
+    const double t222 = ((((t221 > t215)) || ((t221 != t221))) ? t221 : t215);
+    const double t223 = ((((t222 > t216)) || ((t222 != t222))) ? t222 : t216);
+    const double t224 = (t89 - 1.0);
+    const double t225 = ((((t224 > 0.0)) || ((t224 != t224))) ? t224 : 0.0);
+    const bool t226 = ((t88 >= static_cast<double>(INT64_C(2))));
+    const double t227 = (t226 ? (t217 + (t225 * t223)) : (t89 * t217));
+    const double t228 = (t226 ? (t89 * t216) : ((t225 * t217) + t223));
+    const double t229 = (((t89 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t227);
+    const double t230 = (((t89 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t228);
+    const double t231 = (t218 * t89);
+    const double t232 = (t156 * t89);
+    const double t233 = (t213 * t89);
+    const double t234 = (t214 * t89);
+    const double t235 = (t215 * t89);
+    const double t236 = (t86 + t229);
+    const double t237 = (t85 + t231);
+    const double t238 = (0.0 + t232);
+    const double t239 = (0.0 + t233);
+    const double t240 = (0.0 + t234);
+    const double t241 = (0.0 + t235);
+    const double t242 = (((0.0 > t230)) ? 0.0 : t230);
+    const int64_t t243 = (p0 * p1);
+    const double t244 = static_cast<double>((t243 * INT64_C(2)));
+    const double t245 = static_cast<double>(p0);
+    const double t246 = ((((t245 > 1.0)) || ((t245 != t245))) ? t245 : 1.0);
+    const double t247 = at_py_div(t244, t246);
+    const double t248 = ((t246 * at_fceil(at_py_div(t247, 32.0))) * 32.0);
+    const double t249 = at_interp(t248, k_XP3, k_FP3, 6);
+    const bool t250 = ((std::fmod(t247, 512.0) == static_cast<double>(INT64_C(0))));
+    const double t251 = (t250 ? 1.0 : 0.7);
+    const double t252 = (t249 * t251);
+    const double t253 = (((0.0 > 0.0)) ? 0.0 : 0.0);
+    const double t254 = ((((t253 < 1.0)) || ((t253 != t253))) ? t253 : 1.0);
+    const double t255 = at_py_div(1.0, (at_py_div((1.0 - t254), 888.8888888888889) + at_py_div(t254, 3888.8888888888887)));
+    const double t256 = ((((t76 > 1.0)) || ((t76 != t76))) ? t76 : 1.0);
+    const double t257 = (t256 * 330.0);
+    const double t258 = std::pow(t255, (-1.5));
+    const double t259 = at_py_div(std::pow((std::pow(t257, (-1.5)) + t258), (-0.6666666666666666)), t256);
+    const double t260 = ((((t252 < t259)) || ((t252 != t252))) ? t252 : t259);
+    const double t261 = at_py_div((1.0 * t248), t259);
+    const double t262 = (11.0 + at_py_div(t248, t260));
+    const double t263 = (1.0 * t262);
+    const double t264 = (t236 + t263);
+    const double t265 = (0.0 + t263);
+    const double t266 = (t241 + t261);
+    const double t267 = (t264 + 2.0);
+    const double t268 = (t237 + 2.0);
+    const double t269 = ((((t268 > t238)) || ((t268 != t268))) ? t268 : t238);
+    const double t270 = ((((t269 > t239)) || ((t269 != t269))) ? t269 : t239);
+    const double t271 = ((((t270 > t240)) || ((t270 != t270))) ? t270 : t240);
+    const double t272 = ((((t271 > t265)) || ((t271 != t271))) ? t271 : t265);
+    const double t273 = ((((t272 > t266)) || ((t272 != t272))) ? t272 : t266);
+    const double t274 = ((((t273 > t242)) || ((t273 != t273))) ? t273 : t242);
+    const double t275 = (t84 - 1.0);
+    const double t276 = ((((t275 > 0.0)) || ((t275 != t275))) ? t275 : 0.0);
+    const bool t277 = ((t83 >= static_cast<double>(INT64_C(2))));
+    const double t278 = (t277 ? (t267 + (t276 * t274)) : (t84 * t267));
+    const double t279 = (t277 ? (t84 * t242) : ((t276 * t267) + t274));
+    const double t280 = (((t84 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t278);
+    const double t281 = (((t84 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t279);
+    const double t282 = (t268 * t84);
+    const double t283 = (t238 * t84);
+    const double t284 = (t239 * t84);
+    const double t285 = (t240 * t84);
+    const double t286 = (t265 * t84);
+    const double t287 = (t266 * t84);
+    const double t288 = (t81 + t280);
+    const double t289 = (t80 + t282);
+    const double t290 = (0.0 + t283);
+    const double t291 = (0.0 + t284);
+    const double t292 = (0.0 + t285);
+    const double t293 = (0.0 + t286);
+    const double t294 = (0.0 + t287);
+    const double t295 = (((0.0 > t281)) ? 0.0 : t281);
+    const double t296 = (t288 + 0.0);
+    const double t297 = (t289 + 0.0);
+    const double t298 = ((((t297 > t290)) || ((t297 != t297))) ? t297 : t290);
+    const double t299 = ((((t298 > t291)) || ((t298 != t298))) ? t298 : t291);
+    const double t300 = ((((t299 > t292)) || ((t299 != t299))) ? t299 : t292);
+    const double t301 = ((((t300 > t293)) || ((t300 != t300))) ? t300 : t293);
+    const double t302 = ((((t301 > t294)) || ((t301 != t301))) ? t301 : t294);
+    const double t303 = ((((t302 > t295)) || ((t302 != t302))) ? t302 : t295);
+    const double t304 = (t79 - 1.0);
+    const double t305 = ((((t304 > 0.0)) || ((t304 != t304))) ? t304 : 0.0);
+    const double t306 = (t79 * t296);
+    const double t307 = ((t305 * t296) + t303);
+    const double t308 = (((t79 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t306);
+    const double t309 = (((t79 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t307);
+    (void)t309;
+    const double t310 = (t297 * t79);
+    (void)t310;
+    const double t311 = (t290 * t79);
+    (void)t311;
+    const double t312 = (t291 * t79);
+    (void)t312;
+    const double t313 = (t292 * t79);
+    (void)t313;
+    const double t314 = (t293 * t79);
+    (void)t314;
+    const double t315 = (t294 * t79);
+    (void)t315;
+    const double t316 = at_py_div(t308, 1800.0);
+    const double t317 = ((2.0 + 19.79) + at_py_div((1.3 * t76), static_cast<double>(aic)));
+    const double t318 = (((0.0 > t317)) ? 0.0 : t317);
+    const double t319 = (t318 + t316);
+    return t319;
+}
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
 const int64_t hw_l0a_bytes = INT64_C(65536);
@@ -461,24 +898,475 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-inline double LogDistance(const Shape& shape, int32_t row) {
-    double total = 0.0;
-    {
-        const double d = std::log(static_cast<double>(shape.M)) -
-                         std::log(static_cast<double>(kTunedShapes[row][0]));
-        total += d * d;
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape, checks applied as soon as their
+// inputs are bound; the first configuration that passes every check.
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_M = shape.M;
+    (void)v_M;
+    const int64_t v_N = shape.N;
+    (void)v_N;
+    const int64_t v_K = shape.K;
+    (void)v_K;
+    const int64_t dims[3] = { shape.M, shape.N, shape.K };
+    std::vector<int64_t> dom0;
+    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom0.begin(), dom0.end());
+    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
+    if (dom0.empty()) return false;
+    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.baseM ? a - base.baseM : base.baseM - a;
+        const int64_t db = b > base.baseM ? b - base.baseM : base.baseM - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom1;
+    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom1.begin(), dom1.end());
+    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
+    if (dom1.empty()) return false;
+    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.baseN ? a - base.baseN : base.baseN - a;
+        const int64_t db = b > base.baseN ? b - base.baseN : base.baseN - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.baseK ? a - base.baseK : base.baseK - a;
+        const int64_t db = b > base.baseK ? b - base.baseK : base.baseK - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.stepM ? a - base.stepM : base.stepM - a;
+        const int64_t db = b > base.stepM ? b - base.stepM : base.stepM - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom4;
+    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom4.begin(), dom4.end());
+    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
+    if (dom4.empty()) return false;
+    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.stepN ? a - base.stepN : base.stepN - a;
+        const int64_t db = b > base.stepN ? b - base.stepN : base.stepN - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom5;
+    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
+    std::sort(dom5.begin(), dom5.end());
+    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
+    if (dom5.empty()) return false;
+    std::stable_sort(dom5.begin(), dom5.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.stepKa ? a - base.stepKa : base.stepKa - a;
+        const int64_t db = b > base.stepKa ? b - base.stepKa : base.stepKa - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom6;
+    dom6 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
+    std::sort(dom6.begin(), dom6.end());
+    dom6.erase(std::unique(dom6.begin(), dom6.end()), dom6.end());
+    if (dom6.empty()) return false;
+    std::stable_sort(dom6.begin(), dom6.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.stepKb ? a - base.stepKb : base.stepKb - a;
+        const int64_t db = b > base.stepKb ? b - base.stepKb : base.stepKb - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom7;
+    dom7 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom7.begin(), dom7.end());
+    dom7.erase(std::unique(dom7.begin(), dom7.end()), dom7.end());
+    if (dom7.empty()) return false;
+    std::stable_sort(dom7.begin(), dom7.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbL1 ? a - base.dbL1 : base.dbL1 - a;
+        const int64_t db = b > base.dbL1 ? b - base.dbL1 : base.dbL1 - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom8;
+    dom8 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom8.begin(), dom8.end());
+    dom8.erase(std::unique(dom8.begin(), dom8.end()), dom8.end());
+    if (dom8.empty()) return false;
+    std::stable_sort(dom8.begin(), dom8.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbL0A ? a - base.dbL0A : base.dbL0A - a;
+        const int64_t db = b > base.dbL0A ? b - base.dbL0A : base.dbL0A - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom9;
+    dom9 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom9.begin(), dom9.end());
+    dom9.erase(std::unique(dom9.begin(), dom9.end()), dom9.end());
+    if (dom9.empty()) return false;
+    std::stable_sort(dom9.begin(), dom9.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbL0B ? a - base.dbL0B : base.dbL0B - a;
+        const int64_t db = b > base.dbL0B ? b - base.dbL0B : base.dbL0B - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom10;
+    dom10 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom10.begin(), dom10.end());
+    dom10.erase(std::unique(dom10.begin(), dom10.end()), dom10.end());
+    if (dom10.empty()) return false;
+    std::stable_sort(dom10.begin(), dom10.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.dbL0C ? a - base.dbL0C : base.dbL0C - a;
+        const int64_t db = b > base.dbL0C ? b - base.dbL0C : base.dbL0C - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom11;
+    dom11 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
+    std::sort(dom11.begin(), dom11.end());
+    dom11.erase(std::unique(dom11.begin(), dom11.end()), dom11.end());
+    if (dom11.empty()) return false;
+    std::stable_sort(dom11.begin(), dom11.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.iterateOrder ? a - base.iterateOrder : base.iterateOrder - a;
+        const int64_t db = b > base.iterateOrder ? b - base.iterateOrder : base.iterateOrder - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom12;
+    dom12 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
+    std::sort(dom12.begin(), dom12.end());
+    dom12.erase(std::unique(dom12.begin(), dom12.end()), dom12.end());
+    if (dom12.empty()) return false;
+    std::stable_sort(dom12.begin(), dom12.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.mDim ? a - base.mDim : base.mDim - a;
+        const int64_t db = b > base.mDim ? b - base.mDim : base.mDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom13;
+    dom13 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
+    std::sort(dom13.begin(), dom13.end());
+    dom13.erase(std::unique(dom13.begin(), dom13.end()), dom13.end());
+    if (dom13.empty()) return false;
+    std::stable_sort(dom13.begin(), dom13.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.nDim ? a - base.nDim : base.nDim - a;
+        const int64_t db = b > base.nDim ? b - base.nDim : base.nDim - b;
+        return da != db ? da < db : a < b;
+    });
+    std::vector<int64_t> dom14;
+    dom14 = {static_cast<int64_t>(INT64_C(1))};
+    std::sort(dom14.begin(), dom14.end());
+    dom14.erase(std::unique(dom14.begin(), dom14.end()), dom14.end());
+    if (dom14.empty()) return false;
+    std::stable_sort(dom14.begin(), dom14.end(), [&](int64_t a, int64_t b) {
+        const int64_t da = a > base.kDim ? a - base.kDim : base.kDim - a;
+        const int64_t db = b > base.kDim ? b - base.kDim : base.kDim - b;
+        return da != db ? da < db : a < b;
+    });
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    bool gaveUp = false;
+    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
+        const int64_t v_baseM = k0 < 0 ? base.baseM : dom0[k0];
+        if (k0 >= 0 && v_baseM == base.baseM) continue;
+        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+        const int64_t v_issuerCores = hw_vector_cores;
+        (void)v_issuerCores;
+        const int64_t v_issuersPerBlock = INT64_C(2);
+        (void)v_issuersPerBlock;
+        const int64_t v_k0 = at_floordiv(INT64_C(32), sizeof_a);
+        (void)v_k0;
+        const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b));
+        (void)v_uniqueBytes;
+        {
+            const double value = static_cast<double>(v_M);  // cubeTilingData.M_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_N);  // cubeTilingData.N_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_K);  // cubeTilingData.Ka_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_K);  // cubeTilingData.Kb_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_baseM);  // cubeTilingData.baseM_fits_int32_t
+            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        {
+            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
+            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
+        }
+        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
+            const int64_t v_baseN = k1 < 0 ? base.baseN : dom1[k1];
+            if (k1 >= 0 && v_baseN == base.baseN) continue;
+            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+            {
+                const double value = static_cast<double>(v_baseN);  // cubeTilingData.baseN_fits_int32_t
+                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+            }
+            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
+                const int64_t v_baseK = k2 < 0 ? base.baseK : dom2[k2];
+                if (k2 >= 0 && v_baseK == base.baseK) continue;
+                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                const int64_t v_transLength = at_max(at_max(((v_baseM * v_baseK) * sizeof_a), ((v_baseK * v_baseN) * sizeof_b)), ((v_baseM * v_baseN) * sizeof_c));
+                (void)v_transLength;
+                if (!((at_mod(v_baseK, v_k0) == INT64_C(0)))) continue;  // basek_multiple_of_k0
+                {
+                    const double value = static_cast<double>(v_baseK);  // cubeTilingData.baseK_fits_int32_t
+                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                }
+                {
+                    const double value = static_cast<double>(v_transLength);  // cubeTilingData.transLength_fits_int32_t
+                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                }
+                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
+                    const int64_t v_stepM = k3 < 0 ? base.stepM : dom3[k3];
+                    if (k3 >= 0 && v_stepM == base.stepM) continue;
+                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                    {
+                        const double value = static_cast<double>(v_stepM);  // cubeTilingData.stepM_fits_int32_t
+                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                    }
+                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
+                        const int64_t v_stepN = k4 < 0 ? base.stepN : dom4[k4];
+                        if (k4 >= 0 && v_stepN == base.stepN) continue;
+                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                        {
+                            const double value = static_cast<double>(v_stepN);  // cubeTilingData.stepN_fits_int32_t
+                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                        }
+                        for (int64_t k5 = -1; k5 < static_cast<int64_t>(dom5.size()); ++k5) {
+                            const int64_t v_stepKa = k5 < 0 ? base.stepKa : dom5[k5];
+                            if (k5 >= 0 && v_stepKa == base.stepKa) continue;
+                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                            {
+                                const double value = static_cast<double>(v_stepKa);  // cubeTilingData.stepKa_fits_int32_t
+                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                            }
+                            for (int64_t k6 = -1; k6 < static_cast<int64_t>(dom6.size()); ++k6) {
+                                const int64_t v_stepKb = k6 < 0 ? base.stepKb : dom6[k6];
+                                if (k6 >= 0 && v_stepKb == base.stepKb) continue;
+                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                const int64_t v_stepK = at_min(v_stepKa, v_stepKb);
+                                (void)v_stepK;
+                                {
+                                    const double value = static_cast<double>(v_stepKb);  // cubeTilingData.stepKb_fits_int32_t
+                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                }
+                                for (int64_t k7 = -1; k7 < static_cast<int64_t>(dom7.size()); ++k7) {
+                                    const int64_t v_dbL1 = k7 < 0 ? base.dbL1 : dom7[k7];
+                                    if (k7 >= 0 && v_dbL1 == base.dbL1) continue;
+                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                    const int64_t v_depthA1 = ((v_stepM * v_stepKa) * v_dbL1);
+                                    (void)v_depthA1;
+                                    const int64_t v_depthB1 = ((v_stepN * v_stepKb) * v_dbL1);
+                                    (void)v_depthB1;
+                                    const int64_t v_l1UsedBytes = ((((v_baseM * v_baseK) * v_depthA1) * sizeof_a) + (((v_baseN * v_baseK) * v_depthB1) * sizeof_b));
+                                    (void)v_l1UsedBytes;
+                                    if (!((v_l1UsedBytes <= hw_l1_bytes))) continue;  // l1_fits
+                                    {
+                                        const double value = static_cast<double>(v_depthA1);  // cubeTilingData.depthA1_fits_int32_t
+                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                    }
+                                    {
+                                        const double value = static_cast<double>(v_depthB1);  // cubeTilingData.depthB1_fits_int32_t
+                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                    }
+                                    {
+                                        const double value = static_cast<double>(v_l1UsedBytes);  // cubeTilingData.shareL1Size_fits_int32_t
+                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                    }
+                                    for (int64_t k8 = -1; k8 < static_cast<int64_t>(dom8.size()); ++k8) {
+                                        const int64_t v_dbL0A = k8 < 0 ? base.dbL0A : dom8[k8];
+                                        if (k8 >= 0 && v_dbL0A == base.dbL0A) continue;
+                                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                        if (!(((((v_baseM * v_baseK) * sizeof_a) * v_dbL0A) <= hw_l0a_bytes))) continue;  // l0a_fits
+                                        {
+                                            const double value = static_cast<double>(v_dbL0A);  // cubeTilingData.dbL0A_fits_int32_t
+                                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                        }
+                                        for (int64_t k9 = -1; k9 < static_cast<int64_t>(dom9.size()); ++k9) {
+                                            const int64_t v_dbL0B = k9 < 0 ? base.dbL0B : dom9[k9];
+                                            if (k9 >= 0 && v_dbL0B == base.dbL0B) continue;
+                                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                            if (!(((((v_baseN * v_baseK) * sizeof_b) * v_dbL0B) <= hw_l0b_bytes))) continue;  // l0b_fits
+                                            {
+                                                const double value = static_cast<double>(v_dbL0B);  // cubeTilingData.dbL0B_fits_int32_t
+                                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                            }
+                                            for (int64_t k10 = -1; k10 < static_cast<int64_t>(dom10.size()); ++k10) {
+                                                const int64_t v_dbL0C = k10 < 0 ? base.dbL0C : dom10[k10];
+                                                if (k10 >= 0 && v_dbL0C == base.dbL0C) continue;
+                                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                const int64_t v_l0cUsedBytes = (((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C);
+                                                (void)v_l0cUsedBytes;
+                                                if (!(((((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C) <= hw_l0c_bytes))) continue;  // l0c_fits
+                                                {
+                                                    const double value = static_cast<double>(v_l0cUsedBytes);  // cubeTilingData.shareL0CSize_fits_int32_t
+                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                }
+                                                {
+                                                    const double value = static_cast<double>(v_dbL0C);  // cubeTilingData.dbL0C_fits_int32_t
+                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                }
+                                                for (int64_t k11 = -1; k11 < static_cast<int64_t>(dom11.size()); ++k11) {
+                                                    const int64_t v_iterateOrder = k11 < 0 ? base.iterateOrder : dom11[k11];
+                                                    if (k11 >= 0 && v_iterateOrder == base.iterateOrder) continue;
+                                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                    {
+                                                        const double value = static_cast<double>(v_iterateOrder);  // cubeTilingData.iterateOrder_fits_int32_t
+                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                    }
+                                                    for (int64_t k12 = -1; k12 < static_cast<int64_t>(dom12.size()); ++k12) {
+                                                        const int64_t v_mDim = k12 < 0 ? base.mDim : dom12[k12];
+                                                        if (k12 >= 0 && v_mDim == base.mDim) continue;
+                                                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                        const int64_t v_singleCoreM = at_min(v_M, at_align_up(at_ceil_div(v_M, v_mDim), INT64_C(16)));
+                                                        (void)v_singleCoreM;
+                                                        const int64_t v_mBlocks = at_ceil_div(v_singleCoreM, v_baseM);
+                                                        (void)v_mBlocks;
+                                                        if (!(((v_stepM == INT64_C(1)) || (v_mBlocks >= v_stepM)))) continue;  // step_m_useful
+                                                        {
+                                                            const double value = static_cast<double>(v_singleCoreM);  // cubeTilingData.singleCoreM_fits_int32_t
+                                                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                        }
+                                                        for (int64_t k13 = -1; k13 < static_cast<int64_t>(dom13.size()); ++k13) {
+                                                            const int64_t v_nDim = k13 < 0 ? base.nDim : dom13[k13];
+                                                            if (k13 >= 0 && v_nDim == base.nDim) continue;
+                                                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                            const int64_t v_singleCoreN = at_min(v_N, at_align_up(at_ceil_div(v_N, v_nDim), INT64_C(16)));
+                                                            (void)v_singleCoreN;
+                                                            const int64_t v_nBlocks = at_ceil_div(v_singleCoreN, v_baseN);
+                                                            (void)v_nBlocks;
+                                                            if (!(((v_baseM <= at_align_up(v_singleCoreM, INT64_C(16))) && (v_baseN <= at_align_up(v_singleCoreN, INT64_C(16)))))) continue;  // base_within_core_block
+                                                            if (!(((v_stepN == INT64_C(1)) || (v_nBlocks >= v_stepN)))) continue;  // step_n_useful
+                                                            {
+                                                                const double value = static_cast<double>(v_singleCoreN);  // cubeTilingData.singleCoreN_fits_int32_t
+                                                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                            }
+                                                            for (int64_t k14 = -1; k14 < static_cast<int64_t>(dom14.size()); ++k14) {
+                                                                const int64_t v_kDim = k14 < 0 ? base.kDim : dom14[k14];
+                                                                if (k14 >= 0 && v_kDim == base.kDim) continue;
+                                                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
+                                                                const int64_t v_singleCoreK = at_ceil_div(v_K, v_kDim);
+                                                                (void)v_singleCoreK;
+                                                                const int64_t v_usedCoreNum = ((at_ceil_div(v_M, v_singleCoreM) * at_ceil_div(v_N, v_singleCoreN)) * at_ceil_div(v_K, v_singleCoreK));
+                                                                (void)v_usedCoreNum;
+                                                                const int64_t v_blockDim = at_ceil_div(v_usedCoreNum, v_issuersPerBlock);
+                                                                (void)v_blockDim;
+                                                                const int64_t v_kIters = at_ceil_div(v_singleCoreK, v_baseK);
+                                                                (void)v_kIters;
+                                                                const int64_t v_kaStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKa));
+                                                                (void)v_kaStepIter;
+                                                                const int64_t v_kbStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKb));
+                                                                (void)v_kbStepIter;
+                                                                const int64_t v_aReads = ((((v_iterateOrder == INT64_C(1)) && (v_kIters <= v_stepKa))) ? (INT64_C(1)) : (v_nBlocks));
+                                                                (void)v_aReads;
+                                                                const int64_t v_bReads = ((((v_iterateOrder == INT64_C(0)) && (v_kIters <= v_stepKb))) ? (INT64_C(1)) : (v_mBlocks));
+                                                                (void)v_bReads;
+                                                                const int64_t v_aCoreBytes = (((((v_mBlocks * v_baseM) * v_kIters) * v_baseK) * sizeof_a) * v_aReads);
+                                                                (void)v_aCoreBytes;
+                                                                const int64_t v_bCoreBytes = (((((v_nBlocks * v_baseN) * v_kIters) * v_baseK) * sizeof_b) * v_bReads);
+                                                                (void)v_bCoreBytes;
+                                                                const int64_t v_missBytes = (((v_uniqueBytes <= hw_l2_bytes)) ? (v_uniqueBytes) : (((((v_M * v_K) * sizeof_a) * v_aReads) + (((v_K * v_N) * sizeof_b) * v_bReads))));
+                                                                (void)v_missBytes;
+                                                                const int64_t v_totalReads = (v_usedCoreNum * (v_aCoreBytes + v_bCoreBytes));
+                                                                (void)v_totalReads;
+                                                                const double v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_missBytes), static_cast<double>(at_max(v_totalReads, INT64_C(1))))));
+                                                                (void)v_l2Hit;
+                                                                if (!((((v_mDim * v_nDim) * v_kDim) <= v_issuerCores))) continue;  // cores_fit
+                                                                if (!(((((v_mDim - INT64_C(1)) * v_singleCoreM) < v_M) && (((v_nDim - INT64_C(1)) * v_singleCoreN) < v_N) && (((v_kDim - INT64_C(1)) * v_singleCoreK) < v_K)))) continue;  // no_empty_core
+                                                                if (!(((v_stepKa == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKa)))) continue;  // step_ka_useful
+                                                                if (!(((v_stepKb == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKb)))) continue;  // step_kb_useful
+                                                                if (!(((v_kIters <= v_stepKa) || (v_stepM == INT64_C(1))))) continue;  // mdl_step_m
+                                                                if (!(((v_kIters <= v_stepKb) || (v_stepN == INT64_C(1))))) continue;  // mdl_step_n
+                                                                if (!(((at_mod(v_kaStepIter, v_kbStepIter) == INT64_C(0)) || (at_mod(v_kbStepIter, v_kaStepIter) == INT64_C(0))))) continue;  // mdl_k_step_iters_divide
+                                                                {
+                                                                    const int64_t cores = v_blockDim;  // cube_cores_within_chip
+                                                                    if (cores < 1 || cores > aicNum) continue;
+                                                                }
+                                                                {
+                                                                    const int64_t cores = v_blockDim;  // block_dim_within_chip
+                                                                    if (cores < 1 || cores > aicNum) continue;
+                                                                }
+                                                                {
+                                                                    const double value = static_cast<double>(v_usedCoreNum);  // cubeTilingData.usedCoreNum_fits_int32_t
+                                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                                }
+                                                                {
+                                                                    const double value = static_cast<double>(v_singleCoreK);  // cubeTilingData.singleCoreK_fits_int32_t
+                                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
+                                                                }
+                                                                {
+                                                                    const int64_t values[15] = {v_baseM, v_baseN, v_baseK, v_stepM, v_stepN, v_stepKa, v_stepKb, v_dbL1, v_dbL0A, v_dbL0B, v_dbL0C, v_iterateOrder, v_mDim, v_nDim, v_kDim};
+                                                                    const double us = PredictUs(dims, values, aicNum, aivNum);
+                                                                    if (found == 0 || us < bestUs) {
+                                                                        bestUs = us;
+                                                                        out.baseM = v_baseM;
+                                                                        out.baseN = v_baseN;
+                                                                        out.baseK = v_baseK;
+                                                                        out.stepM = v_stepM;
+                                                                        out.stepN = v_stepN;
+                                                                        out.stepKa = v_stepKa;
+                                                                        out.stepKb = v_stepKb;
+                                                                        out.dbL1 = v_dbL1;
+                                                                        out.dbL0A = v_dbL0A;
+                                                                        out.dbL0B = v_dbL0B;
+                                                                        out.dbL0C = v_dbL0C;
+                                                                        out.iterateOrder = v_iterateOrder;
+                                                                        out.mDim = v_mDim;
+                                                                        out.nDim = v_nDim;
+                                                                        out.kDim = v_kDim;
+                                                                    }
+                                                                    if (++found >= 16) break;
+                                                                }
+                                                            }
+                                                        if (gaveUp || found >= 16) break;
+                                                        }
+                                                    if (gaveUp || found >= 16) break;
+                                                    }
+                                                if (gaveUp || found >= 16) break;
+                                                }
+                                            if (gaveUp || found >= 16) break;
+                                            }
+                                        if (gaveUp || found >= 16) break;
+                                        }
+                                    if (gaveUp || found >= 16) break;
+                                    }
+                                if (gaveUp || found >= 16) break;
+                                }
+                            if (gaveUp || found >= 16) break;
+                            }
+                        if (gaveUp || found >= 16) break;
+                        }
+                    if (gaveUp || found >= 16) break;
+                    }
+                if (gaveUp || found >= 16) break;
+                }
+            if (gaveUp || found >= 16) break;
+            }
+        if (gaveUp || found >= 16) break;
+        }
+    if (gaveUp || found >= 16) break;
     }
-    {
-        const double d = std::log(static_cast<double>(shape.N)) -
-                         std::log(static_cast<double>(kTunedShapes[row][1]));
-        total += d * d;
-    }
-    {
-        const double d = std::log(static_cast<double>(shape.K)) -
-                         std::log(static_cast<double>(kTunedShapes[row][2]));
-        total += d * d;
-    }
-    return total;
+    (void)gaveUp;
+    return found > 0;
 }
 
 inline Config TunedConfig(int32_t row) {
@@ -505,26 +1393,66 @@ inline bool IsExact(const Shape& shape, int32_t row) {
     return true && shape.M == kTunedShapes[row][0] && shape.N == kTunedShapes[row][1] && shape.K == kTunedShapes[row][2];
 }
 
+inline Config CandidateConfig(int32_t row) {
+    Config config = Config();
+    config.baseM = kCandidates[row][0];
+    config.baseN = kCandidates[row][1];
+    config.baseK = kCandidates[row][2];
+    config.stepM = kCandidates[row][3];
+    config.stepN = kCandidates[row][4];
+    config.stepKa = kCandidates[row][5];
+    config.stepKb = kCandidates[row][6];
+    config.dbL1 = kCandidates[row][7];
+    config.dbL0A = kCandidates[row][8];
+    config.dbL0B = kCandidates[row][9];
+    config.dbL0C = kCandidates[row][10];
+    config.iterateOrder = kCandidates[row][11];
+    config.mDim = kCandidates[row][12];
+    config.nDim = kCandidates[row][13];
+    config.kDim = kCandidates[row][14];
+    return config;
+}
+
 inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Values& values) {
-    double dist[kTunedCount];
-    bool tried[kTunedCount] = {};
-    for (int32_t i = 0; i < kTunedCount; ++i) dist[i] = LogDistance(shape, i);
-    for (int32_t round = 0; round < kTunedCount; ++round) {
-        int32_t best = -1;
-        for (int32_t i = 0; i < kTunedCount; ++i) {
-            if (!tried[i] && (best < 0 || dist[i] < dist[best])) best = i;
-        }
-        tried[best] = true;
-        const Config config = TunedConfig(best);
+    for (int32_t i = 0; i < kTunedCount; ++i) {
+        if (!IsExact(shape, i)) continue;
+        const Config config = TunedConfig(i);
         if (Derive(shape, config, aicNum, aivNum, values)) {
-            const Selection found = {IsExact(shape, best) ? kExact : kNearest, best, config};
-            return found;
+            const Selection exact = {kExact, i, config};
+            return exact;
+        }
+        break;
+    }
+    const int64_t dims[3] = { shape.M, shape.N, shape.K };
+    int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
+    double bestUs = 0.0;
+    Config bestConfig = Baseline(shape, aicNum, aivNum);
+    for (int32_t i = 0; i <= kCandidateCount; ++i) {
+        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Values trial = Values();
+        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        const int64_t params[15] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim };
+        const double us = PredictUs(dims, params, aicNum, aivNum);
+        if (best == -2 || us < bestUs) {
+            best = i;
+            bestUs = us;
+            bestConfig = config;
+            values = trial;
         }
     }
-    const Config base = Baseline(shape, aicNum, aivNum);
-    const Selection baseline = {Derive(shape, base, aicNum, aivNum, values) ? kBaseline : kNone,
-                                -1, base};
-    return baseline;
+    if (best == -2) {
+        Config walked = Config();
+        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
+            Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection found = {kWalk, -1, walked};
+            return found;
+        }
+        const Selection none = {kNone, -1, bestConfig};
+        return none;
+    }
+    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
+                              best < kCandidateCount ? best : -1, bestConfig};
+    return picked;
 }
 
 inline int64_t BlockDim(const Values& v) {

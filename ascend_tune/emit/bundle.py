@@ -1,0 +1,161 @@
+"""A results file as emit takes it: the embedded spec and profile rebuilt, every tuned
+configuration (winners and the runners-up a ``--top-k`` search kept) re-checked on its own shape,
+so nothing from the untrusted file reaches C++ unless it is an integer configuration that passes
+the spec's constraints and launch checks. Also the run-time selection over that table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ascend_tune.base.errors import AscendTuneError, did_you_mean
+from ascend_tune.emit.selection import Selection, candidate_table, first_failure, runtime_env
+from ascend_tune.emit.selection import select as select_config
+from ascend_tune.hardware import HardwareProfile, load_profile_data
+from ascend_tune.spec import OperatorSpec, load_spec_text
+from ascend_tune.spec.shapes import check_shape, shape_key
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class Bundle:
+    spec: OperatorSpec
+    hw: HardwareProfile
+    doc: Mapping[str, Any]
+    digest: str
+    shapes: tuple[tuple[dict[str, int], dict[str, int]], ...]  # (shape, best), checked
+    # The runners-up a --top-k search kept, each checked on its own shape, in file order.
+    runners_up: tuple[dict[str, int], ...] = ()
+
+    def sorted_shapes(self) -> list[tuple[dict[str, int], dict[str, int]]]:
+        """The tuned table in the emitted order (by shape values)."""
+        return sorted(self.shapes, key=lambda s: tuple(s[0].values()))
+
+    def candidates(self) -> list[dict[str, int]]:
+        """The emitted candidate table: winners in table order, then the runners-up."""
+        return candidate_table([b for _s, b in self.sorted_shapes()], self.runners_up,
+                               self.spec.params)
+
+    def select(self, shape: Mapping[str, int], aic: int | None = None,
+               aiv: int | None = None) -> Selection:
+        """What the emitted selection code chooses for ``shape`` on a chip with ``aic`` /
+        ``aiv`` cores (default: the profile's)."""
+        table = self.sorted_shapes()
+        return select_config(self.spec, self.hw, [list(s.values()) for s, _b in table],
+                             [b for _s, b in table], shape,
+                             int(self.hw["cube_cores"]) if aic is None else aic,
+                             int(self.hw["vector_cores"]) if aiv is None else aiv,
+                             self.runners_up)
+
+    def selected(self, shape: Mapping[str, int], aic: int | None = None,
+                 aiv: int | None = None) -> Selected:
+        """:meth:`select` as the API returns it (core counts checked: untrusted input)."""
+        for name, cores in (("aic", aic), ("aiv", aiv)):
+            if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int)
+                                      or not 1 <= cores <= 4096):
+                raise AscendTuneError(f"{name} must be a core count from 1 to 4096, "
+                                      f"got {cores!r:.40}")
+        sel = self.select(shape, aic, aiv)
+        derived = {n: sel.env[n] for n, _e in self.spec.derive if n in sel.env}
+        return Selected(_SOURCES[sel.source], sel.config, derived, sel.latency_us, sel.index)
+
+
+@dataclass(frozen=True)
+class Selected:
+    """What the emitted ``TilingFunc`` chooses for one shape on one chip."""
+
+    source: str  # exact | model | baseline | walk | none (no valid configuration at all)
+    config: dict[str, int]  # the parameters (the baseline's when source is none)
+    derived: dict[str, Any]  # every derived value for this shape (the TilingData inputs)
+    latency_us: float  # the model's time for the pick (inf for exact and none: not ranked)
+    index: int  # row of the tuned table (exact) or candidate table (model); else -1
+
+
+_SOURCES = ("exact", "model", "baseline", "none", "walk")
+
+
+def load_bundle(doc: Mapping[str, Any], origin: str) -> Bundle:
+    """Rebuild spec and profile from a results file and re-check every tuned entry: a results
+    file is an input like any other, so nothing in it reaches C++ unless it is an integer
+    configuration that passes the spec's constraints and launch checks on its shape."""
+    try:
+        spec = load_spec_text(doc["spec"]["text"], f"{origin} (embedded spec)",
+                              doc["spec"].get("variant"))
+        hw = load_profile_data(doc["hw"]["data"], f"{origin} (embedded profile)")
+    except (KeyError, TypeError, AttributeError):
+        raise AscendTuneError(f"{origin}: results file lacks the embedded spec or profile; "
+                              "rerun `ascend-tune search`") from None
+    entries = doc.get("shapes")
+    if not isinstance(entries, list) or not entries:
+        raise AscendTuneError(f"{origin}: results file holds no tuned shape")
+    env = runtime_env(spec, hw, int(hw["cube_cores"]), int(hw["vector_cores"]))
+    checked = []
+    runners_up: list[dict[str, int]] = []
+    seen: set[tuple[int, ...]] = set()
+    for i, entry in enumerate(entries):
+        where = f"{origin}: shapes[{i}]"
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("shape"), Mapping):
+            raise AscendTuneError(f"{where}: expected a mapping with 'shape' and 'best'")
+        shape = check_shape(spec, entry["shape"], where)
+        key = tuple(shape.values())
+        if key in seen:
+            raise AscendTuneError(f"{where}: shape {shape_key(shape)} is listed twice")
+        seen.add(key)
+        best = _checked_config(spec, entry.get("best"), f"{where} ({shape_key(shape)})")
+        _local, failed = first_failure(spec, env, shape, best)
+        if failed is not None:
+            raise AscendTuneError(f"{where} ({shape_key(shape)}): the tuned configuration fails "
+                                  f"'{failed}' on {hw.name}; the results file is stale or was "
+                                  "edited: rerun `ascend-tune search`")
+        checked.append((shape, best))
+        runners_up += _runners_up(spec, env, shape, entry.get("candidates"),
+                                  f"{where} ({shape_key(shape)})", hw.name)
+    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return Bundle(spec, hw, doc, hashlib.sha256(canonical.encode()).hexdigest(), tuple(checked),
+                  tuple(runners_up))
+
+
+def _runners_up(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
+                candidates: Any, where: str, hw_name: str) -> list[dict[str, int]]:
+    """An entry's ``candidates`` after its winner, each a checked integer configuration that
+    is valid on its shape (they reach C++ as the dispatch table's rows)."""
+    if candidates is None:
+        return []
+    if not isinstance(candidates, list):
+        raise AscendTuneError(f"{where}: 'candidates' must be a list")
+    out = []
+    for j, cand in enumerate(candidates[1:], start=1):
+        at = f"{where}: candidates[{j}]"
+        if not isinstance(cand, Mapping):
+            raise AscendTuneError(f"{at}: expected a mapping with 'config'")
+        config = _checked_config(spec, cand.get("config"), at, "config")
+        _local, failed = first_failure(spec, env, shape, config)
+        if failed is not None:
+            raise AscendTuneError(f"{at}: the configuration fails '{failed}' on {hw_name}; "
+                                  "the results file is stale or was edited")
+        out.append(config)
+    return out
+
+
+def _checked_config(spec: OperatorSpec, best: Any, where: str, field: str = "best"
+                    ) -> dict[str, int]:
+    if not isinstance(best, Mapping):
+        raise AscendTuneError(f"{where}: '{field}' must map each parameter to an integer")
+    unknown = [k for k in best if k not in spec.params]
+    if unknown:
+        raise AscendTuneError(f"{where}: '{field}' has unknown parameter '{unknown[0]}'"
+                              f"{did_you_mean(str(unknown[0]), spec.params)}")
+    out = {}
+    for p in spec.params:
+        value = best.get(p)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise AscendTuneError(f"{where}: {field}.{p} must be an integer, got {value!r:.40}")
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise AscendTuneError(f"{where}: {field}.{p} = {value} does not fit a 64-bit integer")
+        out[p] = value
+    return out

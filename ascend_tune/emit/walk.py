@@ -1,0 +1,269 @@
+"""The last-resort fallback: a valid configuration for a shape where no tuned candidate and not
+the baseline is valid, found by a walk the emitted C++ repeats step for step.
+
+The walk is a depth-first search over the parameters in spec order. Each parameter tries the
+baseline's value first (the configuration the spec calls sensible), then its domain for the
+real shape nearest that value first (ties to the smaller), so the walk stays close to the
+baseline and changes the inner parameters (the core split, last in most specs) before the
+outer ones. After a parameter is bound, the derived values that now have all their inputs are
+computed and the checks that now have all theirs (constraints, core limits, C type ranges)
+are applied, so a failing prefix is dropped with everything below it. The first
+:data:`KEEP` complete configurations that pass are ranked by the model; the fastest (ties to
+the first found) is the fallback. Python (:func:`walk`) and C++
+(:func:`render_cpp`) visit the same values in the same order and stop after the same number of
+visits (:data:`MAX_VISITS`), so they agree on the answer, including "none within the limit".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ascend_tune.base.errors import SpecError
+from ascend_tune.expr import Expr, scalar_value
+from ascend_tune.spec import OperatorSpec, launch
+
+# Values tried in all (every depth) before the walk gives up: with pruning a walk that finds
+# something takes far fewer; the cap bounds the host time of a shape with no valid
+# configuration at all (a few hundred milliseconds of C++ at worst).
+MAX_VISITS = 1 << 20
+# Valid configurations the walk collects before ranking them by the model.
+KEEP = 16
+
+
+@dataclass(frozen=True)
+class Step:
+    """What becomes computable once parameter ``index`` is bound."""
+
+    index: int
+    derived: tuple[tuple[str, Expr], ...]
+    constraints: tuple[tuple[str, Expr], ...]
+    core_checks: tuple[tuple[str, Expr, str], ...]  # name, core count, "cube" | "vector"
+    range_checks: tuple[launch.RangeCheck, ...]
+
+
+def _param_reads(spec: OperatorSpec) -> Callable[[Expr], frozenset[str]]:
+    params = set(spec.params)
+    derived_reads: dict[str, frozenset[str]] = {}
+    for name, e in spec.derive:
+        derived_reads[name] = frozenset(
+            {n for n in e.names if n in params}
+            | {r for n in e.names if n in derived_reads for r in derived_reads[n]})
+
+    def reads(e: Expr) -> frozenset[str]:
+        return frozenset({n for n in e.names if n in params}
+                         | {r for n in e.names if n in derived_reads for r in derived_reads[n]})
+
+    return reads
+
+
+def _plan(spec: OperatorSpec) -> tuple[Step, ...]:
+    reads = _param_reads(spec)
+    position = {p: i for i, p in enumerate(spec.params)}
+
+    def depth(e: Expr) -> int:
+        return max((position[p] for p in reads(e)), default=0)
+
+    steps = []
+    for i in range(len(spec.params)):
+        steps.append(Step(
+            i,
+            tuple((n, e) for n, e in spec.derive if depth(e) == i),
+            tuple((n, e) for n, e in spec.constraints if depth(e) == i),
+            tuple(c for c in launch.core_limit_names(spec) if depth(c[1]) == i),
+            tuple(r for r in launch.range_checks(spec) if depth(r.expr) == i)))
+    return tuple(steps)
+
+
+_PLANS: dict[int, tuple[OperatorSpec, tuple[Step, ...]]] = {}
+
+
+def plan(spec: OperatorSpec) -> tuple[Step, ...]:
+    """The walk's steps, one per parameter (specs hold dicts and are not hashable: cached by
+    identity, the entry keeping its spec alive so the id is not reused)."""
+    hit = _PLANS.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        if len(_PLANS) >= 64:
+            _PLANS.pop(next(iter(_PLANS)))
+        hit = _PLANS[id(spec)] = (spec, _plan(spec))
+    return hit[1]
+
+
+def domain_order(values: Sequence[int], base: int) -> list[int]:
+    """The baseline's value first, then the domain's other values nearest it first (ties to
+    the smaller value)."""
+    return [base, *sorted((v for v in values if v != base), key=lambda v: (abs(v - base), v))]
+
+
+def walk(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
+         base: Mapping[str, int], score: Callable[[Sequence[int]], float]
+         ) -> dict[str, int] | None:
+    """The fastest by ``score`` (the model's latency of a configuration's values in parameter
+    order) of the first :data:`KEEP` valid configurations in walk order, or None (none, or none
+    within :data:`MAX_VISITS`). ``env`` holds the profile constants with the platform's core
+    counts."""
+    local: dict[str, Any] = {**env, **shape}
+    try:
+        domains = [domain_order([int(v) for v in spec.domains[p].values(local)], int(base[p]))
+                   for p in spec.params]
+    except SpecError:
+        return None
+    steps = plan(spec)
+    cores = {"cube": env["hw.cube_cores"], "vector": env["hw.vector_cores"]}
+    visits = 0
+    found = 0
+    best: tuple[float, list[int]] | None = None
+
+    def passes(step: Step) -> bool:
+        for name, e in step.derived:
+            local[name] = scalar_value(e.evaluate(local))
+        for _name, e in step.constraints:
+            if not bool(e.evaluate(local)):
+                return False
+        for _name, e, core in step.core_checks:
+            count = scalar_value(e.evaluate(local))
+            if count < 1 or count > cores[core]:
+                return False
+        for r in step.range_checks:
+            value = float(scalar_value(r.expr.evaluate(local)))
+            if not (value >= r.lo and value <= r.hi):
+                return False
+        return True
+
+    def complete() -> bool:
+        """Rank one valid configuration; True once enough are found."""
+        nonlocal found, best
+        values = [int(local[p]) for p in spec.params]
+        us = score(values)
+        if best is None or us < best[0]:
+            best = (us, values)
+        found += 1
+        return found >= KEEP
+
+    def dfs(i: int) -> bool:
+        nonlocal visits
+        for value in domains[i]:
+            visits += 1
+            if visits > MAX_VISITS:
+                raise _GaveUp
+            local[spec.params[i]] = value
+            if passes(steps[i]) and (complete() if i + 1 == len(spec.params) else dfs(i + 1)):
+                return True
+        return False
+
+    try:
+        if spec.params:
+            dfs(0)
+    except _GaveUp:
+        pass
+    except (ArithmeticError, ValueError, OverflowError):
+        return None
+    return None if best is None else dict(zip(spec.params, best[1], strict=True))
+
+
+class _GaveUp(Exception):
+    pass
+
+
+def _domain_cpp(spec: OperatorSpec, p: str, var: str, cpp: Callable[[Expr], str]) -> list[str]:
+    """C++ statements filling ``std::vector<int64_t> var`` with ``p``'s domain as
+    :meth:`ascend_tune.spec.model.Domain.values` computes it (false: an empty or bad domain)."""
+    d = spec.domains[p]
+    vals = [f"static_cast<int64_t>({cpp(e)})" for e in d.exprs]
+    out = [f"std::vector<int64_t> {var};"]
+    if d.kind == "values":
+        out += [f"{var} = {{{', '.join(vals)}}};",
+                f"std::sort({var}.begin(), {var}.end());",
+                f"{var}.erase(std::unique({var}.begin(), {var}.end()), {var}.end());"]
+    elif d.kind == "pow2":
+        out += ["{", f"    const int64_t lo = {vals[0]}, hi = {vals[1]};",
+                "    int64_t p = 1;",
+                "    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {",
+                f"        if (p >= lo) {var}.push_back(p);",
+                "    }",
+                "}"]
+    else:
+        step = f"static_cast<int64_t>({cpp(d.step)})" if d.step is not None else "INT64_C(1)"
+        mult = (f"static_cast<int64_t>({cpp(d.multiple_of)})" if d.multiple_of is not None
+                else "INT64_C(0)")
+        out += ["{", f"    int64_t lo = {vals[0]}; const int64_t hi = {vals[1]};",
+                f"    int64_t step = {step}; const int64_t mult = {mult};",
+                "    if (step <= 0 || mult < 0) return false;",
+                "    if (mult != 0) {",
+                "        lo = at_ceil_div(lo, mult) * mult;",
+                f"        {'step = mult;' if d.step is None else ''}",
+                "    }",
+                "    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;",
+                f"    for (int64_t v = lo; v <= hi; v += step) {var}.push_back(v);",
+                "}"]
+    out += [f"if ({var}.empty()) return false;",
+            # nearest the baseline's value first, ties to the smaller (domain_order)
+            f"std::stable_sort({var}.begin(), {var}.end(), [&](int64_t a, int64_t b) {{",
+            f"    const int64_t da = a > base.{p} ? a - base.{p} : base.{p} - a;",
+            f"    const int64_t db = b > base.{p} ? b - base.{p} : base.{p} - b;",
+            "    return da != db ? da < db : a < b;",
+            "});"]
+    return out
+
+
+def render_cpp(spec: OperatorSpec, cpp: Callable[[Expr], str], cpp_name: Callable[[str], str],
+               limits: Mapping[str, str], ctype: Callable[[Expr], str]) -> str:
+    """The body of ``bool WalkFallback(const Shape&, int64_t aicNum, int64_t aivNum, const
+    Config& base, Config& out)`` after the shape, profile and core names are declared:
+    ``limits`` maps "cube" / "vector" to the C++ core counts, ``ctype`` gives a derived
+    value's C++ type."""
+    lines: list[str] = []
+    for j, p in enumerate(spec.params):
+        lines += _domain_cpp(spec, p, f"dom{j}", cpp)
+    lines += ["int64_t visits = 0;", "int64_t found = 0;", "double bestUs = 0.0;",
+              "bool gaveUp = false;"]
+    close: list[str] = []
+    for j, (p, step) in enumerate(zip(spec.params, plan(spec), strict=True)):
+        pad = "    " * j
+        name = cpp_name(p)
+        lines += [
+            f"{pad}for (int64_t k{j} = -1; k{j} < static_cast<int64_t>(dom{j}.size()); ++k{j}) {{",
+            f"{pad}    const int64_t {name} = k{j} < 0 ? base.{p} : dom{j}[k{j}];",
+            f"{pad}    if (k{j} >= 0 && {name} == base.{p}) continue;",
+            f"{pad}    if (++visits > INT64_C({MAX_VISITS})) {{ gaveUp = true; break; }}"]
+        for n, e in step.derived:
+            lines.append(f"{pad}    const {ctype(e)} {cpp_name(n)} = {cpp(e)};")
+            lines.append(f"{pad}    (void){cpp_name(n)};")
+        for n, e in step.constraints:
+            lines.append(f"{pad}    if (!({cpp(e)})) continue;  // {n}")
+        for n, e, core in step.core_checks:
+            lines += [f"{pad}    {{",
+                      f"{pad}        const int64_t cores = {cpp(e)};  // {n}",
+                      f"{pad}        if (cores < 1 || cores > {limits[core]}) continue;",
+                      f"{pad}    }}"]
+        for r in step.range_checks:
+            lines += [f"{pad}    {{",
+                      f"{pad}        const double value = static_cast<double>({cpp(r.expr)});"
+                      f"  // {r.name}",
+                      f"{pad}        if (!(value >= {_double(r.lo)} && value <= "
+                      f"{_double(r.hi)})) continue;",
+                      f"{pad}    }}"]
+        # After loop j closes, loop j-1 stops too when enough are found or the walk gave up.
+        close.append(f"{pad}}}" + (f"\n{pad[:-4]}if (gaveUp || found >= {KEEP}) break;"
+                                   if j > 0 else ""))
+    pad = "    " * len(spec.params)
+    values = ", ".join(cpp_name(p) for p in spec.params)
+    lines += [f"{pad}{{",
+              f"{pad}    const int64_t values[{len(spec.params)}] = {{{values}}};",
+              f"{pad}    const double us = PredictUs(dims, values, aicNum, aivNum);",
+              f"{pad}    if (found == 0 || us < bestUs) {{",
+              f"{pad}        bestUs = us;",
+              *(f"{pad}        out.{p} = {cpp_name(p)};" for p in spec.params),
+              f"{pad}    }}",
+              f"{pad}    if (++found >= {KEEP}) break;",
+              f"{pad}}}"]
+    for text in reversed(close):
+        lines += text.split("\n")
+    lines.append("(void)gaveUp;")
+    lines.append("return found > 0;")
+    return "\n".join("    " + line for line in lines)
+
+
+def _double(value: float) -> str:
+    return repr(float(value)) if abs(value) < 1e16 else f"{float(value):.17e}"

@@ -1,0 +1,258 @@
+"""Run-time dispatch on shapes nobody tuned: the shape-generic model equals the engine bit for
+bit, its C++ equals the Python, the selection ranks candidates by it and never does worse than
+the fallback, the fallback walk finds a valid configuration where the baseline breaks, and
+the compiled selection code of every built-in spec chooses what the Python side chooses."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ascend_tune.emit import render as emit
+from ascend_tune.emit.selection import BASELINE, EXACT, MODEL, NONE, WALK, derive, runtime_env
+from ascend_tune.emit.selection import select as select_config
+from ascend_tune.emit.walk import walk
+from ascend_tune.expr import CPP_RUNTIME
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.model.dispatch import dispatch_model
+from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME, render_function
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.results import format as results
+from ascend_tune.spec import OperatorSpec, evaluate_baseline, load_spec
+from ascend_tune.tune.shape import TuneSettings, tune_shape
+from tests.conftest import ROOT, STUB, needs_gxx
+from tests.test_emit import _driver, _python_line
+
+EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/results.json"))
+
+
+def _example(name: str) -> dict[str, Any]:
+    return json.loads((ROOT / "examples" / name / "results.json").read_text())  # type: ignore[no-any-return]
+
+
+def _unseen(spec: OperatorSpec, tuned: list[dict[str, int]], rng: np.random.Generator,
+            n: int) -> list[dict[str, int]]:
+    """Shapes near the tuned family: each variable drawn log-uniformly from 1 (or its
+    minimum) to twice the largest tuned value (capped by its maximum)."""
+    out = []
+    for _ in range(n):
+        shape = {}
+        for v in spec.shape_vars:
+            lo = max(1, spec.shape_min[v])
+            hi = 2 * max(s[v] for s in tuned)
+            if spec.shape_max.get(v) is not None:
+                hi = min(hi, spec.shape_max[v])
+            shape[v] = round(math.exp(rng.uniform(math.log(lo), math.log(max(hi, lo)))))
+        out.append(shape)
+    return out
+
+
+@pytest.fixture(scope="module")
+def bundles() -> dict[str, emit.Bundle]:
+    out = {}
+    for name in EXAMPLES:
+        doc = _example(name)
+        out[name] = emit.load_bundle(doc, f"examples/{name}/results.json")
+    return out
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_dispatch_model_is_the_engine_on_unseen_shapes(name: str,
+                                                       bundles: dict[str, emit.Bundle]) -> None:
+    b = bundles[name]
+    spec, hw = b.spec, b.hw
+    model = dispatch_model(spec, hw)
+    rng = np.random.default_rng(5)
+    checked = 0
+    for shape in _unseen(spec, [s for s, _ in b.shapes], rng, 3):
+        engine = ShapeModel(spec, hw, shape)
+        genomes = rng.integers(0, engine.sizes, size=(400, engine.sizes.size))
+        # Random configurations, the tuned ones and the selected one (valid where random ones
+        # rarely are).
+        picked = b.select(shape).config
+        values = np.vstack([engine.values(genomes),
+                            np.array([[c[p] for p in spec.params]
+                                      for c in [*b.candidates(), picked]])])
+        ev = engine.evaluate(values)
+        for row, ok, want in zip(values, ev.valid, ev.latency_us, strict=True):
+            if ok and np.isfinite(want):
+                got = model.latency_us([shape[v] for v in spec.shape_vars],
+                                       [int(x) for x in row], int(hw["cube_cores"]),
+                                       int(hw["vector_cores"]))
+                assert got == want, (shape, row)
+                checked += 1
+    assert checked > 0
+
+
+@needs_gxx
+def test_dispatch_model_in_cpp_returns_the_python_bits(tmp_path: Path,
+                                                       bundles: dict[str, emit.Bundle]) -> None:
+    rng = np.random.default_rng(8)
+    for name, b in bundles.items():
+        spec, hw = b.spec, b.hw
+        model = dispatch_model(spec, hw)
+        rows = []
+        for shape in _unseen(spec, [s for s, _ in b.shapes], rng, 4):
+            engine = ShapeModel(spec, hw, shape)
+            genomes = rng.integers(0, engine.sizes, size=(300, engine.sizes.size))
+            for row in engine.values(genomes)[:60]:
+                config = [int(x) for x in row]
+                for aic, aiv in ((20, 40), (8, 7)):
+                    rows.append(([shape[v] for v in spec.shape_vars], config, aic, aiv))
+        source = (CPP_RUNTIME + CPP_DISPATCH_RUNTIME + "using namespace ascend_tune_rt;\n"
+                  + render_function(model.source, "PredictUs", model.curves) + _PREDICT_MAIN)
+        cpp = tmp_path / f"{name}.cpp"
+        cpp.write_text(source)
+        exe = tmp_path / name
+        proc = subprocess.run(["g++", "-std=c++11", "-O2", "-Wall", "-Wextra", "-Werror",
+                               str(cpp), "-o", str(exe)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[:3000]
+        stdin = f"{len(spec.shape_vars)} {len(spec.params)}\n" + "".join(
+            " ".join(map(str, [*s, *c, aic, aiv])) + "\n" for s, c, aic, aiv in rows)
+        out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True,
+                             check=True).stdout.split()
+        assert len(out) == len(rows)
+        for (s, c, aic, aiv), text in zip(rows, out, strict=True):
+            want = model.latency_us(s, c, aic, aiv)
+            got = float.fromhex(text)
+            assert got == want or (math.isnan(got) and math.isnan(want)), (name, s, c, aic)
+
+
+_PREDICT_MAIN = r"""
+#include <cstdio>
+int main() {
+    int ns, np_;
+    if (std::scanf("%d %d", &ns, &np_) != 2) return 1;
+    int64_t shape[16], config[64];
+    long long x, aic, aiv;
+    while (true) {
+        for (int i = 0; i < ns; ++i) { if (std::scanf("%lld", &x) != 1) return 0; shape[i] = x; }
+        for (int i = 0; i < np_; ++i) { if (std::scanf("%lld", &x) != 1) return 0; config[i] = x; }
+        if (std::scanf("%lld %lld", &aic, &aiv) != 2) return 0;
+        std::printf("%a\n", PredictUs(shape, config, aic, aiv));
+    }
+}
+"""
+
+
+def test_selection_is_the_fastest_valid_candidate_by_the_model(
+        bundles: dict[str, emit.Bundle]) -> None:
+    rng = np.random.default_rng(3)
+    for name, b in bundles.items():
+        spec, hw = b.spec, b.hw
+        aic, aiv = int(hw["cube_cores"]), int(hw["vector_cores"])
+        env = runtime_env(spec, hw, aic, aiv)
+        for shape in _unseen(spec, [s for s, _ in b.shapes], rng, 6):
+            sel = b.select(shape)
+            if sel.source in (EXACT, NONE, WALK):
+                continue
+            engine = ShapeModel(spec, hw, shape)
+            options = [*b.candidates(), evaluate_baseline(spec, {**env, **shape})]
+            values = np.array([[c[p] for p in spec.params] for c in options], dtype=np.int64)
+            lat = engine.evaluate(values).latency_us
+            times = [float(t) if derive(spec, env, shape, c) is not None else math.inf
+                     for c, t in zip(options, lat, strict=True)]
+            assert sel.latency_us == min(times), (name, shape)
+            assert sel.config == options[times.index(min(times))], (name, shape)
+            base = times[-1]
+            assert sel.latency_us <= base, "never slower than the fallback"
+
+
+def test_the_walk_finds_a_configuration_where_the_baseline_breaks(hw: HardwareProfile) -> None:
+    spec = load_spec("matmul")
+    env = runtime_env(spec, hw, 20, 40)
+    for shape in ({"M": 1, "N": 14336, "K": 4096}, {"M": 131, "N": 2048, "K": 7168},
+                  {"M": 26, "N": 11008, "K": 4096}):
+        base = evaluate_baseline(spec, {**env, **shape})
+        assert derive(spec, env, shape, base) is None, "the baseline breaks here"
+        # Nothing tuned at all: the walk is the only way to a valid launch.
+        sel = select_config(spec, hw, [], [], shape, 20, 40)
+        assert sel.source == WALK
+        assert derive(spec, env, shape, sel.config) is not None
+        model = dispatch_model(spec, hw)
+        values = [shape[v] for v in spec.shape_vars]
+        assert sel.config == walk(spec, env, shape, base,
+                                  lambda c, m=model, v=values: m.latency_us(v, c, 20, 40))
+    # A shape with no valid configuration anywhere gets none (blockDim cannot be 0 cores).
+    add = load_spec("add")
+    assert select_config(add, hw, [], [], {"totalLength": 1 << 20}, 0, 0).source == NONE
+
+
+def _topk_doc(spec: OperatorSpec, hw: HardwareProfile,
+              shapes: list[dict[str, int]]) -> dict[str, Any]:
+    doc: dict[str, Any] = {**results.header(spec.name, spec.sha256, spec.source_text, hw.name,
+                                            hw.sha256, hw.data, "auto", 0, 300, top_k=4),
+                           "shapes": [tune_shape(spec, hw, s, TuneSettings("auto", 300, 0, 4))
+                                      for s in shapes]}
+    return json.loads(results.to_text(doc))  # type: ignore[no-any-return]
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_compiled_selection_matches_python_on_unseen_shapes(
+        name: str, tmp_path: Path, bundles: dict[str, emit.Bundle]) -> None:
+    b = bundles[name]
+    spec = b.spec
+    if name in ("matmul", "rmsnorm"):  # runners-up in the candidate table too
+        tuned = [s for s, _ in b.shapes][:3]
+        b = emit.load_bundle(_topk_doc(spec, b.hw, tuned), "topk.json")
+        assert len(b.candidates()) > len(b.shapes)
+    files = emit.render(b, "macro")
+    emit.write(tmp_path, files)
+    driver = tmp_path / "op_host" / "driver.cpp"
+    driver.write_text(_driver(spec, "macro"))
+    exe = tmp_path / "driver"
+    proc = subprocess.run(["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", "-O1",
+                           f"-I{STUB}", f"-I{driver.parent}", str(driver), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:3000]
+    rng = np.random.default_rng(17)
+    platforms = [(20, 40), (24, 48), (8, 16), (1, 2), (30, 60)]
+    cases = [(s, (20, 40)) for s, _ in b.shapes]
+    cases += [(s, platforms[i % len(platforms)])
+              for i, s in enumerate(_unseen(spec, [s for s, _ in b.shapes], rng, 40))]
+    if name == "matmul":  # the baseline breaks here, and on a 3-core part every candidate does
+        cases += [(s, c) for s in ({"M": 1, "N": 14336, "K": 4096},
+                                   {"M": 131, "N": 2048, "K": 7168})
+                  for c in ((20, 40), (3, 6))]
+    stdin = "".join(" ".join(str(x) for x in (*s.values(), *c)) + "\n" for s, c in cases)
+    out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == len(cases)
+    sources = set()
+    for (shape, cores), cpp_line in zip(cases, lines, strict=True):
+        py_line = _python_line(b, shape, cores)
+        assert [float(x) for x in cpp_line.split()] == [float(x) for x in py_line.split()], (
+            shape, cores, cpp_line, py_line)
+        sources.add(int(cpp_line.split()[0]))
+    assert EXACT in sources and (sources & {MODEL, BASELINE, WALK})
+    if name == "matmul":
+        assert WALK in sources, sources
+
+
+def test_api_select_is_the_emitted_rule(tmp_path: Path, bundles: dict[str, emit.Bundle]) -> None:
+    from ascend_tune import api
+    from ascend_tune.base.errors import AscendTuneError
+
+    b = bundles["matmul"]
+    path = tmp_path / "mm.json"
+    path.write_text(json.dumps(b.doc))
+    for shape, cores in (({"M": 77, "N": 4096, "K": 4096}, (24, 48)),
+                         ({"M": 1, "N": 14336, "K": 4096}, (20, 40)),
+                         (dict(b.shapes[0][0]), (20, 40))):
+        pick = api.select(path, shape, aic=cores[0], aiv=cores[1])
+        sel = b.select(shape, *cores)
+        assert pick.config == sel.config and pick.index == sel.index
+        assert pick.source == ("exact", "model", "baseline", "none", "walk")[sel.source]
+        assert pick.derived["blockDim"] == sel.env["blockDim"]
+    assert api.select(b.doc, dict(b.shapes[0][0])).source == "exact"
+    with pytest.raises(AscendTuneError, match="aic must be a core count"):
+        api.select(b.doc, {"M": 8, "N": 8, "K": 8}, aic=0)
+    with pytest.raises(AscendTuneError, match="shape"):
+        api.select(b.doc, {"M": 8, "N": 8})
