@@ -25,8 +25,8 @@ does (one writer at a time, each shape saved as it finishes).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -36,6 +36,7 @@ from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate.measurements import LoadReport as Measurements
 from ascend_tune.emit import render as _emit
 from ascend_tune.emit.bundle import Selected
+from ascend_tune.emit.render import EmitPlan
 from ascend_tune.emit.styles import STYLES, emit_style
 from ascend_tune.hardware import HardwareProfile, builtin_summaries, show_document
 from ascend_tune.hardware import load_profile as _load_profile
@@ -57,11 +58,13 @@ from ascend_tune.spec import load_spec as _load_spec
 from ascend_tune.spec import shapes as _shapes
 from ascend_tune.spec.checking import check_files
 from ascend_tune.tune import predict as _predict
+from ascend_tune.tune import ranges as _ranges
 from ascend_tune.tune import run as _run
 from ascend_tune.tune.explain import Explanation
 from ascend_tune.tune.explain import explain as _explain
 from ascend_tune.tune.predict import Prediction
-from ascend_tune.tune.run import CacheReport, LockCheck, PlannedShape, Progress
+from ascend_tune.tune.ranges import RangeOutcome, RangeRound
+from ascend_tune.tune.run import CacheReport, LockCheck, PlannedShape, Progress, SearchResult
 from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
 
 if TYPE_CHECKING:
@@ -69,61 +72,17 @@ if TYPE_CHECKING:
     from ascend_tune.calibrate.validation import Validation
 
 __all__ = [
-    "DEFAULT_BUDGET",
-    "DEFAULT_CHART_SHAPES",
-    "DEFAULT_SEED",
-    "AscendTuneError",
-    "CacheReport",
-    "CandidateOutcome",
-    "EmitPlan",
-    "Explanation",
-    "FitResult",
-    "HardwareProfile",
-    "LockCheck",
-    "MeasureOutcome",
-    "MeasurePlan",
-    "MeasureProgress",
-    "Measurements",
-    "OperatorSpec",
-    "PlannedShape",
-    "Prediction",
-    "Progress",
-    "ReportPage",
-    "SearchResult",
-    "Selected",
-    "Validation",
-    "calibrate",
-    "check",
-    "check_locked",
-    "check_search_options",
-    "check_split",
-    "check_writable",
-    "collect_shapes",
-    "emit",
-    "emit_styles",
-    "explain",
-    "load_measurements",
-    "load_profile",
-    "load_spec",
-    "measure",
-    "measure_summary",
-    "parse_assignments",
-    "parse_shape",
-    "plan",
-    "plan_measure",
-    "predict",
-    "prepare_emit",
-    "profile_document",
-    "profiles",
-    "render",
-    "report",
-    "search",
-    "select",
-    "shape_key",
-    "strategies",
-    "tune",
-    "validate",
-    "write_profile",
+    "DEFAULT_BUDGET", "DEFAULT_CHART_SHAPES", "DEFAULT_SEED", "AscendTuneError", "CacheReport",
+    "CandidateOutcome", "EmitPlan", "Explanation", "FitResult", "HardwareProfile", "LockCheck",
+    "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements", "OperatorSpec",
+    "PlannedShape", "Prediction", "Progress", "RangeOutcome", "RangeRound", "ReportPage",
+    "SearchResult", "Selected", "Validation", "calibrate", "check", "check_locked",
+    "check_search_options", "check_split", "check_writable", "collect_shapes", "emit",
+    "emit_styles", "explain", "load_measurements", "load_profile", "load_spec", "measure",
+    "measure_summary", "parse_assignments", "parse_ranges", "parse_shape", "plan",
+    "plan_measure", "predict", "prepare_emit", "profile_document", "profiles", "render",
+    "report", "search", "search_range", "select", "shape_key", "strategies", "tune",
+    "validate", "write_profile",
 ]
 
 Shape = Mapping[str, int]
@@ -209,31 +168,20 @@ def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],
 
 def check_locked(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],
                  output: Path | None, *, strategy: str = "auto", budget: int = DEFAULT_BUDGET,
-                 seed: int = DEFAULT_SEED, top_k: int = 1, fresh: bool = False) -> LockCheck:
-    """Whether ``search`` would leave ``output`` as it is (``--locked``); reads only."""
+                 seed: int = DEFAULT_SEED, top_k: int = 1, fresh: bool = False,
+                 ranges: Sequence[str] = (), target: float = _ranges.DEFAULT_TARGET,
+                 max_shapes: int = _ranges.DEFAULT_MAX_SHAPES) -> LockCheck:
+    """Whether ``search`` (with ``ranges``: ``search_range``) would leave ``output`` as it
+    is (``--locked``); reads only."""
     head = _header(spec, hw, strategy, budget, seed, top_k)
+    if ranges:
+        held = (_read_results(output).get("shapes", []) if output is not None
+                and output.exists() else [])
+        shapes = _ranges.replay(spec, [_ranges.parse_range(spec, r) for r in ranges],
+                                [_shapes.check_shape(spec, s, "shape") for s in shapes], head,
+                                held if isinstance(held, list) else [], seed=seed,
+                                target=target, max_shapes=max_shapes)
     return _run.check_locked(output, head, {_shapes.shape_key(s) for s in shapes}, fresh)
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """What a ``search`` run did; ``entries()`` reads the results file when there is one."""
-
-    header: dict[str, Any]  # the results file's header
-    shapes: list[dict[str, int]]  # as asked for, checked
-    failures: list[str]  # one message per shape with no valid configuration
-    times: dict[str, float]  # shape key -> seconds, for the shapes tuned by this run
-    interrupted: bool  # Ctrl-C or SIGTERM stopped the run (what finished is saved)
-    saved: int  # shapes tuned by this run
-    _entries: Callable[[], Iterator[dict[str, Any]]] = field(repr=False)
-
-    def entries(self) -> list[dict[str, Any]]:
-        """The results entries (cached and new) in the order of ``shapes``."""
-        return _run.in_shape_order(self._entries(), self.shapes)
-
-    def document(self) -> dict[str, Any]:
-        """The ``search --json`` document."""
-        return _run.document(self.header, self.entries(), self.failures)
 
 
 def search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
@@ -265,6 +213,33 @@ def tune(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
     if run.failures:
         raise AscendTuneError(run.failures[0])
     return run.entries()
+
+
+def parse_ranges(spec: OperatorSpec, texts: Sequence[str]) -> list[_ranges.ShapeRange]:
+    """Checked ``--shape-range`` texts (``"M=1:8192,N=4096"``)."""
+    return [_ranges.parse_range(spec, t) for t in texts]
+
+
+def search_range(spec: OperatorSpec, hw: HardwareProfile, ranges: Sequence[str], *,
+                 shapes: Sequence[Shape] = (), target: float = _ranges.DEFAULT_TARGET,
+                 max_shapes: int = _ranges.DEFAULT_MAX_SHAPES,
+                 on_round: Callable[[RangeRound], None] | None = None, **options: Any
+                 ) -> tuple[SearchResult, RangeOutcome]:
+    """Tune ranges (``"M=1:8192,N=4096"``) and ``shapes``, the tuner picking shapes until the
+    dispatch's held-out regret is within ``target`` (tune/ranges.py); ``options``: search's."""
+    parsed = [_ranges.parse_range(spec, r) for r in ranges]
+    fixed = [_shapes.check_shape(spec, s, "shape") for s in shapes]
+    fresh = bool(options.pop("fresh", False))
+    tuner = _ranges.CumulativeTuner(
+        lambda todo, first: search(spec, hw, todo, fresh=fresh and first, **options),
+        cached=options.get("output") is not None)
+    head = _header(spec, hw, options.get("strategy", "auto"),
+                   options.get("budget", DEFAULT_BUDGET), options.get("seed", DEFAULT_SEED),
+                   options.get("top_k", 1))
+    outcome = _ranges.tune_range(spec, parsed, fixed, head, tuner,
+                                 seed=options.get("seed", DEFAULT_SEED), target=target,
+                                 max_shapes=max_shapes, on_round=on_round)
+    return tuner.result(outcome.shapes), outcome
 
 
 def explain(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
@@ -305,25 +280,6 @@ def select(results: Path | Mapping[str, Any], shape: Shape, *, aic: int | None =
     doc = _read_results(results) if isinstance(results, Path) else results
     bundle = _emit.load_bundle(doc, str(results) if isinstance(results, Path) else "results")
     return bundle.selected(_shapes.check_shape(bundle.spec, shape, "shape"), aic, aiv)
-
-
-@dataclass(frozen=True)
-class EmitPlan:
-    """The files ``emit`` would write into ``out_dir``, checked against the project."""
-
-    out_dir: Path
-    spec: OperatorSpec  # embedded in the results file
-    files: dict[str, str]  # relative path -> text
-    op_host: bool  # the msOpGen host file is among them (asked for, or emitted earlier)
-    leftovers: list[str]  # relative paths of files generated earlier these would not write
-
-    def stale(self) -> list[str]:
-        """One report per stale or missing file (``stale: PATH`` + a short diff)."""
-        return _emit.check(self.out_dir, self.files)
-
-    def write(self) -> list[str]:
-        """Write the files whose content changed; the paths written."""
-        return _emit.write(self.out_dir, self.files)
 
 
 def prepare_emit(results_path: Path, out_dir: Path, *, style: str = "macro",

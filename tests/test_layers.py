@@ -26,7 +26,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "search": frozenset({*_FLOOR, "expr", "hardware", "spec", "model"}),
     "calibrate": frozenset({*_FLOOR, "expr", "hardware", "spec", "model", "results"}),
     "emit": frozenset({*_FLOOR, "expr", "hardware", "spec", "results"}),
-    "tune": frozenset({*_FLOOR, "expr", "hardware", "spec", "model", "search", "results"}),
+    # tune judges a range of shapes by the dispatch the emitted code would do (emit.selection).
+    "tune": frozenset({*_FLOOR, "expr", "hardware", "spec", "model", "search", "results",
+                       "emit"}),
     "hil": frozenset({*_FLOOR, "expr", "hardware", "spec", "model", "search", "results",
                       "tune", "emit", "calibrate"}),
     "report": frozenset({*_FLOOR, "expr", "hardware", "spec", "model", "results", "tune",

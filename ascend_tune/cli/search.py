@@ -23,6 +23,16 @@ def search(
     hw_ref: str = typer.Option(..., "--hw", help="Hardware profile file or built-in name."),
     shapes_files: list[Path] = typer.Option([], "--shapes", help="YAML, JSON or CSV shapes."),
     shape: list[str] = typer.Option([], "--shape", help="One shape as K=V,... (repeatable)."),
+    shape_range: list[str] = typer.Option(
+        [], "--shape-range", metavar="RANGE",
+        help="Shapes the tuner picks itself, e.g. M=1:8192,N=4096,K=4096 (repeatable): a log "
+             "grid, then rounds of unseen shapes until the dispatch's held-out mean regret "
+             "is within --target."),
+    target: float = typer.Option(1.03, "--target",
+                                 help="With --shape-range: held-out mean dispatched / optimum "
+                                      "latency to reach."),
+    max_shapes: int = typer.Option(48, "--max-shapes",
+                                   help="With --shape-range: shapes to tune at most per run."),
     strategy: str = typer.Option("auto", "--strategy",
                                  help="ils | ga | exhaustive | random | auto (exhaustive "
                                       "where the valid set is small, else ils)."),
@@ -58,18 +68,28 @@ def search(
     engine = _executor(executor, address)
     spec = api.load_spec(spec_ref)
     hw = api.load_profile(hw_ref)
-    shapes = api.collect_shapes(spec, shapes_files, shape)
+    shapes = (api.collect_shapes(spec, shapes_files, shape)
+              if shapes_files or shape or not shape_range else [])
+    ranges = api.parse_ranges(spec, shape_range)
     if dry_run:
-        _print_plan(spec, hw.name, api.plan(spec, hw, shapes, strategy))
+        _print_plan(spec, hw.name, api.plan(spec, hw, [*shapes, *(
+            g for r in ranges for g in r.grid())], strategy))
         return
     if locked:
-        _print_lock_check(output, api.check_locked(spec, hw, shapes, output, strategy=strategy,
-                                                   budget=budget, seed=seed, top_k=top_k,
-                                                   fresh=fresh))
+        _print_lock_check(output, api.check_locked(
+            spec, hw, shapes, output, strategy=strategy, budget=budget, seed=seed, top_k=top_k,
+            fresh=fresh, ranges=shape_range, target=target, max_shapes=max_shapes))
         return
-    run = api.search(spec, hw, shapes, strategy=strategy, budget=budget, seed=seed,
-                     top_k=top_k, jobs=jobs, output=output, fresh=fresh,
-                     progress=_Progress(quiet or as_json), executor=engine)
+    options: dict[str, Any] = {
+        "strategy": strategy, "budget": budget, "seed": seed, "top_k": top_k, "jobs": jobs,
+        "output": output, "fresh": fresh, "progress": _Progress(quiet or as_json),
+        "executor": engine}
+    if shape_range:
+        run, outcome = api.search_range(spec, hw, shape_range, shapes=shapes, target=target,
+                                        max_shapes=max_shapes, on_round=None if quiet else
+                                        _print_round, **options)
+    else:
+        run = api.search(spec, hw, shapes, **options)
     if run.interrupted:
         where = f"saved to {output}" if output is not None else "not saved (no -o)"
         console.error(f"interrupted: {run.saved} shape(s) tuned by this run {where}")
@@ -78,10 +98,29 @@ def search(
         sys.stdout.write(json.dumps(run.document(), indent=1) + "\n")
     elif not quiet:
         _print_summary(spec, run.entries(), run.times)
+    if shape_range and not quiet:
+        _print_range(outcome)
     for message in run.failures:
         console.error(message)
     if run.failures:
         raise ExitWith(1)
+
+
+def _print_round(judged: api.RangeRound) -> None:
+    console.line(f"range: {len(judged.ratios)} unseen shape(s) against {judged.tuned_before} "
+                 f"tuned: dispatched/optimum mean {judged.mean():.3f}x, worst "
+                 f"{max(judged.ratios, default=float('nan')):.2f}x")
+
+
+def _print_range(outcome: api.RangeOutcome) -> None:
+    held = outcome.held_out
+    if held is None or not held.ratios:
+        console.line(f"range: {len(outcome.shapes)} shape(s) tuned; {outcome.stopped}")
+        return
+    console.line(f"range: {len(outcome.shapes)} shape(s) tuned; {outcome.stopped}. Held out "
+                 f"(the last {len(held.ratios)} unseen shapes, judged before they were tuned): "
+                 f"mean {held.mean():.3f}x, p90 {held.quantile(0.9):.3f}x, worst "
+                 f"{max(held.ratios):.2f}x, {held.within():.0%} within 1.05x")
 
 
 def _executor(name: str, address: str | None) -> executors.Executor | None:

@@ -434,3 +434,22 @@ def prepare(results_path: Path, out_dir: Path, style: str = "macro", op_host: bo
     if conflicts:
         raise AscendTuneError(conflicts[0])
     return bundle, files
+
+
+@dataclass(frozen=True)
+class EmitPlan:
+    """The files ``emit`` would write into ``out_dir``, checked against the project."""
+
+    out_dir: Path
+    spec: OperatorSpec  # embedded in the results file
+    files: dict[str, str]  # relative path -> text
+    op_host: bool  # the msOpGen host file is among them (asked for, or emitted earlier)
+    leftovers: list[str]  # relative paths of files generated earlier these would not write
+
+    def stale(self) -> list[str]:
+        """One report per stale or missing file (``stale: PATH`` + a short diff)."""
+        return check(self.out_dir, self.files)
+
+    def write(self) -> list[str]:
+        """Write the files whose content changed; the paths written."""
+        return write(self.out_dir, self.files)

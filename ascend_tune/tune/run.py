@@ -262,3 +262,24 @@ def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[str, int
             float(base["predicted"]["latency_us"]) if valid else None,
             None if valid else str(base["violates"])))
     return planned
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a ``search`` run did; ``entries()`` reads the results file when there is one."""
+
+    header: dict[str, Any]  # the results file's header
+    shapes: list[dict[str, int]]  # as asked for, checked
+    failures: list[str]  # one message per shape with no valid configuration
+    times: dict[str, float]  # shape key -> seconds, for the shapes tuned by this run
+    interrupted: bool  # Ctrl-C or SIGTERM stopped the run (what finished is saved)
+    saved: int  # shapes tuned by this run
+    _entries: Callable[[], Iterator[dict[str, Any]]] = field(repr=False)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The results entries (cached and new) in the order of ``shapes``."""
+        return in_shape_order(self._entries(), self.shapes)
+
+    def document(self) -> dict[str, Any]:
+        """The ``search --json`` document."""
+        return document(self.header, self.entries(), self.failures)
