@@ -34,6 +34,7 @@ from ascend_tune import report as _report
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate.measurements import LoadReport as Measurements
+from ascend_tune.emit import profiles as _emit_profiles
 from ascend_tune.emit import render as _emit
 from ascend_tune.emit.bundle import Selected
 from ascend_tune.emit.render import EmitPlan
@@ -271,21 +272,37 @@ def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
     return _predict.score(model, configs, [f"configs[{i}]" for i in range(len(configs))])
 
 
-def select(results: Path | Mapping[str, Any], shape: Shape, *, aic: int | None = None,
-           aiv: int | None = None) -> Selected:
-    """The configuration the emitted selection code chooses for ``shape`` on a chip with
-    ``aic`` / ``aiv`` cores (default: the results file's profile): the exact tuned shape's
-    winner, else the fastest valid candidate by the model, else the fallback walk. The tests
-    hold the compiled C++ to this."""
-    doc = _read_results(results) if isinstance(results, Path) else results
-    bundle = _emit.load_bundle(doc, str(results) if isinstance(results, Path) else "results")
-    return bundle.selected(_shapes.check_shape(bundle.spec, shape, "shape"), aic, aiv)
+def select(results: Path | Mapping[str, Any] | Sequence[Path | Mapping[str, Any]],
+           shape: Shape, *, aic: int | None = None, aiv: int | None = None,
+           soc: str | None = None) -> Selected:
+    """What the emitted selection code chooses for ``shape`` on a chip with ``aic`` / ``aiv``
+    cores and SoC ``soc`` (e.g. ``"ascend910b"``; default: the first profile's): with several
+    results files (one per profile), the profile the platform picks, then the exact tuned
+    shape's winner, else the fastest valid candidate by the model, else the fallback walk. The
+    tests hold the compiled C++ to this."""
+    many = (list(results) if isinstance(results, Sequence) and not isinstance(results, Mapping)
+            else [results])
+    bundles = [_emit.load_bundle(_read_results(r) if isinstance(r, Path) else r,
+                                 str(r) if isinstance(r, Path) else "results") for r in many]
+    if not bundles:
+        raise AscendTuneError("select: give at least one results file")
+    _emit_profiles.check_same_operator(bundles)
+    default = next((b for b in bundles if soc is not None and
+                    _emit_profiles.soc_version(b) == _emit_profiles.SOC_VERSIONS.get(soc)),
+                   bundles[0])
+    aic = _emit_profiles.cores(default)[0] if aic is None else aic
+    aiv = _emit_profiles.cores(default)[1] if aiv is None else aiv
+    chosen = bundles[_emit_profiles.pick(bundles, _emit_profiles.SOC_VERSIONS.get(soc or ""),
+                                         aic, aiv)] if len(bundles) > 1 else bundles[0]
+    return chosen.selected(_shapes.check_shape(chosen.spec, shape, "shape"), aic, aiv)
 
 
-def prepare_emit(results_path: Path, out_dir: Path, *, style: str = "macro",
-                 op_host: bool = False, socs: Sequence[str] = ()) -> EmitPlan:
-    """The results file re-checked, the files rendered, no clash with the project."""
-    bundle, files = _emit.prepare(results_path, out_dir, style, op_host, tuple(socs))
+def prepare_emit(results_path: Path | Sequence[Path], out_dir: Path, *, style: str = "macro",
+                 op_host: bool = False, socs: Sequence[str] = (), replace: bool = False
+                 ) -> EmitPlan:
+    """The results files (one per profile) re-checked, the files rendered, no clash with the
+    project, no profile its selection code serves dropped unless ``replace``."""
+    bundle, files = _emit.prepare(results_path, out_dir, style, op_host, tuple(socs), replace)
     snake = bundle.spec.snake_name
     return EmitPlan(out_dir, bundle.spec, files, f"op_host/{snake}.cpp" in files,
                     _emit.leftovers(out_dir, files, snake))

@@ -256,3 +256,106 @@ def test_api_select_is_the_emitted_rule(tmp_path: Path, bundles: dict[str, emit.
         api.select(b.doc, {"M": 8, "N": 8, "K": 8}, aic=0)
     with pytest.raises(AscendTuneError, match="shape"):
         api.select(b.doc, {"M": 8, "N": 8})
+
+
+_MULTI_DRIVER = r"""
+#include <cstdio>
+#include "{select}"
+using namespace optiling::{ns};
+int main() {{
+    long long raw[{nshape} + 3];
+    while (true) {{
+        for (int i = 0; i < {nshape} + 3; ++i) if (std::scanf("%lld", &raw[i]) != 1) return 0;
+        Shape shape{{}};
+{assign}
+        const int32_t picked = PickProfile(
+            static_cast<platform_ascendc::SocVersion>(raw[{nshape} + 2]), raw[{nshape}],
+            raw[{nshape} + 1]);
+        std::printf("%d ", picked);
+        switch (picked) {{
+{cases}
+        }}
+        std::printf("\n");
+    }}
+}}
+"""
+
+
+@needs_gxx
+def test_one_package_for_several_chips_selects_as_each_chip_would(
+        tmp_path: Path, hw: HardwareProfile) -> None:
+    """910B1-B4 and 310P3 tuned separately: the merged selection code gives each platform
+    the profile it should pick and that profile's own choice; a chip nobody tuned for gets the
+    nearest profile re-ranked with its own core counts."""
+    from ascend_tune import api
+    from ascend_tune.emit import profiles
+
+    spec = load_spec("rmsnorm")
+    names = ["ascend910b3", "ascend910b1", "ascend910b2", "ascend910b4"]
+    shapes = [{"rows": r, "cols": 4096} for r in (1, 64, 4096)]
+    bundles = []
+    for name in names:
+        profile = api.load_profile(name)
+        doc = {**results.header(spec.name, spec.sha256, spec.source_text, profile.name,
+                                profile.sha256, profile.data, "auto", 0, 300),
+               "shapes": [tune_shape(spec, profile, s, TuneSettings("auto", 300, 0))
+                          for s in shapes]}
+        path = tmp_path / f"{name}.json"
+        path.write_text(results.to_text(doc))
+        bundles.append(emit.load_bundle(json.loads(path.read_text()), name))
+    files = emit.render_all(bundles, "macro")
+    emit.write(tmp_path / "proj", files)
+    op_host = tmp_path / "proj" / "op_host"
+    case_lines = []
+    for i, b in enumerate(bundles):
+        ns = profiles.namespace(i, b)
+        prints = "\n".join(
+            f'                std::printf(" %.17g", static_cast<double>(tiling.get_{f.name}()));'
+            for f in spec.tiling_fields)
+        case_lines.append(f"""            case {i}: {{
+                Values_{i} values{{}};
+                const {ns}::Selection sel = {ns}::Select(shape, raw[{len(spec.shape_vars)}],
+                                                       raw[{len(spec.shape_vars)} + 1], values);
+                std::printf("%d %d", static_cast<int>(sel.source), sel.index);
+                if (sel.source != {ns}::kNone) {{
+                    optiling::{spec.tiling_struct} tiling;
+                    {ns}::FillTiling(values, tiling);
+{prints}
+                    std::printf(" %lld %llu", static_cast<long long>({ns}::BlockDim(values)),
+                                static_cast<unsigned long long>({ns}::TilingKey(values)));
+                }}
+                break;
+            }}""".replace(f"Values_{i}", f"{ns}::Values"))
+    assign = "\n".join(f"        shape.{v} = raw[{i}];" for i, v in enumerate(spec.shape_vars))
+    driver = op_host / "driver.cpp"
+    driver.write_text(_MULTI_DRIVER.format(
+        select=f"{spec.snake_name}_tiling_select.h", ns=f"{spec.snake_name}_tiling",
+        nshape=len(spec.shape_vars), assign=assign, cases="\n".join(case_lines)))
+    exe = tmp_path / "driver"
+    proc = subprocess.run(["g++", "-std=c++11", "-Wall", "-Wextra", "-Werror", "-O1",
+                           f"-I{STUB}", f"-I{op_host}", str(driver), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:3000]
+    socs = {"ASCEND910B": 1, "ASCEND310P": 2}
+    # Each tuned chip's own platform, then chips nobody tuned for (a 910B part with 22 / 44
+    # cores, a 16-core partition).
+    platforms = [(20, 40, "ASCEND910B"), (24, 48, "ASCEND910B"), (22, 44, "ASCEND910B"),
+                 (16, 32, "ASCEND910B"), (8, 16, "ASCEND310P")]
+    rng = np.random.default_rng(2)
+    cases = [({"rows": int(r), "cols": int(c)}, p) for p in platforms
+             for r, c in zip(rng.integers(1, 9000, 6), rng.choice([1024, 4096, 5120], 6),
+                             strict=True)]
+    stdin = "".join(f"{s['rows']} {s['cols']} {a} {v} {socs[soc]}\n" for s, (a, v, soc) in cases)
+    out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
+    for (shape, (aic, aiv, soc)), line in zip(cases, out.stdout.strip().splitlines(),
+                                               strict=True):
+        picked, sel = profiles.select(bundles, shape, soc, aic, aiv)
+        assert int(line.split()[0]) == picked, (shape, aic, soc)
+        want = _python_line(bundles[picked], shape, (aic, aiv))
+        assert [float(x) for x in line.split()[1:]] == [float(x) for x in want.split()]
+        # The API says the same.
+        assert api.select([b.doc for b in bundles], shape, aic=aic, aiv=aiv,
+                          soc=soc.lower()).config == sel.config
+    # Each tuned chip's platform picks its own profile (B3 and B4 report the same SoC and
+    # cores: the first given, B3, serves both; likewise B1 and B2).
+    assert [profiles.pick(bundles, "ASCEND910B", a, v) for a, v in ((20, 40), (24, 48))] == [0, 1]

@@ -14,7 +14,9 @@ from ascend_tune.cli import ExitWith, app, console
 
 @app.command()
 def emit(
-    results_path: Path = typer.Argument(..., metavar="RESULTS", help="Results file of search."),
+    results_paths: list[Path] = typer.Argument(
+        ..., metavar="RESULTS...", help="Results file of search; several: one per hardware "
+                                        "profile of the operator (the platform picks one)."),
     out_dir: Path = typer.Option(..., "-o", "--output",
                                  help="Operator project folder (op_host/, op_kernel/)."),
     style: str = typer.Option("macro", "--style", help="How the TilingData is declared: "
@@ -33,9 +35,13 @@ def emit(
                                help="No 'wrote' lines, summary or leftover notes."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print {files, written | stale, leftovers} as JSON."),
+    replace: bool = typer.Option(False, "--replace",
+                                 help="Overwrite selection code emitted for profiles these "
+                                      "results files do not cover."),
 ) -> None:
     """Render AscendC tiling headers, host selection code and kernel constants."""
-    plan = api.prepare_emit(results_path, out_dir, style=style, op_host=op_host, socs=socs)
+    plan = api.prepare_emit(results_paths, out_dir, style=style, op_host=op_host, socs=socs,
+                            replace=replace)
     files = plan.files
     op_host = plan.op_host  # also when an earlier emit wrote it
     extra = plan.leftovers
@@ -54,7 +60,7 @@ def emit(
             console.line(f"leftover: {out_dir / rel} (generated earlier, not by these options; "
                          "delete it if the project no longer uses it)")
         if reports:
-            fix = ["ascend-tune", "emit", str(results_path), "-o", str(out_dir)]
+            fix = ["ascend-tune", "emit", *map(str, results_paths), "-o", str(out_dir)]
             fix += ["--style", style] if style != "macro" else []
             fix += ["--op-host"] if op_host else []
             fix += [a for s in socs for a in ("--soc", s)]

@@ -12,7 +12,7 @@ import difflib
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import jinja2
 from ascend_tune import __version__
 from ascend_tune.base import cann, resources
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.emit import walk
+from ascend_tune.emit import profiles, walk
 
 # Re-exported: callers read a results file through render (emit.load_bundle, emit.Bundle).
 from ascend_tune.emit.bundle import Bundle as Bundle
@@ -220,6 +220,8 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
                      "dims": [{"input": spec.io_inputs.index(t), "dim": d} for t, d in o.dims]}
                     for o in spec.io_outputs],
         "socs": list(socs),
+        "nested": False,  # render only the per-profile body (several profiles in one file)
+        "profiles": [],  # with several profiles: their bodies and how the platform picks one
     }
 
 
@@ -267,7 +269,8 @@ def default_socs(hw: HardwareProfile) -> tuple[str, ...]:
 
 
 def render(bundle: Bundle, style: str, op_host: bool = False,
-           socs: tuple[str, ...] = ()) -> dict[str, str]:
+           socs: tuple[str, ...] = (), banner: Mapping[str, str] | None = None
+           ) -> dict[str, str]:
     """Relative path -> file text for everything emit writes.
 
     ``op_host`` adds the complete msOpGen host file ``op_host/<op>.cpp`` (OpDef, InferShape,
@@ -278,7 +281,7 @@ def render(bundle: Bundle, style: str, op_host: bool = False,
     for soc in socs:
         if not SOC_NAME.fullmatch(soc):
             raise AscendTuneError(f"--soc '{soc:.40}' is not a SoC name such as ascend910b")
-    ctx = context(bundle, style, socs)
+    ctx = {**context(bundle, style, socs), **(banner or {})}
     env = _environment()
     snake = ctx["snake"]
     files = {
@@ -300,6 +303,37 @@ def render(bundle: Bundle, style: str, op_host: bool = False,
                                   "pass --soc (e.g. --soc ascend910b)")
         files[f"op_host/{snake}.cpp"] = env.get_template("op_host.cpp.j2").render(ctx)
     return files
+
+
+def render_all(bundles: Sequence[Bundle], style: str, op_host: bool = False,
+               socs: tuple[str, ...] = ()) -> dict[str, str]:
+    """:func:`render` for one or several profiles of one operator (:mod:`.profiles`): the
+    TilingData header, constants and host file must come out the same for every profile; the
+    selection file holds each profile's tables in its own namespace."""
+    if len(bundles) == 1:
+        return render(bundles[0], style, op_host, socs)
+    profiles.check_same_operator(bundles)
+    socs = socs or tuple(dict.fromkeys(s for b in bundles for s in default_socs(b.hw)))
+    banner = profiles.merged_banner(bundles)
+    per = [render(b, style, op_host, socs, banner) for b in bundles]
+    select_rel = f"op_host/{bundles[0].spec.snake_name}_tiling_select.h"
+    for rel, text in per[0].items():
+        for b, other in zip(bundles[1:], per[1:], strict=True):
+            if rel != select_rel and other[rel] != text:
+                raise AscendTuneError(
+                    f"{rel} differs between profiles {bundles[0].hw.name} and {b.hw.name} "
+                    "(kernel constants or tiling that depend on the chip); one kernel binary "
+                    "cannot serve both: emit them into separate projects")
+    env = _environment()
+    rows = []
+    for i, b in enumerate(bundles):
+        body = env.get_template("select.h.j2").render({**context(b, style, socs),
+                                                         "nested": True})
+        aic, aiv = profiles.cores(b)
+        rows.append({"ns": profiles.namespace(i, b), "name": _comment(b.hw.name), "body": body,
+                     "soc": profiles.soc_version(b), "aic": aic, "aiv": aiv})
+    ctx = {**context(bundles[0], style, socs), **banner, "profiles": rows}
+    return {**per[0], select_rel: env.get_template("select.h.j2").render(ctx)}
 
 
 SOC_NAME = re.compile(r"ascend[0-9a-z_]{1,24}")
@@ -418,22 +452,29 @@ def write(out_dir: Path, files: Mapping[str, str]) -> list[str]:
     return written
 
 
-def prepare(results_path: Path, out_dir: Path, style: str = "macro", op_host: bool = False,
-            socs: tuple[str, ...] = ()) -> tuple[Bundle, dict[str, str]]:
-    """Everything ``emit`` checks before writing: the results file re-checked, the files
-    rendered (a host file emitted earlier stays included), no clash with the project."""
+def prepare(results_paths: Path | Sequence[Path], out_dir: Path, style: str = "macro",
+            op_host: bool = False, socs: tuple[str, ...] = (), replace: bool = False
+            ) -> tuple[Bundle, dict[str, str]]:
+    """Everything ``emit`` checks before writing: the results files re-checked (one per
+    profile of one operator), the files rendered (a host file emitted earlier stays included),
+    no clash with the project, no profile the project's selection code serves dropped unless
+    ``replace``."""
     from ascend_tune.results import format as results
 
-    bundle = load_bundle(results.read_all(results_path), str(results_path))
+    paths = [results_paths] if isinstance(results_paths, Path) else list(results_paths)
+    if not paths:
+        raise AscendTuneError("emit: give at least one results file")
+    bundles = [load_bundle(results.read_all(p), str(p)) for p in paths]
     if out_dir.exists() and not out_dir.is_dir():
         raise AscendTuneError(f"{out_dir}: exists and is not a folder")
-    snake = bundle.spec.snake_name
+    snake = bundles[0].spec.snake_name
     op_host = op_host or f"op_host/{snake}.cpp" in generated_here(out_dir, snake)
-    files = render(bundle, style, op_host=op_host, socs=socs)
+    files = render_all(bundles, style, op_host=op_host, socs=socs)
     conflicts = project_conflicts(out_dir, files)
     if conflicts:
         raise AscendTuneError(conflicts[0])
-    return bundle, files
+    profiles.check_replacing(out_dir, bundles, replace)
+    return bundles[0], files
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ public:
     uint64_t l0cSize = 131072;
     uint64_t l2Size = 201326592;
     uint64_t hbmSize = 68719476736ULL;
+    int socVersion = 1;  // platform_ascendc::SocVersion::ASCEND910B
 };
 }  // namespace fe
 
@@ -53,7 +54,8 @@ public:
             default: size = 0; break;
         }
     }
-    SocVersion GetSocVersion() const { return SocVersion::ASCEND910B; }
+    // The stub's platform says which SoC it is (PlatFormInfos::socVersion; 910B by default).
+    SocVersion GetSocVersion() const { return static_cast<SocVersion>(info_->socVersion); }
     uint32_t GetLibApiWorkSpaceSize() const { return info_->libApiWorkSpaceSize; }
     fe::PlatFormInfos* GetPlatFormInfo() const { return info_; }
 
