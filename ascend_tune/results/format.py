@@ -381,3 +381,14 @@ def read_all(path: Path) -> dict[str, Any]:
 
 def index(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {shape_key(s["shape"]): s for s in doc.get("shapes", [])}
+
+
+def has_measurements(entry: Mapping[str, Any]) -> bool:
+    """Whether an entry holds a device measurement (``measure``: a timed or failed candidate,
+    or the measured winner): what a retune must never drop."""
+    def measured(m: Any) -> bool:
+        return isinstance(m, Mapping) and ("time_us" in m or "error" in m)
+
+    cands = entry.get("candidates")
+    return measured(entry.get("measured")) or (isinstance(cands, list) and any(
+        isinstance(c, Mapping) and measured(c.get("measured")) for c in cands))

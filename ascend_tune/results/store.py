@@ -190,9 +190,21 @@ class ResultsStore:
             self._lock = None
 
     def _load_existing(self) -> None:
-        if self.fresh or not self.path.exists():
+        if not self.path.exists():
             return
         plan = survey(self.path, self.head, self.keep)
+        lost = plan.measured if self.fresh else plan.measured_dropped
+        if lost:
+            # Device time is expensive (hours of NPU): a retune may replace a cache, never
+            # what `measure` recorded.
+            why = ("--fresh retunes every shape" if self.fresh else plan.invalidated
+                   or f"{plan.pruned} shape(s) are no longer in the shape list")
+            raise AscendTuneError(
+                f"{self.path}: {lost} shape(s) there hold device measurements "
+                f"(`ascend-tune measure`) that this search would drop ({why}); write to "
+                "another file with -o, or move this one away if you mean to drop them")
+        if self.fresh:
+            return
         self.invalidated, self.pruned = plan.invalidated, plan.pruned
         if plan.invalidated is None:
             self.keys = plan.cached
@@ -292,6 +304,8 @@ class Survey:
     cached: set[str]  # shape keys reusable as they are
     entries: int  # entries in the file
     pruned: int  # entries whose shape is no longer asked for
+    measured: int = 0  # entries holding device measurements
+    measured_dropped: int = 0  # of those, entries the search would drop (retune or prune)
 
 
 def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey:
@@ -300,19 +314,29 @@ def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey
     old_head, entries = results.stream(path)
     reason = None
     for part, what in (("spec", "spec"), ("hw", "hardware profile")):
-        if old_head[part].get("sha256") != head[part]["sha256"]:
+        if reason is None and old_head[part].get("sha256") != head[part]["sha256"]:
             reason = f"the {what} changed ({old_head[part].get('name')} -> {head[part]['name']})"
-    if old_head["search"] != head["search"]:
-        reason = f"the search settings changed ({old_head['search']} -> {head['search']})"
+    old_search, new_search = old_head["search"], head["search"]
+    if reason is None and old_search != new_search:
+        # Name what changed, not two dicts (--seed 0 -> 5, not {...} -> {...}).
+        keys = sorted(set(old_search) | set(new_search), key=str) if isinstance(
+            old_search, dict) and isinstance(new_search, dict) else []
+        changed = ", ".join(f"{k} {old_search.get(k)} -> {new_search.get(k)}" for k in keys
+                            if old_search.get(k) != new_search.get(k))
+        reason = f"the search settings changed ({changed or 'settings'})"
     cached: set[str] = set()
-    count = pruned = 0
+    count = pruned = measured = measured_dropped = 0
     for entry in entries:
         count += 1
         key = shape_key(entry["shape"])
-        if keep is not None and key not in keep:
+        dropped = keep is not None and key not in keep
+        if dropped:
             pruned += 1
         else:
             cached.add(key)
+        if results.has_measurements(entry):
+            measured += 1
+            measured_dropped += dropped or reason is not None
     if reason is not None:
-        return Survey(reason, set(), count, 0)
-    return Survey(None, cached, count, pruned)
+        return Survey(reason, set(), count, 0, measured, measured_dropped)
+    return Survey(None, cached, count, pruned, measured, measured_dropped)
