@@ -57,7 +57,7 @@ from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec import load_spec as _load_spec
 from ascend_tune.spec import shapes as _shapes
-from ascend_tune.spec.checking import check_files
+from ascend_tune.spec.checking import check_report
 from ascend_tune.tune import predict as _predict
 from ascend_tune.tune import ranges as _ranges
 from ascend_tune.tune import run as _run
@@ -445,9 +445,14 @@ def write_profile(output: Path, fit: FitResult, base: str | Path, name: str,
     return output
 
 
-def check(files: Sequence[Path]) -> list[str]:
-    """Problems in spec and hardware profile files, one line each (empty: all valid)."""
-    return check_files(files)
+def check(files: Sequence[Path], notes: list[str] | None = None) -> list[str]:
+    """Problems in spec and hardware profile files, one line each (empty: all valid); a
+    baseline that breaks on a sampled shape of the spec's domain is one. ``notes`` (if given)
+    receives information lines: sampled shapes with no valid configuration at all."""
+    report = check_report(files)
+    if notes is not None:
+        notes.extend(report.notes)
+    return report.problems
 
 
 def profiles() -> list[dict[str, Any]]:

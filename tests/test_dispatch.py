@@ -164,11 +164,20 @@ def test_selection_is_the_fastest_valid_candidate_by_the_model(
             assert sel.latency_us <= base, "never slower than the fallback"
 
 
-def test_the_walk_finds_a_configuration_where_the_baseline_breaks(hw: HardwareProfile) -> None:
-    spec = load_spec("matmul")
+def _broken_matmul(tmp_path: Path) -> OperatorSpec:
+    """matmul with the old baseline's nDim=40, which leaves cores empty on small N (the
+    built-in baseline is valid on every shape now: tests/test_baseline_domain.py)."""
+    from tests.test_baseline_domain import _broken_matmul as broken
+
+    return load_spec(broken(tmp_path))
+
+
+def test_the_walk_finds_a_configuration_where_the_baseline_breaks(
+        hw: HardwareProfile, tmp_path: Path) -> None:
+    spec = _broken_matmul(tmp_path)
     env = runtime_env(spec, hw, 20, 40)
     for shape in ({"M": 1, "N": 14336, "K": 4096}, {"M": 131, "N": 2048, "K": 7168},
-                  {"M": 26, "N": 11008, "K": 4096}):
+                  {"M": 26, "N": 1000, "K": 4096}):
         base = evaluate_baseline(spec, {**env, **shape})
         assert derive(spec, env, shape, base) is None, "the baseline breaks here"
         # Nothing tuned at all: the walk is the only way to a valid launch.
@@ -179,6 +188,9 @@ def test_the_walk_finds_a_configuration_where_the_baseline_breaks(hw: HardwarePr
         values = [shape[v] for v in spec.shape_vars]
         assert sel.config == walk(spec, env, shape, base,
                                   lambda c, m=model, v=values: m.latency_us(v, c, 20, 40))
+        # The built-in baseline is valid there.
+        builtin = load_spec("matmul")
+        assert derive(builtin, env, shape, evaluate_baseline(builtin, {**env, **shape}))
     # A shape with no valid configuration anywhere gets none (blockDim cannot be 0 cores).
     add = load_spec("add")
     assert select_config(add, hw, [], [], {"totalLength": 1 << 20}, 0, 0).source == NONE
@@ -201,6 +213,8 @@ def test_compiled_selection_matches_python_on_unseen_shapes(
     spec = b.spec
     if name in ("matmul", "rmsnorm"):  # runners-up in the candidate table too
         tuned = [s for s, _ in b.shapes][:3]
+        if name == "matmul":  # and a baseline that breaks, so the walk runs in C++ too
+            spec = _broken_matmul(tmp_path)
         b = emit.load_bundle(_topk_doc(spec, b.hw, tuned), "topk.json")
         assert len(b.candidates()) > len(b.shapes)
     files = emit.render(b, "macro")

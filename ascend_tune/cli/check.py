@@ -19,13 +19,16 @@ def check(files: list[Path] = typer.Argument(..., metavar="FILE...",
                                        help="Print {files, problems} as JSON (exit codes as "
                                             "without it).")) -> None:
     """Validate specs and hardware profiles: one line per problem, exit 2 if any."""
-    problems = api.check(files)
+    notes: list[str] = []
+    problems = api.check(files, notes)
     if as_json:
-        sys.stdout.write(json.dumps({"files": [str(f) for f in files], "problems": problems},
-                                    indent=1) + "\n")
+        sys.stdout.write(json.dumps({"files": [str(f) for f in files], "problems": problems,
+                                     "notes": notes}, indent=1) + "\n")
         if problems:
             raise ExitWith(2)
         return
+    for note in notes:
+        console.note(note)
     for p in problems:
         console.error(p)
     if problems:

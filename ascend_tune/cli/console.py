@@ -24,6 +24,11 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
+def note(message: str) -> None:
+    # Information, not a problem (exit codes do not change).
+    sys.stderr.write(f"note: {message}\n")
+
+
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
           right: Sequence[int] = ()) -> None:
     t = Table(title=title, title_justify="left")

@@ -1,54 +1,129 @@
-"""`ascend-tune check`: classify YAML files as spec or profile and list their problems."""
+"""`ascend-tune check`: classify YAML files as spec or profile and list their problems.
+
+A spec is checked as it loads (schema, names, expressions), then with each of its variants,
+and then its baseline is checked over a sample of its shape domain
+(:mod:`.baseline_check`): a baseline that breaks a check on a shape that has a valid
+configuration is a problem; sampled shapes with no valid configuration at all are a note.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.yamlio import load_yaml
-from ascend_tune.hardware import load_profile
+from ascend_tune.hardware import HardwareProfile, load_profile
 from ascend_tune.spec import OperatorSpec, load_spec
+from ascend_tune.spec import baseline_check as _baseline
+
+# The profile whose hw.* values the baseline check evaluates with (core counts replaced by
+# each of baseline_check.CORE_COUNTS).
+BASELINE_PROFILE = "ascend910b3"
+
+
+@dataclass
+class CheckReport:
+    """What ``check`` found: problems (exit 2 if any) and notes (information only)."""
+
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def check_files(paths: Sequence[Path]) -> list[str]:
     """One message per problem found in any file, plus clashes between the specs: they may
     all land in one operator project, where two TilingData classes with one name are an ODR
     violation (one operator serialises with the other's layout)."""
-    problems: list[str] = []
+    return check_report(paths).problems
+
+
+def check_report(paths: Sequence[Path]) -> CheckReport:
+    """:func:`check_files` with the notes: one line per spec (and variant) whose sampled shape
+    domain holds shapes with no valid configuration at all."""
+    report = CheckReport()
     owners: dict[str, tuple[str, Path]] = {}
     for path in paths:
-        found, spec = _check_file(path)
-        problems += found
+        spec = _check_file(path, report)
         if spec is None:
             continue
         owner = owners.setdefault(spec.tiling_struct, (spec.name, path))
         if owner[0] != spec.name:
-            problems.append(f"{path}: tiling struct {spec.tiling_struct} of {spec.name} is "
-                            f"already the tiling struct of {owner[0]} ({owner[1]}); two "
-                            "operators in one project need distinct names")
-    return problems
+            report.problems.append(
+                f"{path}: tiling struct {spec.tiling_struct} of {spec.name} is already the "
+                f"tiling struct of {owner[0]} ({owner[1]}); two operators in one project "
+                "need distinct names")
+    return report
 
 
 def check_file(path: Path) -> list[str]:
     """One message per problem found (empty when the file is valid)."""
-    return _check_file(path)[0]
+    report = CheckReport()
+    _check_file(path, report)
+    return report.problems
 
 
-def _check_file(path: Path) -> tuple[list[str], OperatorSpec | None]:
+@functools.lru_cache(maxsize=1)
+def _profile() -> HardwareProfile:
+    return load_profile(BASELINE_PROFILE)
+
+
+def _check_file(path: Path, report: CheckReport) -> OperatorSpec | None:
     if path.is_dir():
-        return [f"{path}: is a folder; give YAML files (e.g. {path}/*.yaml)"], None
+        report.problems.append(f"{path}: is a folder; give YAML files (e.g. {path}/*.yaml)")
+        return None
     try:
         data, _ = load_yaml(path, "file")
     except AscendTuneError as exc:
-        return [str(exc)], None
+        report.problems.append(str(exc))
+        return None
     try:
         if isinstance(data, dict) and "operator" in data:
-            return [], load_spec(str(path))
-        if isinstance(data, dict) and ("chip" in data or "base" in data):
+            spec = load_spec(str(path))
+        elif isinstance(data, dict) and ("chip" in data or "base" in data):
             load_profile(str(path))
-            return [], None
-        return [f"{path}: neither an operator spec (has 'operator') nor a hardware "
-                "profile (has 'chip' or 'base')"], None
+            return None
+        else:
+            report.problems.append(f"{path}: neither an operator spec (has 'operator') nor a "
+                                   "hardware profile (has 'chip' or 'base')")
+            return None
     except AscendTuneError as exc:
-        return [str(exc)], None
+        report.problems.append(str(exc))
+        return None
+    _check_variants(path, data, spec, report)
+    return spec
+
+
+def _check_variants(path: Path, data: dict[str, Any], spec: OperatorSpec,
+                    report: CheckReport) -> None:
+    """Each variant loads, and the baseline of the spec and of each variant holds on the
+    sampled shape domain. A message that several of them share is one line naming them."""
+    found: dict[tuple[bool, str], list[str | None]] = {}
+    for variant in _baseline.iter_variants(data):
+        try:
+            one = spec if variant is None else load_spec(f"{path}:{variant}")
+            problems, notes = _baseline.messages(_baseline.check_baseline(one, _profile()))
+        except AscendTuneError as exc:
+            report.problems.append(str(exc))
+            continue
+        except KeyError as exc:  # a hw.* value the profile does not give
+            report.problems.append(f"{_origin(path, [variant])}: the baseline check needs "
+                                   f"{exc.args[0]}, which the {BASELINE_PROFILE} profile "
+                                   "does not give")
+            continue
+        for key in [(True, p) for p in problems] + [(False, n) for n in notes]:
+            found.setdefault(key, []).append(variant)
+    for (problem, text), variants in found.items():
+        line = f"{_origin(path, variants)}: {text}"
+        (report.problems if problem else report.notes).append(line)
+
+
+def _origin(path: Path, variants: Sequence[str | None]) -> str:
+    """The file, and which of its variants a message is about (None: the spec itself)."""
+    named = [v for v in variants if v is not None]
+    if not named:
+        return str(path)
+    listed = f"variant{'s' if len(named) > 1 else ''} {', '.join(named)}"
+    return f"{path} (and {listed})" if None in variants else f"{path} ({listed})"
