@@ -415,7 +415,7 @@ def test_measure_refuses_bad_input_in_one_line(tmp_path: Path, small: Path) -> N
     edited.write_text(results.to_text(doc))
     before = edited.read_bytes()
     one_line(cli("measure", str(edited), "--run", "echo 1"),
-             "shape totalLength=1048576 candidate 3: the configuration fails")
+             "candidates[3]: the configuration fails 'every_core_busy'")
     assert edited.read_bytes() == before  # nothing written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edited.json"]  # nothing left
 

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 #include "softmax_custom_tiling.h"
 #include "register/op_def_registry.h"
@@ -878,6 +879,51 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
     return picked;
 }
 
+// Shapes repeat in serving (the same M for a whole batch of requests): the last selections
+// are kept, keyed by shape and core counts, so a repeated shape costs a lookup instead of
+// ranking every candidate (tens of microseconds). Select is a pure function of the key, so
+// a hit returns exactly what Select would; the lock makes concurrent TilingFuncs safe.
+const int32_t kSelectCacheSize = 64;
+struct SelectCacheSlot {
+    bool used;
+    Shape shape;
+    int64_t aicNum;
+    int64_t aivNum;
+    Selection selection;
+    Values values;
+};
+
+inline bool SameShape(const Shape& a, const Shape& b) {
+    return true && a.rows == b.rows && a.cols == b.cols;
+}
+
+inline Selection CachedSelect(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                              Values& values) {
+    static std::mutex lock;
+    static SelectCacheSlot slots[kSelectCacheSize];
+    uint64_t h = static_cast<uint64_t>(aicNum) * UINT64_C(1000003) + static_cast<uint64_t>(aivNum);
+    h = h * UINT64_C(1099511628211) + static_cast<uint64_t>(shape.rows);
+    h = h * UINT64_C(1099511628211) + static_cast<uint64_t>(shape.cols);
+    SelectCacheSlot& slot = slots[h % static_cast<uint64_t>(kSelectCacheSize)];
+    {
+        std::lock_guard<std::mutex> guard(lock);
+        if (slot.used && slot.aicNum == aicNum && slot.aivNum == aivNum &&
+            SameShape(slot.shape, shape)) {
+            values = slot.values;
+            return slot.selection;
+        }
+    }
+    const Selection selection = Select(shape, aicNum, aivNum, values);
+    std::lock_guard<std::mutex> guard(lock);
+    slot.used = true;
+    slot.shape = shape;
+    slot.aicNum = aicNum;
+    slot.aivNum = aivNum;
+    slot.selection = selection;
+    slot.values = values;
+    return selection;
+}
+
 inline int64_t BlockDim(const Values& v) {
     (void)v;
     return static_cast<int64_t>(v.v_blockDim);
@@ -918,7 +964,7 @@ inline ge::graphStatus ApplyTuning(gert::TilingContext* context, const Shape& sh
     const int64_t aicNum = static_cast<int64_t>(platform.GetCoreNumAic());
     const int64_t aivNum = static_cast<int64_t>(platform.GetCoreNumAiv());
     Values values = Values();
-    const Selection selection = Select(shape, aicNum, aivNum, values);
+    const Selection selection = CachedSelect(shape, aicNum, aivNum, values);
     if (selection.source == kNone) return ge::GRAPH_FAILED;
     SoftmaxCustomTilingData tiling;
     FillTiling(values, tiling);
