@@ -224,7 +224,7 @@ def test_dry_run_tunes_nothing(tmp_path: Path) -> None:
 def test_every_command_speaks_json(tmp_path: Path) -> None:
     ok = cli("check", str(ROOT / "operator_specs/add.yaml"), "--json")
     assert ok.returncode == 0 and json.loads(ok.stdout) == {
-        "files": [str(ROOT / "operator_specs/add.yaml")], "problems": []}
+        "files": [str(ROOT / "operator_specs/add.yaml")], "problems": [], "notes": []}
     bad = cli("check", str(DATA / "broken/unknown_key.yaml"), "--json")
     assert bad.returncode == 2 and len(json.loads(bad.stdout)["problems"]) == 1
     res = tmp_path / "r.json"

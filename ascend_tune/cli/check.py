@@ -27,10 +27,10 @@ def check(files: list[Path] = typer.Argument(..., metavar="FILE...",
         if problems:
             raise ExitWith(2)
         return
-    for note in notes:
-        console.note(note)
     for p in problems:
         console.error(p)
     if problems:
         raise ExitWith(2)
+    for note in notes:  # information only; with problems the error lines stand alone
+        console.note(note)
     console.line(f"{len(files)} file(s) valid")
