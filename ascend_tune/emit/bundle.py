@@ -6,6 +6,7 @@ the spec's constraints and launch checks. Also the run-time selection over that 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -32,9 +33,14 @@ class Bundle:
     # The runners-up a --top-k search kept, each checked on its own shape, in file order.
     runners_up: tuple[dict[str, int], ...] = ()
 
+    @functools.cached_property
+    def _sorted(self) -> tuple[tuple[dict[str, int], dict[str, int]], ...]:
+        # Sorted once per bundle: select() runs per shape (range searches, benchmarks).
+        return tuple(sorted(self.shapes, key=lambda s: tuple(s[0].values())))
+
     def sorted_shapes(self) -> list[tuple[dict[str, int], dict[str, int]]]:
         """The tuned table in the emitted order (by shape values)."""
-        return sorted(self.shapes, key=lambda s: tuple(s[0].values()))
+        return list(self._sorted)
 
     def candidates(self) -> list[dict[str, int]]:
         """The emitted candidate table: winners in table order, then the runners-up."""
@@ -45,7 +51,7 @@ class Bundle:
                aiv: int | None = None) -> Selection:
         """What the emitted selection code chooses for ``shape`` on a chip with ``aic`` /
         ``aiv`` cores (default: the profile's)."""
-        table = self.sorted_shapes()
+        table = self._sorted
         return select_config(self.spec, self.hw, [list(s.values()) for s, _b in table],
                              [b for _s, b in table], shape,
                              int(self.hw["cube_cores"]) if aic is None else aic,
