@@ -35,6 +35,7 @@ from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate.measurements import LoadReport as Measurements
 from ascend_tune.emit import profiles as _emit_profiles
+from ascend_tune.emit import refine as _emit_refine
 from ascend_tune.emit import render as _emit
 from ascend_tune.emit.bundle import Selected
 from ascend_tune.emit.render import EmitPlan
@@ -274,12 +275,14 @@ def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
 
 def select(results: Path | Mapping[str, Any] | Sequence[Path | Mapping[str, Any]],
            shape: Shape, *, aic: int | None = None, aiv: int | None = None,
-           soc: str | None = None) -> Selected:
+           soc: str | None = None, refine_evals: int = _emit_refine.MAX_EVALS) -> Selected:
     """What the emitted selection code chooses for ``shape`` on a chip with ``aic`` / ``aiv``
     cores and SoC ``soc`` (e.g. ``"ascend910b"``; default: the first profile's): with several
     results files (one per profile), the profile the platform picks, then the exact tuned
-    shape's winner, else the fastest valid candidate by the model, else the fallback walk. The
-    tests hold the compiled C++ to this."""
+    shape's winner, else the fastest valid candidate by the model, else the fallback walk,
+    then improved by the run-time descent (at most ``refine_evals`` configurations, the
+    emitted code's ``ASCEND_TUNE_REFINE_EVALS``; 0: none). The tests hold the compiled C++ to
+    this."""
     many = (list(results) if isinstance(results, Sequence) and not isinstance(results, Mapping)
             else [results])
     bundles = [_emit.load_bundle(_read_results(r) if isinstance(r, Path) else r,
@@ -294,7 +297,8 @@ def select(results: Path | Mapping[str, Any] | Sequence[Path | Mapping[str, Any]
     aiv = _emit_profiles.cores(default)[1] if aiv is None else aiv
     chosen = bundles[_emit_profiles.pick(bundles, _emit_profiles.SOC_VERSIONS.get(soc or ""),
                                          aic, aiv)] if len(bundles) > 1 else bundles[0]
-    return chosen.selected(_shapes.check_shape(chosen.spec, shape, "shape"), aic, aiv)
+    return chosen.selected(_shapes.check_shape(chosen.spec, shape, "shape"), aic, aiv,
+                           refine_evals)
 
 
 def prepare_emit(results_path: Path | Sequence[Path], out_dir: Path, *, style: str = "macro",

@@ -31,10 +31,11 @@ Columns:
 * *p50 / p99 / max us*: per shape, the median of its individually timed calls (shapes in
   mixed order, the timer's own overhead subtracted), then the percentile over shapes;
 * *sources*: calls by the source the code returned (x exact, m model, b baseline,
-  w walk = source 4, n none);
+  w walk = source 4, n none, r refined = source 5: the pick improved by the run-time descent);
 * *walk us*: mean per-shape cost of the calls whose source is the walk; *other us*: the same
-  for every other call (exact, model, baseline; calls ending with no configuration walked and
-  failed, so they count with neither);
+  for every other call (exact, model, baseline, refined; calls ending with no configuration
+  walked and failed, so they count with neither); *refined us*: the same for refined calls
+  (ranking plus the descent, at most ``emit.refine.MAX_EVALS`` configurations);
 * *Derive / Predict / walk / Baseline*: a second driver times the pieces of ``Select``
   separately (each over the whole shape list, CPU time, us per ``Select`` call): ``Derive``
   of every candidate and the baseline (with the ``Values`` zeroing), ``PredictUs`` of the
@@ -73,7 +74,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STUB = ROOT / "tests" / "cann_stub"
 EXAMPLES = ROOT / "examples"
 TARGET_US = 20.0  # the issue's budget for matmul with 64 candidates
-SOURCES = "xmbnw"  # source codes 0..4: exact, model, baseline, none, walk
+SOURCES = "xmbnwr"  # source codes 0..5: exact, model, baseline, none, walk, refined
 HI = 8192  # unseen shapes: upper end of the log-uniform draw (or twice the largest tuned)
 
 DRIVER = r"""
@@ -476,12 +477,13 @@ def run_driver(exe: Path, shapes_file: Path, cores: tuple[int, int], min_s: floa
         "p50_us": float(np.percentile(per_us, 50)),
         "p99_us": float(np.percentile(per_us, 99)),
         "max_us": float(per_us.max()),
-        "sources": {SOURCES[k]: int((src == k).sum()) for k in range(5) if (src == k).any()},
+        "sources": {SOURCES[k]: int((src == k).sum()) for k in range(6) if (src == k).any()},
         "walk_share": float(walked.mean()),
         "walk_us": float(per_us[walked].mean()) if walked.any() else None,
         "walkish_us": float(per_us[walkish].mean()) if walkish.any() else None,
         "other_us": float(per_us[~walkish].mean()) if (~walkish).any() else None,
         "none_us": float(per_us[src == 3].mean()) if (src == 3).any() else None,
+        "refined_us": float(per_us[src == 5].mean()) if (src == 5).any() else None,
     }
 
 
@@ -538,7 +540,8 @@ def _us(x: float | None) -> str:
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     head = ["spec", "AIC/AIV", "tuned", "cand.", "mean us", "cpu us", "p50 us", "p99 us",
-            "max us", "sources", "walk share", "walk us", "other us", "Derive", "Predict",
+            "max us", "sources", "walk share", "walk us", "other us", "refined us", "Derive",
+            "Predict",
             "walk", "Baseline"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -548,7 +551,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             r["spec"], f"{r['aic']}/{r['aiv']}", str(r["tuned_shapes"]), str(r["candidates"]),
             _us(r["mean_us"]), _us(r["cpu_us"]), _us(r["p50_us"]), _us(r["p99_us"]),
             _us(r["max_us"]), src, f"{100 * r['walk_share']:.0f} %", _us(r["walk_us"]),
-            _us(r["other_us"]),
+            _us(r["other_us"]), _us(r.get("refined_us")),
             _us(b.get("derive_us")), _us(b.get("predict_us")), _us(b.get("walk_us")),
             _us(b.get("baseline_us"))]) + " |")
     return "\n".join(lines)

@@ -15,7 +15,16 @@ import numpy as np
 import pytest
 
 from ascend_tune.emit import render as emit
-from ascend_tune.emit.selection import BASELINE, EXACT, MODEL, NONE, WALK, derive, runtime_env
+from ascend_tune.emit.selection import (
+    BASELINE,
+    EXACT,
+    MODEL,
+    NONE,
+    REFINED,
+    WALK,
+    derive,
+    runtime_env,
+)
 from ascend_tune.emit.selection import select as select_config
 from ascend_tune.emit.walk import walk
 from ascend_tune.expr import CPP_RUNTIME
@@ -144,6 +153,7 @@ int main() {
 def test_selection_is_the_fastest_valid_candidate_by_the_model(
         bundles: dict[str, emit.Bundle]) -> None:
     rng = np.random.default_rng(3)
+    refined = 0
     for name, b in bundles.items():
         spec, hw = b.spec, b.hw
         aic, aiv = int(hw["cube_cores"]), int(hw["vector_cores"])
@@ -158,10 +168,23 @@ def test_selection_is_the_fastest_valid_candidate_by_the_model(
             lat = engine.evaluate(values).latency_us
             times = [float(t) if derive(spec, env, shape, c) is not None else math.inf
                      for c, t in zip(options, lat, strict=True)]
-            assert sel.latency_us == min(times), (name, shape)
-            assert sel.config == options[times.index(min(times))], (name, shape)
+            start = options[sel.index] if sel.index >= 0 else options[-1]
+            # The table's fastest valid entry (ties to the earlier) is the pick, or where the
+            # descent started from.
+            assert times[options.index(start)] == min(times), (name, shape)
+            assert start == options[times.index(min(times))], (name, shape)
+            if sel.source == REFINED:
+                assert sel.latency_us < min(times), (name, shape)
+                assert derive(spec, env, shape, sel.config) is not None
+                again = ShapeModel(spec, hw, shape).evaluate(
+                    np.array([[sel.config[p] for p in spec.params]], dtype=np.int64))
+                assert float(again.latency_us[0]) == sel.latency_us
+                refined += 1
+            else:
+                assert sel.latency_us == min(times) and sel.config == start, (name, shape)
             base = times[-1]
             assert sel.latency_us <= base, "never slower than the fallback"
+    assert refined > 0, "the descent improved no pick on 78 unseen shapes"
 
 
 def _broken_matmul(tmp_path: Path) -> OperatorSpec:
@@ -182,12 +205,19 @@ def test_the_walk_finds_a_configuration_where_the_baseline_breaks(
         assert derive(spec, env, shape, base) is None, "the baseline breaks here"
         # Nothing tuned at all: the walk is the only way to a valid launch.
         sel = select_config(spec, hw, [], [], shape, 20, 40)
-        assert sel.source == WALK
+        assert sel.source in (WALK, REFINED)
+        assert sel.index == -1
         assert derive(spec, env, shape, sel.config) is not None
         model = dispatch_model(spec, hw)
         values = [shape[v] for v in spec.shape_vars]
-        assert sel.config == walk(spec, env, shape, base,
-                                  lambda c, m=model, v=values: m.latency_us(v, c, 20, 40))
+        walked = walk(spec, env, shape, base,
+                      lambda c, m=model, v=values: m.latency_us(v, c, 20, 40))
+        assert walked is not None
+        walked_us = model.latency_us(values, [walked[p] for p in spec.params], 20, 40)
+        if sel.source == WALK:
+            assert sel.config == walked and sel.latency_us == walked_us
+        else:  # the descent started from the walk's configuration and improved it
+            assert sel.latency_us < walked_us
         # The built-in baseline is valid there.
         builtin = load_spec("matmul")
         assert derive(builtin, env, shape, evaluate_baseline(builtin, {**env, **shape}))
@@ -245,9 +275,42 @@ def test_compiled_selection_matches_python_on_unseen_shapes(
         assert [float(x) for x in cpp_line.split()] == [float(x) for x in py_line.split()], (
             shape, cores, cpp_line, py_line)
         sources.add(int(cpp_line.split()[0]))
-    assert EXACT in sources and (sources & {MODEL, BASELINE, WALK})
+    assert EXACT in sources and (sources & {MODEL, BASELINE, WALK, REFINED})
     if name == "matmul":
-        assert WALK in sources, sources
+        assert sources & {WALK, REFINED}, sources
+
+
+@needs_gxx
+@pytest.mark.parametrize("budget", [0, 9, 61])
+def test_the_compiled_descent_stops_where_python_stops(
+        budget: int, tmp_path: Path, bundles: dict[str, emit.Bundle]) -> None:
+    """-DASCEND_TUNE_REFINE_EVALS=<budget> against select(refine_evals=budget): the budget
+    runs out inside the single-parameter sweep (9), inside the pair moves (61 on layernorm's
+    4 parameters: 39 + 10 + 8 + 1 = 58 single moves first) or turns the descent off (0)."""
+    b = bundles["layernorm"]
+    emit.write(tmp_path, emit.render(b, "macro"))
+    driver = tmp_path / "op_host" / "driver.cpp"
+    driver.write_text(_driver(b.spec, "macro"))
+    exe = tmp_path / "driver"
+    proc = subprocess.run(["g++", "-std=c++11", "-O1", f"-DASCEND_TUNE_REFINE_EVALS={budget}",
+                           f"-I{STUB}", f"-I{driver.parent}", str(driver), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:3000]
+    cases = [({"rows": 188, "cols": 7168}, (20, 40)), ({"rows": 427, "cols": 5120}, (20, 40)),
+             ({"rows": 11, "cols": 7168}, (8, 16)), ({"rows": 3000, "cols": 100}, (20, 40))]
+    stdin = "".join(" ".join(str(x) for x in (*s.values(), *c)) + "\n" for s, c in cases)
+    out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
+    lines = out.stdout.strip().splitlines()
+    sources = set()
+    for (shape, cores), cpp_line in zip(cases, lines, strict=True):
+        py_line = _python_line(b, shape, cores, budget)
+        assert [float(x) for x in cpp_line.split()] == [float(x) for x in py_line.split()], (
+            shape, cores, cpp_line, py_line)
+        sources.add(int(cpp_line.split()[0]))
+    if budget == 0:
+        assert REFINED not in sources
+    if budget == 61:  # rows=427 improves within its single moves (colFactor 4096 -> 8192)
+        assert REFINED in sources
 
 
 def test_api_select_is_the_emitted_rule(tmp_path: Path, bundles: dict[str, emit.Bundle]) -> None:
@@ -263,7 +326,7 @@ def test_api_select_is_the_emitted_rule(tmp_path: Path, bundles: dict[str, emit.
         pick = api.select(path, shape, aic=cores[0], aiv=cores[1])
         sel = b.select(shape, *cores)
         assert pick.config == sel.config and pick.index == sel.index
-        assert pick.source == ("exact", "model", "baseline", "none", "walk")[sel.source]
+        assert pick.source == ("exact", "model", "baseline", "none", "walk", "refined")[sel.source]
         assert pick.derived["blockDim"] == sel.env["blockDim"]
     assert api.select(b.doc, dict(b.shapes[0][0])).source == "exact"
     with pytest.raises(AscendTuneError, match="aic must be a core count"):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ascend_tune.emit import render as emit
+from ascend_tune.emit.refine import MAX_EVALS
 from ascend_tune.emit.selection import BASELINE, EXACT, NONE, field_value
 from ascend_tune.emit.styles import STYLES
 from ascend_tune.hardware import HardwareProfile
@@ -111,9 +112,10 @@ def _driver(spec: OperatorSpec, style: str) -> str:
                          struct=struct)
 
 
-def _python_line(bundle: emit.Bundle, shape: dict[str, int], cores: tuple[int, int]) -> str:
+def _python_line(bundle: emit.Bundle, shape: dict[str, int], cores: tuple[int, int],
+                 refine_evals: int = MAX_EVALS) -> str:
     spec = bundle.spec
-    sel = bundle.select(shape, *cores)
+    sel = bundle.select(shape, *cores, refine_evals)
     parts = [str(sel.source), str(sel.index)]
     if sel.source != NONE:
         for f in spec.tiling_fields:

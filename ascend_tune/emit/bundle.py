@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascend_tune.base.errors import AscendTuneError, did_you_mean
+from ascend_tune.emit.refine import MAX_EVALS
 from ascend_tune.emit.selection import Selection, candidate_table, first_failure, runtime_env
 from ascend_tune.emit.selection import select as select_config
 from ascend_tune.hardware import HardwareProfile, load_profile_data
@@ -48,25 +49,30 @@ class Bundle:
                                self.spec.params)
 
     def select(self, shape: Mapping[str, int], aic: int | None = None,
-               aiv: int | None = None) -> Selection:
+               aiv: int | None = None, refine_evals: int = MAX_EVALS) -> Selection:
         """What the emitted selection code chooses for ``shape`` on a chip with ``aic`` /
-        ``aiv`` cores (default: the profile's)."""
+        ``aiv`` cores (default: the profile's), compiled with ASCEND_TUNE_REFINE_EVALS =
+        ``refine_evals``."""
         table = self._sorted
         return select_config(self.spec, self.hw, [list(s.values()) for s, _b in table],
                              [b for _s, b in table], shape,
                              int(self.hw["cube_cores"]) if aic is None else aic,
                              int(self.hw["vector_cores"]) if aiv is None else aiv,
-                             self.runners_up)
+                             self.runners_up, refine_evals)
 
     def selected(self, shape: Mapping[str, int], aic: int | None = None,
-                 aiv: int | None = None) -> Selected:
+                 aiv: int | None = None, refine_evals: int = MAX_EVALS) -> Selected:
         """:meth:`select` as the API returns it (core counts checked: untrusted input)."""
         for name, cores in (("aic", aic), ("aiv", aiv)):
             if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int)
                                       or not 1 <= cores <= 4096):
                 raise AscendTuneError(f"{name} must be a core count from 1 to 4096, "
                                       f"got {cores!r:.40}")
-        sel = self.select(shape, aic, aiv)
+        if (isinstance(refine_evals, bool) or not isinstance(refine_evals, int)
+                or not 0 <= refine_evals <= MAX_REFINE_EVALS):
+            raise AscendTuneError(f"refine_evals must be an integer from 0 to "
+                                  f"{MAX_REFINE_EVALS}, got {refine_evals!r:.40}")
+        sel = self.select(shape, aic, aiv, refine_evals)
         derived = {n: sel.env[n] for n, _e in self.spec.derive if n in sel.env}
         return Selected(_SOURCES[sel.source], sel.config, derived, sel.latency_us, sel.index)
 
@@ -75,14 +81,18 @@ class Bundle:
 class Selected:
     """What the emitted ``TilingFunc`` chooses for one shape on one chip."""
 
-    source: str  # exact | model | baseline | walk | none (no valid configuration at all)
+    source: str  # exact | model | baseline | walk | refined | none (no valid configuration)
     config: dict[str, int]  # the parameters (the baseline's when source is none)
     derived: dict[str, Any]  # every derived value for this shape (the TilingData inputs)
     latency_us: float  # the model's time for the pick (inf for exact and none: not ranked)
-    index: int  # row of the tuned table (exact) or candidate table (model); else -1
+    index: int  # row of the tuned table (exact) or candidate table (model, and refined when
+    # the descent started from a candidate); else -1
 
 
-_SOURCES = ("exact", "model", "baseline", "none", "walk")
+# The API's bound on refine_evals (a descent of a million configurations is a second of C++).
+MAX_REFINE_EVALS = 1_000_000
+
+_SOURCES = ("exact", "model", "baseline", "none", "walk", "refined")
 
 
 def load_bundle(doc: Mapping[str, Any], origin: str) -> Bundle:

@@ -22,7 +22,7 @@ import jinja2
 from ascend_tune import __version__
 from ascend_tune.base import cann, resources
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.emit import profiles, walk
+from ascend_tune.emit import profiles, refine, walk
 
 # Re-exported: callers read a results file through render (emit.load_bundle, emit.Bundle).
 from ascend_tune.emit.bundle import Bundle as Bundle
@@ -213,6 +213,8 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
                        for c in bundle.candidates()],
         "predict": render_function(model.source, "PredictUs", model.curves),
         "walk": walk.render_cpp(spec, cpp, cpp_name, _CORE_VAR, lambda e: _ctype(e.kind)),
+        "refine": refine.render_cpp(spec, cpp),
+        "refine_evals": refine.MAX_EVALS,
         "shape_from": _shape_from(spec),
         "inputs": [{"name": n, "dtype": cann.GE_DTYPES[spec.dtypes[n]]} for n in spec.io_inputs],
         "outputs": [{"name": o.name, "dtype": cann.GE_DTYPES[spec.dtypes[o.name]],

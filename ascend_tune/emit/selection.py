@@ -8,11 +8,12 @@ recomputed for the real shape; the invalid are dropped and the rest are ranked b
 own model on that shape and those core counts (:mod:`ascend_tune.model.dispatch`, the same
 function the emitted C++ computes), the fastest winning and ties going to the earlier
 candidate. Where nothing there is valid, the fallback walk (:mod:`.walk`) finds a valid
-configuration if one exists. So a dispatched configuration is never slower than the fallback
-by the model, and
-the nearest tuned shape by distance no longer decides (a configuration tuned for rows=2048
-served rows=3 up to 25x slower than the best of the table). Emitted host code implements the
-same rule with the same expressions.
+configuration if one exists. The pick is then improved by a short descent on the real shape
+(:mod:`.refine`): configurations tuned for other shapes are often a parameter or two from
+this shape's optimum. So a dispatched configuration is never slower than the fallback by the
+model, and the nearest tuned shape by distance no longer decides (a configuration tuned for
+rows=2048 served rows=3 up to 25x slower than the best of the table). Emitted host code
+implements the same rule with the same expressions.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ascend_tune.emit.refine import MAX_EVALS, refine
 from ascend_tune.emit.walk import walk
 from ascend_tune.expr import scalar_value
 from ascend_tune.hardware import HardwareProfile
@@ -33,7 +35,8 @@ from ascend_tune.spec import OperatorSpec, evaluate_baseline, launch
 # Where the selected configuration came from: the exact tuned shape, a candidate the model
 # ranked first (MODEL; NEAREST is its old name), the baseline fallback, or nothing valid.
 # WALK: no candidate and not the baseline is valid; the fallback walk found one.
-EXACT, MODEL, BASELINE, NONE, WALK = 0, 1, 2, 3, 4
+# REFINED: the model's pick (a candidate, the baseline or the walk's) improved by :mod:`.refine`.
+EXACT, MODEL, BASELINE, NONE, WALK, REFINED = 0, 1, 2, 3, 4, 5
 NEAREST = MODEL
 
 
@@ -87,8 +90,8 @@ def candidate_table(tuned_configs: Sequence[Mapping[str, int]],
 
 @dataclass(frozen=True)
 class Selection:
-    source: int  # EXACT | MODEL | BASELINE | NONE
-    index: int  # into the candidate table, -1 for baseline/none
+    source: int  # EXACT | MODEL | BASELINE | NONE | WALK | REFINED
+    index: int  # into the candidate table (REFINED: where it started), -1 for baseline/none
     config: dict[str, int]
     env: dict[str, Any]
     latency_us: float = math.inf  # the model's time for the pick (EXACT: not computed)
@@ -96,7 +99,8 @@ class Selection:
 
 def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Sequence[int]],
            tuned_configs: Sequence[Mapping[str, int]], shape: Mapping[str, int],
-           aic: int, aiv: int, runners_up: Sequence[Mapping[str, int]] = ()) -> Selection:
+           aic: int, aiv: int, runners_up: Sequence[Mapping[str, int]] = (),
+           refine_evals: int = MAX_EVALS) -> Selection:
     env = runtime_env(spec, hw, aic, aiv)
     values = [int(shape[v]) for v in spec.shape_vars]
     for i, tuned in enumerate(tuned_shapes):
@@ -106,6 +110,10 @@ def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Seque
                 return Selection(EXACT, i, dict(tuned_configs[i]), local)
             break
     model = dispatch_model(spec, hw)
+
+    def latency(config: Sequence[int]) -> float:
+        return model.latency_us(values, config, aic, aiv)
+
     best: Selection | None = None
     table = candidate_table(tuned_configs, runners_up, spec.params)
     base = evaluate_baseline(spec, {**env, **shape})
@@ -113,18 +121,27 @@ def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Seque
         local = derive(spec, env, shape, config)
         if local is None:
             continue
-        latency = model.latency_us(values, [config[p] for p in spec.params], aic, aiv)
-        if best is None or latency < best.latency_us:
-            best = Selection(MODEL if i >= 0 else BASELINE, i, dict(config), local, latency)
-    if best is not None:
+        us = latency([config[p] for p in spec.params])
+        if best is None or us < best.latency_us:
+            best = Selection(MODEL if i >= 0 else BASELINE, i, dict(config), local, us)
+    if best is None:
+        found = walk(spec, env, shape, base, latency)
+        local = derive(spec, env, shape, found) if found is not None else None
+        if found is None or local is None:
+            return Selection(NONE, -1, base, {})
+        best = Selection(WALK, -1, found, local, latency([found[p] for p in spec.params]))
+
+    def score(config: Sequence[int]) -> float:
+        valid = derive(spec, env, shape, dict(zip(spec.params, config, strict=True)))
+        return math.inf if valid is None else latency(config)
+
+    better = refine(spec, env, shape, best.config, best.latency_us, score, refine_evals)
+    if better is None:
         return best
-    found = walk(spec, env, shape, base,
-                 lambda config: model.latency_us(values, config, aic, aiv))
-    local = derive(spec, env, shape, found) if found is not None else None
-    if found is None or local is None:
-        return Selection(NONE, -1, base, {})
-    return Selection(WALK, -1, found, local,
-                     model.latency_us(values, [found[p] for p in spec.params], aic, aiv))
+    local = derive(spec, env, shape, better[0])
+    if local is None:  # refine accepts valid configurations only; C++ returns kNone here
+        return Selection(NONE, -1, better[0], {})
+    return Selection(REFINED, best.index, better[0], local, better[1])
 
 
 def field_value(ctype: str, value: Any) -> int | float:

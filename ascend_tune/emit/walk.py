@@ -166,9 +166,12 @@ class _GaveUp(Exception):
     pass
 
 
-def _domain_cpp(spec: OperatorSpec, p: str, var: str, cpp: Callable[[Expr], str]) -> list[str]:
+def domain_cpp(spec: OperatorSpec, p: str, var: str, cpp: Callable[[Expr], str],
+               near_base: bool = True) -> list[str]:
     """C++ statements filling ``std::vector<int64_t> var`` with ``p``'s domain as
-    :meth:`ascend_tune.spec.model.Domain.values` computes it (false: an empty or bad domain)."""
+    :meth:`ascend_tune.spec.model.Domain.values` computes it (ascending; ``return false`` on an
+    empty or bad domain), then, with ``near_base``, reordered nearest ``base.<p>`` first as
+    :func:`domain_order` does."""
     d = spec.domains[p]
     vals = [f"static_cast<int64_t>({cpp(e)})" for e in d.exprs]
     out = [f"std::vector<int64_t> {var};"]
@@ -197,9 +200,11 @@ def _domain_cpp(spec: OperatorSpec, p: str, var: str, cpp: Callable[[Expr], str]
                 "    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;",
                 f"    for (int64_t v = lo; v <= hi; v += step) {var}.push_back(v);",
                 "}"]
-    out += [f"if ({var}.empty()) return false;",
-            # nearest the baseline's value first, ties to the smaller (domain_order)
-            f"std::stable_sort({var}.begin(), {var}.end(), [&](int64_t a, int64_t b) {{",
+    out.append(f"if ({var}.empty()) return false;")
+    if not near_base:
+        return out
+    # nearest the baseline's value first, ties to the smaller (domain_order)
+    out += [f"std::stable_sort({var}.begin(), {var}.end(), [&](int64_t a, int64_t b) {{",
             f"    const int64_t da = a > base.{p} ? a - base.{p} : base.{p} - a;",
             f"    const int64_t db = b > base.{p} ? b - base.{p} : base.{p} - b;",
             "    return da != db ? da < db : a < b;",
@@ -215,7 +220,7 @@ def render_cpp(spec: OperatorSpec, cpp: Callable[[Expr], str], cpp_name: Callabl
     value's C++ type."""
     lines: list[str] = []
     for j, p in enumerate(spec.params):
-        lines += _domain_cpp(spec, p, f"dom{j}", cpp)
+        lines += domain_cpp(spec, p, f"dom{j}", cpp)
     lines += ["int64_t visits = 0;", "int64_t found = 0;", "double bestUs = 0.0;",
               "bool gaveUp = false;"]
     close: list[str] = []

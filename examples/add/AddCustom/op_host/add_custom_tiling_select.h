@@ -144,11 +144,14 @@ struct Config {
 
 // kModel: a candidate the model ranked first (kNearest is its old name).
 // kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
-enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
+// kRefined: the model's pick (a candidate, the baseline or the walk's) improved by Refine.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4,
+                        kRefined = 5 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel, and kRefined
+                    // started from that candidate); -1 otherwise
     Config config;
 };
 
@@ -639,6 +642,150 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     return found > 0;
 }
 
+inline Config ConfigOf(const int64_t* v) {
+    Config config = Config();
+    config.blockDim = v[0];
+    config.tileLength = v[1];
+    config.bufferNum = v[2];
+    (void)v;
+    return config;
+}
+
+// The model's time of a configuration (values in parameter order) on this shape and chip;
+// false where the configuration is invalid here.
+inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+                        int64_t aicNum, int64_t aivNum, double& us) {
+    Values scratch = Values();
+    if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
+    us = PredictUs(dims, v, aicNum, aivNum);
+    return true;
+}
+
+// The next value of an ascending domain above (step 1) or below (step -1) value.
+inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t step,
+                       int64_t& out) {
+    if (step > 0) {
+        const std::vector<int64_t>::const_iterator it =
+            std::upper_bound(dom.begin(), dom.end(), value);
+        if (it == dom.end()) return false;
+        out = *it;
+        return true;
+    }
+    const std::vector<int64_t>::const_iterator it = std::lower_bound(dom.begin(), dom.end(), value);
+    if (it == dom.begin()) return false;
+    out = *(it - 1);
+    return true;
+}
+
+// A short descent from the pick by the model on this shape (ascend_tune/emit/refine.py, the
+// same steps in the same order): each parameter over its whole domain, then pairs of
+// parameters one step each; at most kRefineEvals configurations looked at. True (config and
+// us replaced) only for a strictly faster valid configuration.
+const int64_t kRefineEvals = INT64_C(256);
+inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
+                   double& us) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_totalLength = shape.totalLength;
+    (void)v_totalLength;
+    const int64_t dims[1] = { shape.totalLength };
+    std::vector<int64_t> dom0;
+    {
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
+    }
+    if (dom0.empty()) return false;
+    std::vector<int64_t> dom1;
+    {
+        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(32768));
+        int64_t p = 1;
+        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+            if (p >= lo) dom1.push_back(p);
+        }
+    }
+    if (dom1.empty()) return false;
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    const std::vector<int64_t>* doms[3] = {&dom0, &dom1, &dom2};
+    const int32_t n = 3;
+    static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    int64_t cur[3] = { config.blockDim, config.tileLength, config.bufferNum };
+    double best = us;
+    int64_t evals = 0;
+    bool changed = false;
+    bool spent = false;
+    while (!spent) {
+        bool improved = false;
+        for (int32_t j = 0; j < n && !spent; ++j) {
+            const int64_t was = cur[j];
+            int64_t pick = was;
+            bool moved = false;
+            for (size_t k = 0; k < doms[j]->size(); ++k) {
+                const int64_t v = (*doms[j])[k];
+                if (v == was) continue;
+                if (evals >= kRefineEvals) { spent = true; break; }
+                ++evals;
+                cur[j] = v;
+                double t = 0.0;
+                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                    best = t;
+                    pick = v;
+                    moved = true;
+                }
+            }
+            cur[j] = moved ? pick : was;
+            if (moved) improved = true;
+        }
+        if (improved) {
+            changed = true;
+            continue;
+        }
+        if (spent) break;
+        int64_t moved[3];
+        bool pairMoved = false;
+        for (int32_t i = 0; i < n && !spent; ++i) {
+            for (int32_t j = i + 1; j < n && !spent; ++j) {
+                for (int32_t s = 0; s < 4; ++s) {
+                    int64_t a = 0, b = 0;
+                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (evals >= kRefineEvals) { spent = true; break; }
+                    ++evals;
+                    int64_t trial[3];
+                    std::copy(cur, cur + n, trial);
+                    trial[i] = a;
+                    trial[j] = b;
+                    double t = 0.0;
+                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                        best = t;
+                        std::copy(trial, trial + n, moved);
+                        pairMoved = true;
+                    }
+                }
+            }
+        }
+        if (!pairMoved) break;
+        std::copy(moved, moved + n, cur);
+        changed = true;
+    }
+    if (!changed) return false;
+    config = ConfigOf(cur);
+    us = best;
+    return true;
+}
+
 inline Config TunedConfig(int32_t row) {
     Config config = Config();
     config.blockDim = kTunedConfigs[row][0];
@@ -686,18 +833,28 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             values = trial;
         }
     }
+    Source source = best < kCandidateCount ? kModel : kBaseline;
+    int32_t index = best >= 0 && best < kCandidateCount ? best : -1;
     if (best == -2) {
         Config walked = Config();
-        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
-            Derive(shape, walked, aicNum, aivNum, values)) {
-            const Selection found = {kWalk, -1, walked};
-            return found;
+        if (!WalkFallback(shape, aicNum, aivNum, bestConfig, walked) ||
+            !Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection none = {kNone, -1, bestConfig};
+            return none;
         }
-        const Selection none = {kNone, -1, bestConfig};
-        return none;
+        const int64_t params[3] = { walked.blockDim, walked.tileLength, walked.bufferNum };
+        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestConfig = walked;
+        source = kWalk;
     }
-    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
-                              best < kCandidateCount ? best : -1, bestConfig};
+    if (Refine(shape, aicNum, aivNum, bestConfig, bestUs)) {
+        source = kRefined;
+        if (!Derive(shape, bestConfig, aicNum, aivNum, values)) {  // valid by construction
+            const Selection none = {kNone, -1, bestConfig};
+            return none;
+        }
+    }
+    const Selection picked = {source, index, bestConfig};
     return picked;
 }
 

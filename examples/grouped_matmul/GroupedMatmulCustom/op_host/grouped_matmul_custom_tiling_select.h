@@ -149,11 +149,14 @@ struct Config {
 
 // kModel: a candidate the model ranked first (kNearest is its old name).
 // kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
-enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
+// kRefined: the model's pick (a candidate, the baseline or the walk's) improved by Refine.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4,
+                        kRefined = 5 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel, and kRefined
+                    // started from that candidate); -1 otherwise
     Config config;
 };
 
@@ -878,6 +881,164 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     return found > 0;
 }
 
+inline Config ConfigOf(const int64_t* v) {
+    Config config = Config();
+    config.m1 = v[0];
+    config.n1 = v[1];
+    config.k1 = v[2];
+    config.k0 = v[3];
+    config.blockDim = v[4];
+    (void)v;
+    return config;
+}
+
+// The model's time of a configuration (values in parameter order) on this shape and chip;
+// false where the configuration is invalid here.
+inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+                        int64_t aicNum, int64_t aivNum, double& us) {
+    Values scratch = Values();
+    if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
+    us = PredictUs(dims, v, aicNum, aivNum);
+    return true;
+}
+
+// The next value of an ascending domain above (step 1) or below (step -1) value.
+inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t step,
+                       int64_t& out) {
+    if (step > 0) {
+        const std::vector<int64_t>::const_iterator it =
+            std::upper_bound(dom.begin(), dom.end(), value);
+        if (it == dom.end()) return false;
+        out = *it;
+        return true;
+    }
+    const std::vector<int64_t>::const_iterator it = std::lower_bound(dom.begin(), dom.end(), value);
+    if (it == dom.begin()) return false;
+    out = *(it - 1);
+    return true;
+}
+
+// A short descent from the pick by the model on this shape (ascend_tune/emit/refine.py, the
+// same steps in the same order): each parameter over its whole domain, then pairs of
+// parameters one step each; at most kRefineEvals configurations looked at. True (config and
+// us replaced) only for a strictly faster valid configuration.
+const int64_t kRefineEvals = INT64_C(256);
+inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
+                   double& us) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_M = shape.M;
+    (void)v_M;
+    const int64_t v_K = shape.K;
+    (void)v_K;
+    const int64_t v_G = shape.G;
+    (void)v_G;
+    const int64_t v_N = shape.N;
+    (void)v_N;
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    std::vector<int64_t> dom0;
+    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom0.begin(), dom0.end());
+    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
+    if (dom0.empty()) return false;
+    std::vector<int64_t> dom1;
+    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom1.begin(), dom1.end());
+    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
+    if (dom1.empty()) return false;
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::vector<int64_t> dom4;
+    {
+        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
+        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
+        if (step <= 0 || mult < 0) return false;
+        if (mult != 0) {
+            lo = at_ceil_div(lo, mult) * mult;
+            step = mult;
+        }
+        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
+    }
+    if (dom4.empty()) return false;
+    const std::vector<int64_t>* doms[5] = {&dom0, &dom1, &dom2, &dom3, &dom4};
+    const int32_t n = 5;
+    static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    int64_t cur[5] = { config.m1, config.n1, config.k1, config.k0, config.blockDim };
+    double best = us;
+    int64_t evals = 0;
+    bool changed = false;
+    bool spent = false;
+    while (!spent) {
+        bool improved = false;
+        for (int32_t j = 0; j < n && !spent; ++j) {
+            const int64_t was = cur[j];
+            int64_t pick = was;
+            bool moved = false;
+            for (size_t k = 0; k < doms[j]->size(); ++k) {
+                const int64_t v = (*doms[j])[k];
+                if (v == was) continue;
+                if (evals >= kRefineEvals) { spent = true; break; }
+                ++evals;
+                cur[j] = v;
+                double t = 0.0;
+                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                    best = t;
+                    pick = v;
+                    moved = true;
+                }
+            }
+            cur[j] = moved ? pick : was;
+            if (moved) improved = true;
+        }
+        if (improved) {
+            changed = true;
+            continue;
+        }
+        if (spent) break;
+        int64_t moved[5];
+        bool pairMoved = false;
+        for (int32_t i = 0; i < n && !spent; ++i) {
+            for (int32_t j = i + 1; j < n && !spent; ++j) {
+                for (int32_t s = 0; s < 4; ++s) {
+                    int64_t a = 0, b = 0;
+                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (evals >= kRefineEvals) { spent = true; break; }
+                    ++evals;
+                    int64_t trial[5];
+                    std::copy(cur, cur + n, trial);
+                    trial[i] = a;
+                    trial[j] = b;
+                    double t = 0.0;
+                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                        best = t;
+                        std::copy(trial, trial + n, moved);
+                        pairMoved = true;
+                    }
+                }
+            }
+        }
+        if (!pairMoved) break;
+        std::copy(moved, moved + n, cur);
+        changed = true;
+    }
+    if (!changed) return false;
+    config = ConfigOf(cur);
+    us = best;
+    return true;
+}
+
 inline Config TunedConfig(int32_t row) {
     Config config = Config();
     config.m1 = kTunedConfigs[row][0];
@@ -929,18 +1090,28 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             values = trial;
         }
     }
+    Source source = best < kCandidateCount ? kModel : kBaseline;
+    int32_t index = best >= 0 && best < kCandidateCount ? best : -1;
     if (best == -2) {
         Config walked = Config();
-        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
-            Derive(shape, walked, aicNum, aivNum, values)) {
-            const Selection found = {kWalk, -1, walked};
-            return found;
+        if (!WalkFallback(shape, aicNum, aivNum, bestConfig, walked) ||
+            !Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection none = {kNone, -1, bestConfig};
+            return none;
         }
-        const Selection none = {kNone, -1, bestConfig};
-        return none;
+        const int64_t params[5] = { walked.m1, walked.n1, walked.k1, walked.k0, walked.blockDim };
+        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestConfig = walked;
+        source = kWalk;
     }
-    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
-                              best < kCandidateCount ? best : -1, bestConfig};
+    if (Refine(shape, aicNum, aivNum, bestConfig, bestUs)) {
+        source = kRefined;
+        if (!Derive(shape, bestConfig, aicNum, aivNum, values)) {  // valid by construction
+            const Selection none = {kNone, -1, bestConfig};
+            return none;
+        }
+    }
+    const Selection picked = {source, index, bestConfig};
     return picked;
 }
 

@@ -158,11 +158,14 @@ struct Config {
 
 // kModel: a candidate the model ranked first (kNearest is its old name).
 // kWalk: nothing tuned and not the baseline is valid; the fallback walk found a configuration.
-enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4 };
+// kRefined: the model's pick (a candidate, the baseline or the walk's) improved by Refine.
+enum Source : int32_t { kExact = 0, kModel = 1, kNearest = 1, kBaseline = 2, kNone = 3, kWalk = 4,
+                        kRefined = 5 };
 
 struct Selection {
     Source source;
-    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel); -1 otherwise
+    int32_t index;  // row of the tuned table (kExact) or candidate table (kModel, and kRefined
+                    // started from that candidate); -1 otherwise
     Config config;
 };
 
@@ -1370,6 +1373,217 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     return found > 0;
 }
 
+inline Config ConfigOf(const int64_t* v) {
+    Config config = Config();
+    config.baseM = v[0];
+    config.baseN = v[1];
+    config.baseK = v[2];
+    config.stepM = v[3];
+    config.stepN = v[4];
+    config.stepKa = v[5];
+    config.stepKb = v[6];
+    config.dbL1 = v[7];
+    config.dbL0A = v[8];
+    config.dbL0B = v[9];
+    config.dbL0C = v[10];
+    config.iterateOrder = v[11];
+    config.mDim = v[12];
+    config.nDim = v[13];
+    config.kDim = v[14];
+    (void)v;
+    return config;
+}
+
+// The model's time of a configuration (values in parameter order) on this shape and chip;
+// false where the configuration is invalid here.
+inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+                        int64_t aicNum, int64_t aivNum, double& us) {
+    Values scratch = Values();
+    if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
+    us = PredictUs(dims, v, aicNum, aivNum);
+    return true;
+}
+
+// The next value of an ascending domain above (step 1) or below (step -1) value.
+inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t step,
+                       int64_t& out) {
+    if (step > 0) {
+        const std::vector<int64_t>::const_iterator it =
+            std::upper_bound(dom.begin(), dom.end(), value);
+        if (it == dom.end()) return false;
+        out = *it;
+        return true;
+    }
+    const std::vector<int64_t>::const_iterator it = std::lower_bound(dom.begin(), dom.end(), value);
+    if (it == dom.begin()) return false;
+    out = *(it - 1);
+    return true;
+}
+
+// A short descent from the pick by the model on this shape (ascend_tune/emit/refine.py, the
+// same steps in the same order): each parameter over its whole domain, then pairs of
+// parameters one step each; at most kRefineEvals configurations looked at. True (config and
+// us replaced) only for a strictly faster valid configuration.
+#ifndef ASCEND_TUNE_REFINE_EVALS
+#define ASCEND_TUNE_REFINE_EVALS 256  // -DASCEND_TUNE_REFINE_EVALS=0: no descent
+#endif
+const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
+inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
+                   double& us) {
+    const int64_t hw_cube_cores = aicNum;
+    (void)hw_cube_cores;
+    const int64_t hw_vector_cores = aivNum;
+    (void)hw_vector_cores;
+    const int64_t v_M = shape.M;
+    (void)v_M;
+    const int64_t v_N = shape.N;
+    (void)v_N;
+    const int64_t v_K = shape.K;
+    (void)v_K;
+    const int64_t dims[3] = { shape.M, shape.N, shape.K };
+    std::vector<int64_t> dom0;
+    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom0.begin(), dom0.end());
+    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
+    if (dom0.empty()) return false;
+    std::vector<int64_t> dom1;
+    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom1.begin(), dom1.end());
+    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
+    if (dom1.empty()) return false;
+    std::vector<int64_t> dom2;
+    dom2 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
+    std::sort(dom2.begin(), dom2.end());
+    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
+    if (dom2.empty()) return false;
+    std::vector<int64_t> dom3;
+    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom3.begin(), dom3.end());
+    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
+    if (dom3.empty()) return false;
+    std::vector<int64_t> dom4;
+    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom4.begin(), dom4.end());
+    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
+    if (dom4.empty()) return false;
+    std::vector<int64_t> dom5;
+    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
+    std::sort(dom5.begin(), dom5.end());
+    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
+    if (dom5.empty()) return false;
+    std::vector<int64_t> dom6;
+    dom6 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
+    std::sort(dom6.begin(), dom6.end());
+    dom6.erase(std::unique(dom6.begin(), dom6.end()), dom6.end());
+    if (dom6.empty()) return false;
+    std::vector<int64_t> dom7;
+    dom7 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom7.begin(), dom7.end());
+    dom7.erase(std::unique(dom7.begin(), dom7.end()), dom7.end());
+    if (dom7.empty()) return false;
+    std::vector<int64_t> dom8;
+    dom8 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom8.begin(), dom8.end());
+    dom8.erase(std::unique(dom8.begin(), dom8.end()), dom8.end());
+    if (dom8.empty()) return false;
+    std::vector<int64_t> dom9;
+    dom9 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom9.begin(), dom9.end());
+    dom9.erase(std::unique(dom9.begin(), dom9.end()), dom9.end());
+    if (dom9.empty()) return false;
+    std::vector<int64_t> dom10;
+    dom10 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
+    std::sort(dom10.begin(), dom10.end());
+    dom10.erase(std::unique(dom10.begin(), dom10.end()), dom10.end());
+    if (dom10.empty()) return false;
+    std::vector<int64_t> dom11;
+    dom11 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
+    std::sort(dom11.begin(), dom11.end());
+    dom11.erase(std::unique(dom11.begin(), dom11.end()), dom11.end());
+    if (dom11.empty()) return false;
+    std::vector<int64_t> dom12;
+    dom12 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
+    std::sort(dom12.begin(), dom12.end());
+    dom12.erase(std::unique(dom12.begin(), dom12.end()), dom12.end());
+    if (dom12.empty()) return false;
+    std::vector<int64_t> dom13;
+    dom13 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
+    std::sort(dom13.begin(), dom13.end());
+    dom13.erase(std::unique(dom13.begin(), dom13.end()), dom13.end());
+    if (dom13.empty()) return false;
+    std::vector<int64_t> dom14;
+    dom14 = {static_cast<int64_t>(INT64_C(1))};
+    std::sort(dom14.begin(), dom14.end());
+    dom14.erase(std::unique(dom14.begin(), dom14.end()), dom14.end());
+    if (dom14.empty()) return false;
+    const std::vector<int64_t>* doms[15] = {&dom0, &dom1, &dom2, &dom3, &dom4, &dom5, &dom6, &dom7, &dom8, &dom9, &dom10, &dom11, &dom12, &dom13, &dom14};
+    const int32_t n = 15;
+    static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    int64_t cur[15] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim };
+    double best = us;
+    int64_t evals = 0;
+    bool changed = false;
+    bool spent = false;
+    while (!spent) {
+        bool improved = false;
+        for (int32_t j = 0; j < n && !spent; ++j) {
+            const int64_t was = cur[j];
+            int64_t pick = was;
+            bool moved = false;
+            for (size_t k = 0; k < doms[j]->size(); ++k) {
+                const int64_t v = (*doms[j])[k];
+                if (v == was) continue;
+                if (evals >= kRefineEvals) { spent = true; break; }
+                ++evals;
+                cur[j] = v;
+                double t = 0.0;
+                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                    best = t;
+                    pick = v;
+                    moved = true;
+                }
+            }
+            cur[j] = moved ? pick : was;
+            if (moved) improved = true;
+        }
+        if (improved) {
+            changed = true;
+            continue;
+        }
+        if (spent) break;
+        int64_t moved[15];
+        bool pairMoved = false;
+        for (int32_t i = 0; i < n && !spent; ++i) {
+            for (int32_t j = i + 1; j < n && !spent; ++j) {
+                for (int32_t s = 0; s < 4; ++s) {
+                    int64_t a = 0, b = 0;
+                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (evals >= kRefineEvals) { spent = true; break; }
+                    ++evals;
+                    int64_t trial[15];
+                    std::copy(cur, cur + n, trial);
+                    trial[i] = a;
+                    trial[j] = b;
+                    double t = 0.0;
+                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                        best = t;
+                        std::copy(trial, trial + n, moved);
+                        pairMoved = true;
+                    }
+                }
+            }
+        }
+        if (!pairMoved) break;
+        std::copy(moved, moved + n, cur);
+        changed = true;
+    }
+    if (!changed) return false;
+    config = ConfigOf(cur);
+    us = best;
+    return true;
+}
+
 inline Config TunedConfig(int32_t row) {
     Config config = Config();
     config.baseM = kTunedConfigs[row][0];
@@ -1441,18 +1655,28 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             values = trial;
         }
     }
+    Source source = best < kCandidateCount ? kModel : kBaseline;
+    int32_t index = best >= 0 && best < kCandidateCount ? best : -1;
     if (best == -2) {
         Config walked = Config();
-        if (WalkFallback(shape, aicNum, aivNum, bestConfig, walked) &&
-            Derive(shape, walked, aicNum, aivNum, values)) {
-            const Selection found = {kWalk, -1, walked};
-            return found;
+        if (!WalkFallback(shape, aicNum, aivNum, bestConfig, walked) ||
+            !Derive(shape, walked, aicNum, aivNum, values)) {
+            const Selection none = {kNone, -1, bestConfig};
+            return none;
         }
-        const Selection none = {kNone, -1, bestConfig};
-        return none;
+        const int64_t params[15] = { walked.baseM, walked.baseN, walked.baseK, walked.stepM, walked.stepN, walked.stepKa, walked.stepKb, walked.dbL1, walked.dbL0A, walked.dbL0B, walked.dbL0C, walked.iterateOrder, walked.mDim, walked.nDim, walked.kDim };
+        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestConfig = walked;
+        source = kWalk;
     }
-    const Selection picked = {best < kCandidateCount ? kModel : kBaseline,
-                              best < kCandidateCount ? best : -1, bestConfig};
+    if (Refine(shape, aicNum, aivNum, bestConfig, bestUs)) {
+        source = kRefined;
+        if (!Derive(shape, bestConfig, aicNum, aivNum, values)) {  // valid by construction
+            const Selection none = {kNone, -1, bestConfig};
+            return none;
+        }
+    }
+    const Selection picked = {source, index, bestConfig};
     return picked;
 }
 

@@ -1,0 +1,136 @@
+"""Run-time refinement: a short descent from the selected configuration, by the model, on the
+shape that arrived, which the emitted C++ repeats step for step.
+
+The candidate table holds configurations tuned for other shapes. Measured on unseen shapes of
+the example families (``benchmarks/dispatch_quality.py``), the best of them is usually one or
+two parameters away from the shape's own optimum: a column tile that now fits a whole row, a
+core split that divides the new M, a ``blockDim`` that balances 28 heads. So after the table is
+ranked, the pick is improved by a descent that reaches exactly those:
+
+1. each parameter in spec order: every value of its domain for this shape, the others fixed;
+   the best strictly faster valid one (ties to the smaller value) is taken;
+2. when no single parameter improves: every pair of parameters, each moved one step up or
+   down its domain (the moves that keep a product fixed, e.g. ``mDim``/``nDim`` or a larger
+   tile with fewer buffers); the best strictly faster is taken, then back to 1.
+
+Every configuration looked at counts towards :data:`MAX_EVALS`, so the host time is bounded;
+when the budget runs out, the best move found so far is kept. Each step only ever accepts a
+faster valid configuration, so the result is never slower than the pick it started from (nor,
+therefore, than the fallback). Python (:func:`refine`) and C++ (:func:`render_cpp`) look at
+the same configurations in the same order and count the same, so they agree bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ascend_tune.base.errors import SpecError
+from ascend_tune.emit.walk import domain_cpp
+from ascend_tune.expr import Expr
+from ascend_tune.spec import OperatorSpec
+
+# Configurations one refinement may look at: 256 takes every example family to a mean within
+# 1.05x of the shape's optimum (128: batch_matmul 1.06x) at tens of microseconds of C++, once
+# per shape (the emitted per-shape cache keeps the answer). A project that wants less host time
+# compiles with -DASCEND_TUNE_REFINE_EVALS=<n> and asks ``api.select(..., refine_evals=n)``.
+MAX_EVALS = 256
+
+# Pair moves, in order: (step of the first parameter, step of the second).
+PAIR_STEPS = ((-1, -1), (-1, 1), (1, -1), (1, 1))
+
+
+def domains(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int]
+            ) -> list[list[int]] | None:
+    """Each parameter's domain for this shape, ascending; None where one is empty or bad (the
+    refinement is then skipped, as in C++)."""
+    local = {**env, **shape}
+    try:
+        return [[int(v) for v in spec.domains[p].values(local)] for p in spec.params]
+    except (SpecError, ArithmeticError, ValueError, OverflowError):
+        return None
+
+
+def neighbour(domain: Sequence[int], value: int, step: int) -> int | None:
+    """The next domain value above ``value`` (step 1) or below it (step -1), if any."""
+    if step > 0:
+        return next((v for v in domain if v > value), None)
+    return next((v for v in reversed(domain) if v < value), None)
+
+
+def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
+           start: Mapping[str, int], start_us: float, score: Callable[[Sequence[int]], float],
+           max_evals: int = MAX_EVALS) -> tuple[dict[str, int], float] | None:
+    """A strictly faster configuration than ``start`` (latency ``start_us``) and its latency,
+    or None. ``score`` gives a configuration's latency in parameter order, inf if it is
+    invalid on this shape; ``env`` holds the profile constants with the platform's cores;
+    at most ``max_evals`` configurations are looked at (the C++ macro
+    ``ASCEND_TUNE_REFINE_EVALS``, default :data:`MAX_EVALS`; 0 turns the descent off)."""
+    doms = domains(spec, env, shape)
+    if doms is None:
+        return None
+    cur = [int(start[p]) for p in spec.params]
+    best = start_us
+    evals = 0
+    changed = spent = False
+    while not spent:
+        improved = False
+        for j, dom in enumerate(doms):
+            was = cur[j]
+            pick: int | None = None
+            for v in dom:
+                if v == was:
+                    continue
+                if evals >= max_evals:
+                    spent = True
+                    break
+                evals += 1
+                cur[j] = v
+                us = score(cur)
+                if us < best:
+                    best, pick = us, v
+            cur[j] = was if pick is None else pick
+            improved = improved or pick is not None
+            if spent:
+                break
+        changed = changed or improved
+        if improved or spent:
+            continue
+        moved: list[int] | None = None
+        for i in range(len(doms)):
+            for j in range(i + 1, len(doms)):
+                for di, dj in PAIR_STEPS:
+                    a, b = neighbour(doms[i], cur[i], di), neighbour(doms[j], cur[j], dj)
+                    if a is None or b is None:
+                        continue
+                    if evals >= max_evals:
+                        spent = True
+                        break
+                    evals += 1
+                    trial = list(cur)
+                    trial[i], trial[j] = a, b
+                    us = score(trial)
+                    if us < best:
+                        best, moved = us, trial
+                if spent:
+                    break
+            if spent:
+                break
+        if moved is None:
+            break
+        cur, changed = moved, True
+    if not changed:
+        return None
+    return dict(zip(spec.params, cur, strict=True)), best
+
+
+def render_cpp(spec: OperatorSpec, cpp: Callable[[Expr], str]) -> str:
+    """The body of ``bool Refine(const Shape&, int64_t aicNum, int64_t aivNum, Config& config,
+    double& us)`` after the shape and profile names and ``dims`` are declared: the domains;
+    the descent itself is generic C++ in the template (``RefineDescent``)."""
+    lines: list[str] = []
+    for j, p in enumerate(spec.params):
+        lines += domain_cpp(spec, p, f"dom{j}", cpp, near_base=False)
+    doms = ", ".join(f"&dom{j}" for j in range(len(spec.params)))
+    lines.append(f"const std::vector<int64_t>* doms[{len(spec.params)}] = {{{doms}}};")
+    return "\n".join("    " + line for line in lines)
