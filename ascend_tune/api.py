@@ -79,7 +79,8 @@ __all__ = [
     "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements", "OperatorSpec",
     "PlannedShape", "Prediction", "Progress", "RangeOutcome", "RangeRound", "ReportPage",
     "SearchResult", "Selected", "Validation", "calibrate", "check", "check_locked",
-    "check_search_options", "check_split", "check_writable", "collect_shapes", "emit",
+    "check_search_options", "check_split", "check_writable", "collect_shape_sources",
+    "collect_shapes", "emit",
     "emit_styles", "explain", "load_measurements", "load_profile", "load_spec", "measure",
     "measure_summary", "parse_assignments", "parse_ranges", "parse_shape", "plan",
     "plan_measure", "predict", "prepare_emit", "profile_document", "profiles", "render",
@@ -138,6 +139,17 @@ def collect_shapes(spec: OperatorSpec, files: Sequence[Path] = (), shapes: Seque
                    ) -> list[dict[str, int]]:
     """The checked shapes of shape files (YAML, JSON, CSV) and ``"K=V,..."`` texts, in order."""
     return _shapes.collect(spec, list(files), list(shapes))
+
+
+def collect_shape_sources(spec: OperatorSpec, files: Sequence[Path] = (),
+                          shapes: Sequence[str] = ()) -> tuple[list[dict[str, int]], list[str]]:
+    """The checked shapes and shape ranges (as ``--shape-range`` texts, each checked and named
+    by its file and line when bad) of shape files and ``"K=V,..."`` texts; either may be
+    empty."""
+    found = _shapes.collect_sources(spec, list(files), list(shapes))
+    for origin, text in found.ranges:
+        _ranges.parse_range(spec, text, origin)
+    return found.shapes, [text for _origin, text in found.ranges]
 
 
 def check_search_options(*, strategy: str = "auto", budget: int = DEFAULT_BUDGET,

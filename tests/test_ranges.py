@@ -106,3 +106,54 @@ def test_cli_shape_range(capsys: pytest.CaptureFixture[str], monkeypatch: pytest
                              "--shape-range", RMS_RANGE, "-o", str(path), "--max-shapes", "20",
                              "--locked")
     assert code == 0 and "up to date" in out
+
+
+def test_ranges_in_shape_files(tmp_path: Path) -> None:
+    spec = load_spec("rmsnorm")
+    yml = tmp_path / "s.yaml"
+    # Quoted, a {min, max} mapping, and unquoted 1:30 (base 60 in YAML 1.1: it must stay 1:30).
+    yml.write_text("shapes:\n  - {rows: 64, cols: 4096}\n  - {rows: '1:8192', cols: 4096}\n"
+                   "  - {rows: {min: 2, max: 9}, cols: 1024}\n  - {rows: 1:30, cols: 64}\n")
+    shapes, ranges = api.collect_shape_sources(spec, [yml])
+    assert shapes == [{"rows": 64, "cols": 4096}]
+    assert ranges == ["rows=1:8192,cols=4096", "rows=2:9,cols=1024", "rows=1:30,cols=64"]
+    csv = tmp_path / "s.csv"
+    csv.write_text("rows,cols\n8,64\n1:512,128\n")
+    assert api.collect_shape_sources(spec, [csv], ["rows=3,cols=5"]) == (
+        [{"rows": 8, "cols": 64}, {"rows": 3, "cols": 5}], ["rows=1:512,cols=128"])
+    # Commands that take shapes but not ranges say so, naming the entry.
+    with pytest.raises(AscendTuneError, match=r"s\.csv:3: a shape range \(rows=1:512,cols=128\)"):
+        api.collect_shapes(spec, [csv])
+    # A bad range is named by its file and line.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- {rows: 64, cols: 64}\n- {rows: '9:3', cols: 64}\n")
+    with pytest.raises(AscendTuneError, match=r"bad\.yaml:2: shapes\.1 .*rows range 9:3 is empty"):
+        api.collect_shape_sources(spec, [bad])
+    worse = tmp_path / "worse.yaml"
+    worse.write_text("- {rows: '1:8', cols: [64]}\n")
+    with pytest.raises(AscendTuneError, match=r"worse\.yaml:1: shapes\.0: cols: \[64\] is "
+                                              "neither an integer nor a range"):
+        api.collect_shape_sources(spec, [worse])
+
+
+def test_cli_tunes_the_ranges_of_a_shape_file(capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("- {rows: 4096, cols: 64}\n- {rows: '1:4096', cols: 64}\n")
+    code, out, err = run_cli(capsys, monkeypatch, "search", "rmsnorm", "--hw", "ascend910b3",
+                             "--shapes", str(shapes), "--dry-run")
+    # The plan covers the listed shape and the range's log grid.
+    assert code == 0 and "rows=4096,cols=64" in out and "rows=1,cols=64" in out
+    path = tmp_path / "r.json"
+    code, out, err = run_cli(capsys, monkeypatch, "search", "rmsnorm", "--hw", "ascend910b3",
+                             "--shapes", str(shapes), "-o", str(path), "--max-shapes", "8")
+    assert code == 0 and "Held out" in out, err
+    tuned = {e["shape"]["rows"] for e in json.loads(path.read_text())["shapes"]}
+    assert 4096 in tuned and 1 in tuned and len(tuned) > 2
+    code, out, err = run_cli(capsys, monkeypatch, "search", "rmsnorm", "--hw", "ascend910b3",
+                             "--shapes", str(shapes), "-o", str(path), "--max-shapes", "8",
+                             "--locked")
+    assert code == 0 and "up to date" in out
+    code, out, err = run_cli(capsys, monkeypatch, "search", "rmsnorm", "--hw", "ascend910b3")
+    assert code == 2 and "no shapes: pass --shapes FILE, --shape K=V,... or --shape-range" in err

@@ -147,13 +147,27 @@ _CORE = "tag:yaml.org,2002:"
 _CORE_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "seq", "map")}
 
 
+def _no_base_60(rx: re.Pattern[str]) -> re.Pattern[str]:
+    """YAML 1.1 reads ``1:30`` as the base-60 integer 90 (and ``1:30.5`` as a float): a shape
+    range ``M: 1:30`` would silently become M=90. YAML 1.2 dropped base 60; so do we, and such a
+    scalar stays the string it looks like."""
+    lines = rx.pattern.split("\n")
+    kept: list[str] = []
+    for alt in lines:
+        if "(?::[0-5]?[0-9])" not in alt:
+            kept.append(alt)
+        elif alt.endswith(")$") and kept:  # the last alternative closes the group
+            kept[-1] += ")$"
+    return rx if len(kept) == len(lines) else re.compile("\n".join(kept), rx.flags)
+
+
 class _Loader(yaml.SafeLoader):  # type: ignore[misc]
     """SafeLoader that bounds nesting and alias expansion while composing, and resolves
     plain scalars by the core schema only (no timestamps, no '=')."""
 
     # (newer types-PyYAML declare it an instance variable; it is a class table in PyYAML)
     yaml_implicit_resolvers: ClassVar[dict[Any, list[tuple[str, Any]]]] = {  # type: ignore[misc]
-        first: [(tag, rx) for tag, rx in resolvers
+        first: [(tag, _no_base_60(rx)) for tag, rx in resolvers
                 if tag not in (_CORE + "timestamp", _CORE + "value")]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 

@@ -21,7 +21,9 @@ from ascend_tune.cli import ExitWith, app, console
 def search(
     spec_ref: str = typer.Argument(..., metavar="SPEC", help="Spec file or built-in name."),
     hw_ref: str = typer.Option(..., "--hw", help="Hardware profile file or built-in name."),
-    shapes_files: list[Path] = typer.Option([], "--shapes", help="YAML, JSON or CSV shapes."),
+    shapes_files: list[Path] = typer.Option([], "--shapes",
+                                          help="YAML, JSON or CSV shapes; an entry may be a "
+                                               "range (M: \"1:8192\" or M: {min: 1, max: 8192})."),
     shape: list[str] = typer.Option([], "--shape", help="One shape as K=V,... (repeatable)."),
     shape_range: list[str] = typer.Option(
         [], "--shape-range", metavar="RANGE",
@@ -68,8 +70,11 @@ def search(
     engine = _executor(executor, address)
     spec = api.load_spec(spec_ref)
     hw = api.load_profile(hw_ref)
-    shapes = (api.collect_shapes(spec, shapes_files, shape)
-              if shapes_files or shape or not shape_range else [])
+    shapes, file_ranges = api.collect_shape_sources(spec, shapes_files, shape)
+    shape_range = [*shape_range, *file_ranges]
+    if not shapes and not shape_range:
+        raise AscendTuneError("no shapes: pass --shapes FILE, --shape K=V,... or "
+                              "--shape-range K=LO:HI,...")
     ranges = api.parse_ranges(spec, shape_range)
     if dry_run:
         _print_plan(spec, hw.name, api.plan(spec, hw, [*shapes, *(

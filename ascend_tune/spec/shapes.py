@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -84,7 +85,49 @@ def shape_key(shape: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in shape.items())
 
 
-def load_shape_file(path: Path, spec: OperatorSpec) -> list[dict[str, int]]:
+# A shape range in a shape file: "LO:HI" (any format) or {min: LO, max: HI} (YAML, JSON).
+_RANGE = re.compile(r"\s*([+-]?[0-9]+)\s*:\s*([+-]?[0-9]+)\s*")
+
+
+@dataclass(frozen=True)
+class ShapeList:
+    """What shape files and ``--shape`` texts hold: shapes, and ranges as ``--shape-range``
+    texts with where each came from (``file:line``), for ``search`` to tune."""
+
+    shapes: list[dict[str, int]]
+    ranges: list[tuple[str, str]]
+
+
+def _range_value(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, str):
+        m = _RANGE.fullmatch(value)
+        return (int(m[1]), int(m[2])) if m else None
+    if isinstance(value, dict) and set(value) == {"min", "max"} and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in value.values()):
+        return int(value["min"]), int(value["max"])
+    return None
+
+
+def _range_text(row: Mapping[str, Any], where: str) -> str | None:
+    """The entry as a ``--shape-range`` text when any of its values is a range, else None."""
+    bounds = {k: _range_value(v) for k, v in row.items()}
+    if all(b is None for b in bounds.values()):
+        return None
+    parts = []
+    for k, v in row.items():
+        b = bounds[k]
+        if b is not None:
+            parts.append(f"{k}={b[0]}:{b[1]}")
+        elif isinstance(v, int) and not isinstance(v, bool):
+            parts.append(f"{k}={v}")
+        else:
+            raise AscendTuneError(f"{where}: {k}: {show(v)} is neither an integer nor a range "
+                                  "LO:HI or {min: LO, max: HI}")
+    return ",".join(parts)
+
+
+def read_shape_file(path: Path, spec: OperatorSpec) -> ShapeList:
+    """The shapes and shape ranges of a YAML, JSON or CSV shape file."""
     text = read_text(path, "shape file", LIMIT_SHAPES)
     origin = str(path)
     if path.suffix.lower() == ".csv":
@@ -102,9 +145,16 @@ def load_shape_file(path: Path, spec: OperatorSpec) -> list[dict[str, int]]:
             raise AscendTuneError(f"{origin}: expected a list of mappings like "
                                   f"{{{', '.join(f'{v}: 1024' for v in spec.shape_vars)}}}")
         rows = []
+        # An entry's line: its own, else its first key's (a flow mapping `- {M: 1, ...}` has
+        # no line of its own in the line table).
+        first: dict[KeyPath, int] = {}
+        for key, n in lines.items():
+            if len(key) > len(prefix) and key[:len(prefix)] == prefix:
+                entry = key[:len(prefix) + 1]
+                first[entry] = min(n, first.get(entry, n))
         for i, r in enumerate(data):
             item = (*prefix, str(i))
-            where = f"{origin}:{lines[item]}" if item in lines else origin
+            where = f"{origin}:{first[item]}" if item in first else origin
             for k, v in r.items():
                 if isinstance(v, int) and not isinstance(v, bool) and not in_int64(v):
                     line = lines.get((*item, k)) or literal_line(text, str(v))
@@ -113,7 +163,23 @@ def load_shape_file(path: Path, spec: OperatorSpec) -> list[dict[str, int]]:
             rows.append((f"{where}: shapes.{i}", r))
     if not rows:
         raise AscendTuneError(f"{origin}: no shapes")
-    return [check_shape(spec, r, where) for where, r in rows]
+    out = ShapeList([], [])
+    for where, r in rows:
+        ranged = _range_text(r, where)
+        if ranged is not None:
+            out.ranges.append((where, ranged))
+        else:
+            out.shapes.append(check_shape(spec, r, where))
+    return out
+
+
+def load_shape_file(path: Path, spec: OperatorSpec) -> list[dict[str, int]]:
+    """The shapes of a shape file that holds no ranges (only ``search`` tunes ranges)."""
+    found = read_shape_file(path, spec)
+    if found.ranges:
+        raise AscendTuneError(f"{found.ranges[0][0]}: a shape range ({found.ranges[0][1]}); "
+                              "only `ascend-tune search` tunes ranges")
+    return found.shapes
 
 
 def _csv_shapes(text: str, origin: str, spec: OperatorSpec) -> list[tuple[str, dict[str, Any]]]:
@@ -146,6 +212,11 @@ def _csv_shapes(text: str, origin: str, spec: OperatorSpec) -> list[tuple[str, d
                 raise ReadError(origin, f"{len(values)} values but {width} columns", line_no)
             raise ReadError(origin, f"{len(values)} values but {width} columns (no value for "
                                     f"'{names[len(values)]}')", line_no)
+        if any(_RANGE.fullmatch(raw) for raw in values):
+            rows.append((f"{origin}:{line_no}", dict(zip(names, (
+                raw.strip() if _RANGE.fullmatch(raw) else _csv_int(raw)
+                for raw in values), strict=True))))
+            continue
         try:
             parsed = {name: int(raw) for name, raw in zip(names, values, strict=True)}
         except ValueError:
@@ -154,6 +225,14 @@ def _csv_shapes(text: str, origin: str, spec: OperatorSpec) -> list[tuple[str, d
             _bad_value(origin, line_no, names, values)
         rows.append((f"{origin}:{line_no}", parsed))
     return rows
+
+
+def _csv_int(raw: str) -> int | str:
+    """A CSV cell as an integer where it is one (a range row's fixed dimensions)."""
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
 
 
 def _bad_value(origin: str, line_no: int, names: list[str], values: list[str]) -> NoReturn:
@@ -174,14 +253,33 @@ def _bad_value(origin: str, line_no: int, names: list[str], values: list[str]) -
     raise ReadError(origin, "bad row", line_no)
 
 
-def collect(spec: OperatorSpec, files: list[Path], inline: list[str]) -> list[dict[str, int]]:
+def collect_sources(spec: OperatorSpec, files: list[Path], inline: list[str]) -> ShapeList:
+    """The shapes (duplicates dropped, first kept) and shape ranges of shape files and
+    ``--shape`` texts, in order; either may be empty."""
     shapes: list[dict[str, int]] = []
+    ranges: list[tuple[str, str]] = []
     for f in files:
-        shapes += load_shape_file(f, spec)
+        found = read_shape_file(f, spec)
+        shapes += found.shapes
+        ranges += found.ranges
     for text in inline:
         shapes.append(check_shape(spec, parse_assignments(text, "--shape"), f"--shape {text}"))
-    if not shapes:
+    return ShapeList(_unique(shapes), ranges)
+
+
+def collect(spec: OperatorSpec, files: list[Path], inline: list[str]) -> list[dict[str, int]]:
+    """The shapes of shape files and ``--shape`` texts, in order; none, or a range, is an
+    error."""
+    found = collect_sources(spec, files, inline)
+    if found.ranges:
+        raise AscendTuneError(f"{found.ranges[0][0]}: a shape range ({found.ranges[0][1]}); "
+                              "only `ascend-tune search` tunes ranges")
+    if not found.shapes:
         raise AscendTuneError("no shapes: pass --shapes FILE or --shape K=V,...")
+    return found.shapes
+
+
+def _unique(shapes: list[dict[str, int]]) -> list[dict[str, int]]:
     seen: set[str] = set()
     unique = []
     for s in shapes:
