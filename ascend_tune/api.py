@@ -483,9 +483,12 @@ def profile_document(hw: HardwareProfile) -> dict[str, Any]:
 
 def report(results_paths: Sequence[Path], output: Path, *, measurements: Sequence[Path] = (),
            manifest: Path | None = None, where: str | None = None,
-           chart_shapes: int = DEFAULT_CHART_SHAPES) -> ReportPage:
-    """Write the HTML report of results files (and ``measurements``); needs matplotlib."""
+           chart_shapes: int = DEFAULT_CHART_SHAPES,
+           dispatch_shapes: int = _report.DEFAULT_DISPATCH_SHAPES) -> ReportPage:
+    """Write the HTML report of results files (and ``measurements``, and the dispatch judged
+    on ``dispatch_shapes`` unseen shapes per operator); needs matplotlib."""
     _report.check_output(output)
-    built = _report.build(results_paths, measurements, manifest, where, chart_shapes)
+    built = _report.build(results_paths, measurements, manifest, where, chart_shapes,
+                          dispatch_shapes)
     results.write_atomic(output, built.html)
     return built

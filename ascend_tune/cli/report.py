@@ -26,12 +26,16 @@ def report(
     chart_shapes: int = typer.Option(api.DEFAULT_CHART_SHAPES, "--charts",
                                      help="Per-shape charts for the N shapes with the longest "
                                           "tuned latency per operator; the table lists all."),
+    dispatch_shapes: int = typer.Option(16, "--dispatch-shapes",
+                                        help="Unseen shapes per operator the run-time dispatch "
+                                             "is judged on (each tuned once); 0: none."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line."),
 ) -> None:
     """Write a self-contained HTML report: shapes, pipes, roofline, search history,
-    sensitivity, and the model against measurements."""
+    sensitivity, the run-time dispatch on unseen shapes, and the model against measurements."""
     built = api.report(results_paths, output, measurements=measurements, manifest=manifest,
-                       where=where, chart_shapes=chart_shapes)
+                       where=where, chart_shapes=chart_shapes,
+                       dispatch_shapes=dispatch_shapes)
     if not quiet:
         if built.skipped_rows:
             console.warn(f"fidelity: skipped {len(built.skipped_rows)} measurement row(s); "

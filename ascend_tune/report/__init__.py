@@ -17,6 +17,7 @@ from pathlib import Path
 from ascend_tune.base.errors import AscendTuneError
 
 DEFAULT_CHART_SHAPES = 12  # per operator: the shapes with the longest tuned latency
+DEFAULT_DISPATCH_SHAPES = 16  # per operator: unseen shapes the run-time dispatch is judged on
 
 
 def check_output(path: Path) -> None:
@@ -46,7 +47,8 @@ class Built:
 
 def build(results_paths: Sequence[Path], measurements: Sequence[Path] = (),
           manifest: Path | None = None, where: str | None = None,
-          chart_shapes: int = DEFAULT_CHART_SHAPES) -> Built:
+          chart_shapes: int = DEFAULT_CHART_SHAPES,
+          dispatch_shapes: int = DEFAULT_DISPATCH_SHAPES) -> Built:
     """The report page for ``results_paths``; with ``measurements`` a fidelity section
     comparing the model (the first results file's spec and profile) with them."""
     from ascend_tune.report import charts, data, page
@@ -54,13 +56,15 @@ def build(results_paths: Sequence[Path], measurements: Sequence[Path] = (),
     charts.require_matplotlib()  # before any work: the page cannot be drawn without it
     if chart_shapes < 0:
         raise AscendTuneError(f"--charts must be 0 or more, got {chart_shapes}")
+    if not 0 <= dispatch_shapes <= 1000:
+        raise AscendTuneError(f"--dispatch-shapes must be from 0 to 1000, got {dispatch_shapes}")
     if manifest is not None and not measurements:
         raise AscendTuneError("--manifest needs --measurements")
     if where is not None and not measurements:
         raise AscendTuneError("--where needs --measurements")
     if not results_paths:
         raise AscendTuneError("give at least one results file")
-    operators = [data.gather(path, chart_shapes) for path in results_paths]
+    operators = [data.gather(path, chart_shapes, dispatch_shapes) for path in results_paths]
     fid = None
     if measurements:
         from ascend_tune.report import fidelity

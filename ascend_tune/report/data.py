@@ -25,6 +25,8 @@ from ascend_tune.emit.render import load_bundle
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model import roofline as rf
 from ascend_tune.model.engine import Evaluation, ShapeModel
+from ascend_tune.report.dispatch import DispatchCheck
+from ascend_tune.report.dispatch import judge as judge_dispatch
 from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
@@ -119,6 +121,7 @@ class OperatorResult:
     shapes: tuple[ShapeResult, ...]
     charted: tuple[int, ...]  # indices into shapes that get per-shape charts, in file order
     roofline: Roofline
+    dispatch: DispatchCheck | None  # the run-time dispatch on unseen shapes (None: not asked)
 
     @property
     def title(self) -> str:
@@ -148,8 +151,9 @@ class OperatorResult:
         return sum(r.stale for r in self.shapes)
 
 
-def gather(path: Path, chart_shapes: int) -> OperatorResult:
-    """Read and re-check ``path``; predict every shape's baseline, winner and neighbours."""
+def gather(path: Path, chart_shapes: int, dispatch_shapes: int = 0) -> OperatorResult:
+    """Read and re-check ``path``; predict every shape's baseline, winner and neighbours, and
+    judge the run-time dispatch on ``dispatch_shapes`` unseen shapes."""
     bundle = load_bundle(results.read_all(path), str(path))
     spec, hw = bundle.spec, bundle.hw
     entries = bundle.doc["shapes"]
@@ -160,7 +164,8 @@ def gather(path: Path, chart_shapes: int) -> OperatorResult:
     order = sorted(range(len(shapes)), key=lambda i: (-shapes[i].tuned.latency_us, i))
     search = bundle.doc.get("search")
     return OperatorResult(path, spec, hw, dict(search) if isinstance(search, Mapping) else {},
-                          shapes, tuple(sorted(order[:chart_shapes])), roofline(spec, hw))
+                          shapes, tuple(sorted(order[:chart_shapes])), roofline(spec, hw),
+                          judge_dispatch(bundle, dispatch_shapes))
 
 
 def roofline(spec: OperatorSpec, hw: HardwareProfile) -> Roofline:

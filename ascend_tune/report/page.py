@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,9 @@ from ascend_tune import __version__
 from ascend_tune.base import resources
 from ascend_tune.report import charts
 from ascend_tune.report.data import Neighbour, OperatorResult, ShapeResult
+from ascend_tune.report.dispatch import DispatchCheck
 from ascend_tune.report.fidelity import Fidelity
+from ascend_tune.spec.shapes import shape_key
 
 PRINT_SCRIPT = ('addEventListener("beforeprint",()=>{for(const d of '
                 'document.querySelectorAll("details"))d.open=true});')
@@ -143,6 +146,28 @@ def _operator_view(i: int, op: OperatorResult, draw: _Charts) -> dict[str, Any]:
         "top_bound": op.bounds[0][0],
         "total": (f"{us(tuned_total)} of {us(base_total)} us" if base_total else "n/a"),
         "stale": op.stale_count, "figures": figures,
+        "dispatch": _dispatch_view(op.dispatch) if op.dispatch is not None else None,
+    }
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.3f}x" if math.isfinite(value) else "n/a"
+
+
+def _dispatch_view(check: DispatchCheck) -> dict[str, Any]:
+    """The dispatch table, worst ratio first (ties: draw order)."""
+    order = sorted(range(len(check.rows)), key=lambda i: (-check.rows[i].ratio, i))
+    return {
+        "n": len(check.rows), "token": check.token, "lo": check.lo, "hi": check.hi,
+        "mean": _ratio(check.mean), "p90": _ratio(check.p90), "worst": _ratio(check.worst),
+        "within": pct(check.within), "slower": check.slower_than_fallback,
+        "failed": check.failed,
+        "rows": [{"key": shape_key(r.shape), "source": r.source,
+                  "dispatched": us(r.dispatched_us) if math.isfinite(r.dispatched_us)
+                  else "none", "optimum": us(r.optimum_us), "ratio": _ratio(r.ratio),
+                  "fallback": us(r.fallback_us) if math.isfinite(r.fallback_us)
+                  else "invalid"}
+                 for r in (check.rows[i] for i in order)],
     }
 
 
