@@ -287,9 +287,11 @@ def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
 
 def select(results: Path | Mapping[str, Any] | Sequence[Path | Mapping[str, Any]],
            shape: Shape, *, aic: int | None = None, aiv: int | None = None,
-           soc: str | None = None, refine_evals: int = _emit_refine.MAX_EVALS) -> Selected:
+           soc: str | None = None, hbm_bytes: int | None = None,
+           refine_evals: int = _emit_refine.MAX_EVALS) -> Selected:
     """What the emitted selection code chooses for ``shape`` on a chip with ``aic`` / ``aiv``
-    cores and SoC ``soc`` (e.g. ``"ascend910b"``; default: the first profile's): with several
+    cores, SoC ``soc`` (e.g. ``"ascend910b"``; default: the first profile's) and ``hbm_bytes``
+    of HBM: with several
     results files (one per profile), the profile the platform picks, then the exact tuned
     shape's winner, else the fastest valid candidate by the model, else the fallback walk,
     then improved by the run-time descent (at most ``refine_evals`` configurations, the
@@ -308,7 +310,7 @@ def select(results: Path | Mapping[str, Any] | Sequence[Path | Mapping[str, Any]
     aic = _emit_profiles.cores(default)[0] if aic is None else aic
     aiv = _emit_profiles.cores(default)[1] if aiv is None else aiv
     chosen = bundles[_emit_profiles.pick(bundles, _emit_profiles.SOC_VERSIONS.get(soc or ""),
-                                         aic, aiv)] if len(bundles) > 1 else bundles[0]
+                                         aic, aiv, hbm_bytes)] if len(bundles) > 1 else bundles[0]
     return chosen.selected(_shapes.check_shape(chosen.spec, shape, "shape"), aic, aiv,
                            refine_evals)
 

@@ -340,14 +340,14 @@ _MULTI_DRIVER = r"""
 #include "{select}"
 using namespace optiling::{ns};
 int main() {{
-    long long raw[{nshape} + 3];
+    long long raw[{nshape} + 4];
     while (true) {{
-        for (int i = 0; i < {nshape} + 3; ++i) if (std::scanf("%lld", &raw[i]) != 1) return 0;
+        for (int i = 0; i < {nshape} + 4; ++i) if (std::scanf("%lld", &raw[i]) != 1) return 0;
         Shape shape{{}};
 {assign}
         const int32_t picked = PickProfile(
             static_cast<platform_ascendc::SocVersion>(raw[{nshape} + 2]), raw[{nshape}],
-            raw[{nshape} + 1]);
+            raw[{nshape} + 1], static_cast<uint64_t>(raw[{nshape} + 3]));
         std::printf("%d ", picked);
         switch (picked) {{
 {cases}
@@ -416,23 +416,77 @@ def test_one_package_for_several_chips_selects_as_each_chip_would(
     socs = {"ASCEND910B": 1, "ASCEND310P": 2}
     # Each tuned chip's own platform, then chips nobody tuned for (a 910B part with 22 / 44
     # cores, a 16-core partition).
-    platforms = [(20, 40, "ASCEND910B"), (24, 48, "ASCEND910B"), (22, 44, "ASCEND910B"),
-                 (16, 32, "ASCEND910B"), (8, 16, "ASCEND310P")]
+    gib = 1 << 30
+    platforms = [(20, 40, "ASCEND910B", 64 * gib), (20, 40, "ASCEND910B", 32 * gib),
+                 (24, 48, "ASCEND910B", 64 * gib), (22, 44, "ASCEND910B", 64 * gib),
+                 (16, 32, "ASCEND910B", 0), (8, 16, "ASCEND310P", 8 * gib)]
     rng = np.random.default_rng(2)
     cases = [({"rows": int(r), "cols": int(c)}, p) for p in platforms
              for r, c in zip(rng.integers(1, 9000, 6), rng.choice([1024, 4096, 5120], 6),
                              strict=True)]
-    stdin = "".join(f"{s['rows']} {s['cols']} {a} {v} {socs[soc]}\n" for s, (a, v, soc) in cases)
+    stdin = "".join(f"{s['rows']} {s['cols']} {a} {v} {socs[soc]} {h}\n"
+                    for s, (a, v, soc, h) in cases)
     out = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True, check=True)
-    for (shape, (aic, aiv, soc)), line in zip(cases, out.stdout.strip().splitlines(),
-                                               strict=True):
-        picked, sel = profiles.select(bundles, shape, soc, aic, aiv)
+    for (shape, (aic, aiv, soc, hbm)), line in zip(cases, out.stdout.strip().splitlines(),
+                                                    strict=True):
+        picked, sel = profiles.select(bundles, shape, soc, aic, aiv, hbm)
         assert int(line.split()[0]) == picked, (shape, aic, soc)
         want = _python_line(bundles[picked], shape, (aic, aiv))
         assert [float(x) for x in line.split()[1:]] == [float(x) for x in want.split()]
         # The API says the same.
-        assert api.select([b.doc for b in bundles], shape, aic=aic, aiv=aiv,
-                          soc=soc.lower()).config == sel.config
-    # Each tuned chip's platform picks its own profile (B3 and B4 report the same SoC and
-    # cores: the first given, B3, serves both; likewise B1 and B2).
-    assert [profiles.pick(bundles, "ASCEND910B", a, v) for a, v in ((20, 40), (24, 48))] == [0, 1]
+        assert api.select([b.doc for b in bundles], shape, aic=aic, aiv=aiv, soc=soc.lower(),
+                          hbm_bytes=hbm).config == sel.config
+    # Each tuned chip's platform picks its own profile: B3 (64 GiB) and B4 (32 GiB) report the
+    # same SoC and cores, their HBM tells them apart; B1 and B2 differ only in clock, which
+    # the platform does not report: the first given, B1, serves both.
+    assert [profiles.pick(bundles, "ASCEND910B", a, v, h) for a, v, h in (
+        (20, 40, 64 * gib), (20, 40, 32 * gib), (24, 48, 64 * gib))] == [0, 3, 1]
+    assert profiles.pick(bundles, "ASCEND910B", 20, 40) == 0  # HBM unknown: the first
+
+
+def _one_shape_bundle(spec: OperatorSpec, profile: HardwareProfile, shape: dict[str, int]
+                      ) -> emit.Bundle:
+    doc = {**results.header(spec.name, spec.sha256, spec.source_text, profile.name,
+                            profile.sha256, profile.data, "auto", 0, 100),
+           "shapes": [tune_shape(spec, profile, shape, TuneSettings("auto", 100, 0))]}
+    return emit.load_bundle(json.loads(results.to_text(doc)), profile.name)
+
+
+@needs_gxx
+def test_kernel_constants_per_architecture_in_one_package(tmp_path: Path) -> None:
+    """add on 910B3 (UB 192 KiB) and 310P3 (256 KiB): the kernel is built once per SoC, and
+    __NPU_ARCH__ picks the section; two profiles of one architecture must still agree."""
+    from ascend_tune import api
+    from ascend_tune.base.errors import AscendTuneError
+
+    spec = load_spec("add")
+    shape = {"totalLength": 4096}
+    b3, p3 = (_one_shape_bundle(spec, api.load_profile(n), shape)
+              for n in ("ascend910b3", "ascend310p3"))
+    files = emit.render_all([b3, p3], "macro")
+    rel = "op_kernel/add_custom_tuned_constants.h"
+    assert "#if defined(__NPU_ARCH__) && __NPU_ARCH__ == 2002  // NpuArch 2002: ascend310p3" \
+        in files[rel]
+    emit.write(tmp_path, files)
+    main = tmp_path / "main.cpp"
+    main.write_text('#include <cstdio>\n#include "add_custom_tuned_constants.h"\n'
+                    'int main() { std::printf("%lld", static_cast<long long>('
+                    "add_custom_tuned::UB_BYTES)); }\n")
+    got = {}
+    for arch in (None, 2201, 2002):
+        exe = tmp_path / f"c{arch}"
+        flags = [f"-D__NPU_ARCH__={arch}"] if arch else []
+        subprocess.run(["g++", "-std=c++11", *flags, f"-I{tmp_path / 'op_kernel'}", str(main),
+                        "-o", str(exe)], check=True)
+        got[arch] = int(subprocess.run([str(exe)], capture_output=True, text=True,
+                                       check=True).stdout)
+    # The host (no __NPU_ARCH__) and 2201 see the first profile's; 2002 the 310P3's.
+    assert got == {None: int(b3.hw["ub_bytes"]), 2201: int(b3.hw["ub_bytes"]),
+                   2002: int(p3.hw["ub_bytes"])} and got[2002] != got[2201]
+    # A profile of the same architecture with another UB cannot share the kernel binary.
+    other = tmp_path / "b3_big_ub.yaml"
+    other.write_text("name: b3_big_ub\nbase: ascend910b3\nmemory:\n"
+                     "  ub_bytes: {value: 262144, source: test}\n")
+    big = _one_shape_bundle(spec, api.load_profile(str(other)), shape)
+    with pytest.raises(AscendTuneError, match="of one architecture \\(2201"):
+        emit.render_all([b3, p3, big], "macro")

@@ -22,7 +22,7 @@ import jinja2
 from ascend_tune import __version__
 from ascend_tune.base import cann, resources
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.emit import profiles, refine, walk
+from ascend_tune.emit import host_shape, profiles, refine, walk
 
 # Re-exported: callers read a results file through render (emit.load_bundle, emit.Bundle).
 from ascend_tune.emit.bundle import Bundle as Bundle
@@ -215,7 +215,7 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
         "walk": walk.render_cpp(spec, cpp, cpp_name, _CORE_VAR, lambda e: _ctype(e.kind)),
         "refine": refine.render_cpp(spec, cpp),
         "refine_evals": refine.MAX_EVALS,
-        "shape_from": _shape_from(spec),
+        "shape_from": host_shape.shape_from(spec),
         "inputs": [{"name": n, "dtype": cann.GE_DTYPES[spec.dtypes[n]]} for n in spec.io_inputs],
         "outputs": [{"name": o.name, "dtype": cann.GE_DTYPES[spec.dtypes[o.name]],
                      "like": None if o.like is None else spec.io_inputs.index(o.like),
@@ -224,35 +224,8 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
         "socs": list(socs),
         "nested": False,  # render only the per-profile body (several profiles in one file)
         "profiles": [],  # with several profiles: their bodies and how the platform picks one
+        "arches": [],  # kernel constants per NpuArch when profiles of several archs differ
     }
-
-
-def _shape_from(spec: OperatorSpec) -> list[dict[str, str]] | None:
-    """Per shape variable, the input to read and the C++ statements that read it (a missing
-    dimension fails the TilingFunc rather than reading as 0)."""
-    out = []
-    pad = " " * 8
-    for v in spec.shape_vars:
-        src = spec.shape_from.get(v)
-        if src is None:
-            return None
-        target = f"{pad}shape.{v} = "
-        if src.kind == "size":
-            read = f"{target}static_cast<int64_t>(dims.GetShapeSize());"
-        else:
-            rank = src.dim + 1 if src.dim is not None else 1
-            read = f"{pad}if (dims.GetDimNum() < {rank}) return ge::GRAPH_FAILED;\n"
-            if src.kind == "last":
-                read += f"{target}static_cast<int64_t>(dims.GetDim(dims.GetDimNum() - 1));"
-            elif src.kind == "rows":
-                read += (f"{pad}const int64_t last = static_cast<int64_t>("
-                         f"dims.GetDim(dims.GetDimNum() - 1));\n"
-                         f"{target}last == 0 ? 0 : "
-                         "static_cast<int64_t>(dims.GetShapeSize()) / last;")
-            else:
-                read += f"{target}static_cast<int64_t>(dims.GetDim({src.dim}));"
-        out.append({"input": str(src.input), "read": read})
-    return out
 
 
 def _all_exprs(spec: OperatorSpec) -> list[Expr]:
@@ -319,9 +292,10 @@ def render_all(bundles: Sequence[Bundle], style: str, op_host: bool = False,
     banner = profiles.merged_banner(bundles)
     per = [render(b, style, op_host, socs, banner) for b in bundles]
     select_rel = f"op_host/{bundles[0].spec.snake_name}_tiling_select.h"
+    const_rel = f"op_kernel/{bundles[0].spec.snake_name}_tuned_constants.h"
     for rel, text in per[0].items():
         for b, other in zip(bundles[1:], per[1:], strict=True):
-            if rel != select_rel and other[rel] != text:
+            if rel not in (select_rel, const_rel) and other[rel] != text:
                 raise AscendTuneError(
                     f"{rel} differs between profiles {bundles[0].hw.name} and {b.hw.name} "
                     "(kernel constants or tiling that depend on the chip); one kernel binary "
@@ -333,9 +307,15 @@ def render_all(bundles: Sequence[Bundle], style: str, op_host: bool = False,
                                                          "nested": True})
         aic, aiv = profiles.cores(b)
         rows.append({"ns": profiles.namespace(i, b), "name": _comment(b.hw.name), "body": body,
-                     "soc": profiles.soc_version(b), "aic": aic, "aiv": aiv})
+                     "soc": profiles.soc_version(b), "aic": aic, "aiv": aiv,
+                     "hbm": profiles.hbm_bytes(b)})
     ctx = {**context(bundles[0], style, socs), **banner, "profiles": rows}
-    return {**per[0], select_rel: env.get_template("select.h.j2").render(ctx)}
+    out = {**per[0], select_rel: env.get_template("select.h.j2").render(ctx)}
+    arches = profiles.arch_sections(bundles, [p[const_rel] for p in per],
+                                    [context(b, style, socs) for b in bundles])
+    if arches:
+        out[const_rel] = env.get_template("constants.h.j2").render({**ctx, "arches": arches})
+    return out
 
 
 SOC_NAME = re.compile(r"ascend[0-9a-z_]{1,24}")

@@ -49,6 +49,8 @@ SCALARS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         "bt_bytes": (_INT, "BiasTable"),
         "fb_bytes": (_INT, "FixPipe buffer"),
         "l2_bytes": (_INT, "L2 cache (chip)"),
+        "hbm_bytes": (_INT, "HBM capacity (GetCoreMemSize(HBM), the ini's memory_size): "
+                            "tells apart chips of one SoC family and core count"),
         "hbm_bandwidth_gbps": (_NUM, "aggregate GM bandwidth, GB/s (1e9)"),
         "l2_bandwidth_gbps": (_NUM, "aggregate L2 bandwidth, GB/s (1e9)"),
         "gm_align_bytes": (_INT, "GM alignment that reaches full bandwidth"),
@@ -92,13 +94,19 @@ TABLES: dict[str, dict[str, str]] = {
 }
 
 
+# Leaves a complete profile may lack: added after results files embedding profiles existed
+# (a missing leaf reads as 0, "not known").
+OPTIONAL_LEAVES = frozenset({"hbm_bytes"})
+
+
 def profile_schema(partial: bool) -> schema.Obj:
     """The schema of a profile file; ``partial`` (a file with a ``base``) makes every section
     and leaf optional."""
     sections: dict[str, tuple[schema.Node, bool]] = {}
     for section, keys in SCALARS.items():
         fields: dict[str, tuple[schema.Node, bool]] = {
-            k: (_leaf(t, doc), not partial) for k, (t, doc) in keys.items()}
+            k: (_leaf(t, doc), not partial and k not in OPTIONAL_LEAVES)
+            for k, (t, doc) in keys.items()}
         for k, doc in TABLES.get(section, {}).items():
             fields[k] = (_leaf((), doc), not partial)
         sections[section] = (schema.Obj(fields=fields), not partial)

@@ -78,6 +78,7 @@ LIMITS: dict[str, Limit] = {
     "vector_cores": COUNT,
     "l1_bytes": SIZE, "l0a_bytes": SIZE, "l0b_bytes": SIZE, "l0c_bytes": SIZE, "ub_bytes": SIZE,
     "bt_bytes": OPTIONAL_SIZE, "fb_bytes": OPTIONAL_SIZE, "l2_bytes": SIZE,
+    "hbm_bytes": OPTIONAL_SIZE,  # 0: not known (not used to tell chips apart)
     "hbm_bandwidth_gbps": BANDWIDTH,
     "l2_bandwidth_gbps": BANDWIDTH,
     "gm_align_bytes": SIZE,

@@ -118,7 +118,8 @@ def load_profile_data(data: Any, origin: str) -> HardwareProfile:
     scalars: dict[str, float | int] = {}
     for section, keys in SCALARS.items():
         for key in keys:
-            scalars[key] = data[section][key]["value"]
+            leaf = data[section].get(key)
+            scalars[key] = leaf["value"] if leaf is not None else 0  # OPTIONAL_LEAVES
     transfers = {}
     for path in TRANSFER_PATHS:
         entry = data["transfers"][path]
