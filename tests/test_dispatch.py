@@ -486,7 +486,7 @@ def test_kernel_constants_per_architecture_in_one_package(tmp_path: Path) -> Non
     # A profile of the same architecture with another UB cannot share the kernel binary.
     other = tmp_path / "b3_big_ub.yaml"
     other.write_text("name: b3_big_ub\nbase: ascend910b3\nmemory:\n"
-                     "  ub_bytes: {value: 262144, source: test}\n")
+                     "  ub_bytes: {value: 262144, source: test, confidence: low}\n")
     big = _one_shape_bundle(spec, api.load_profile(str(other)), shape)
     with pytest.raises(AscendTuneError, match="of one architecture \\(2201"):
         emit.render_all([b3, p3, big], "macro")
