@@ -192,10 +192,11 @@ def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = N
         if valid is not None:
             known = valid
             return Problem(model.sizes, model.objective, base, valid_genomes=lambda _cap: known,
-                           valid_objective=model.valid_objective)
+                           valid_objective=model.valid_objective,
+                           valid_screen=model.may_beat)
         return Problem(model.sizes, model.objective, base,
                        valid_blocks=lambda: index_blocks(model, enum),
-                       valid_objective=model.valid_objective)
+                       valid_objective=model.valid_objective, valid_screen=model.may_beat)
     if STRATEGIES[strategy].builds_valid:
         return Problem(model.sizes, model.objective, base, feasible=check_set(model, enum),
                        grids=model.grids)
