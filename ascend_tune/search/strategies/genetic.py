@@ -45,9 +45,10 @@ import numpy as np
 
 from ascend_tune.search import construct
 from ascend_tune.search.descent import TierMoves, descend, kick
+from ascend_tune.search.moves import mirror_moves
 from ascend_tune.search.problem import Problem
 
-OPERATORS = ("kick", "cross", "group", "fresh")
+OPERATORS = ("kick", "cross", "group", "mirror")
 # Steps in a row that looked at nothing new before a run ends (a space nearly exhausted).
 _DRY_STEPS = 24
 # Prior of the descent economics: this much reward over this many evaluations for both kinds
@@ -61,17 +62,17 @@ class Genetic:
     builds_valid = True  # proposals built inside the valid set: give it the constraints
 
     def __init__(self, population: int = 6, pool: int = 8, chunk: int = 8, kick_genes: int = 2,
-                 stall: int = 3, keep_on_restart: int = 1, rate_floor: float = 0.08,
-                 memory: float = 0.2, descent_floor: float = 0.5) -> None:
-        self.population = int(population)  # members: local optima, or offspring kept as is
+                 stall: int = 4, rate_floor: float = 0.1, memory: float = 0.2,
+                 descent_floor: float = 0.75, operators: tuple[str, ...] = OPERATORS) -> None:
+        self.population = int(population)  # members: the best distinct local optima found
         self.pool = int(pool)  # configurations sampled per immigrant, the best kept
         self.chunk = int(chunk)  # moves scored at a time by the descent
         self.kick_genes = int(kick_genes)
-        self.stall = int(stall)  # offspring per member that change nothing before a restart
-        self.keep_on_restart = int(keep_on_restart)
+        self.stall = int(stall)  # offspring of one parent that do not pay before a restart
         self.rate_floor = float(rate_floor)  # least probability of each operator
         self.memory = float(memory)  # weight of the newest outcome in an operator's success
         self.descent_floor = float(descent_floor)  # least share of offspring descended
+        self.operators = tuple(operators)
 
     def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
         del budget  # problem.left says what remains
@@ -79,7 +80,7 @@ class Genetic:
 
 
 class _Run:
-    """One run's population and adapted rates."""
+    """One run's population, its current parent and the adapted rates."""
 
     def __init__(self, ga: Genetic, problem: Problem, rng: np.random.Generator) -> None:
         self.ga = ga
@@ -88,10 +89,13 @@ class _Run:
         self.moves = TierMoves(problem)
         self.members = np.zeros((0, problem.n_genes), dtype=np.int64)
         self.latency = np.zeros(0)
-        self.success = dict.fromkeys(OPERATORS, 0.5)
+        # The parent offspring are made from, and how many of its offspring in a row did not
+        # beat it (a new parent comes in after ``stall``: the population has converged there).
+        self.parent: tuple[np.ndarray, float] | None = None
+        self.fails = 0
+        self.success = dict.fromkeys(ga.operators, 0.5)
         # [reward, evaluations] of offspring kept as they are and of descended ones.
         self.pay = [[_PRIOR_REWARD, _PRIOR_EVALUATIONS], [_PRIOR_REWARD, _PRIOR_EVALUATIONS]]
-        self.idle = 0  # offspring in a row that changed nothing
         self.first = True  # the first immigrant includes the baseline
 
     def evolve(self) -> None:
@@ -104,45 +108,53 @@ class _Run:
 
     def _step(self) -> None:
         problem, rng = self.problem, self.rng
-        filling = len(self.members) < self.ga.population
-        op = "fresh" if filling else self._operator()
+        if self.parent is None or self.fails >= self.ga.stall:
+            self._restart()
+            return
+        op = self._operator()
         child = self._offspring(op)
-        if child is None:
-            self._outcome(op, 0.0, filling)
+        lat = float(problem.evaluate(child[None, :])[0]) if child is not None else np.inf
+        if child is None or not np.isfinite(lat):
+            self._credit(op, 0.0)
+            self.fails += 1
             return
-        before = problem.spent
-        lat = float(problem.evaluate(child[None, :])[0])
-        if not np.isfinite(lat):
-            self._outcome(op, 0.0, filling)
-            return
-        # Immigrants are always descended: a population of raw samples would only slow the
-        # search down. Other offspring by the share that pays.
-        descended = op == "fresh" or bool(rng.random() < self._descent_share())
+        before = problem.spent - 1
+        descended = bool(rng.random() < self._descent_share())
         if descended:
             child, lat = descend(problem, child, lat, rng, self.ga.chunk, self.moves)
-        best_before = float(self.latency.min()) if len(self.latency) else np.inf
+        best_before = float(self.latency.min())
         entered = self._insert(child, lat)
-        reward = (1.0 if entered else 0.0) + (1.0 if lat < best_before else 0.0)
-        if not filling:
-            self.pay[int(descended)][0] += reward
-            self.pay[int(descended)][1] += problem.spent - before
-        self._outcome(op, reward, filling)
+        reward = (1.0 if lat < self.parent[1] else 0.0) + (1.0 if lat < best_before else 0.0)
+        self.pay[int(descended)][0] += reward + (0.5 if entered else 0.0)
+        self.pay[int(descended)][1] += problem.spent - before
+        self._credit(op, reward)
+        if lat < self.parent[1]:
+            self.parent, self.fails = (child, lat), 0
+        else:
+            self.fails += 1
 
-    def _outcome(self, op: str, reward: float, filling: bool) -> None:
-        """Credit the operator, count an idle offspring and restart a converged population."""
-        if filling:
+    def _restart(self) -> None:
+        """A new parent: a fresh immigrant (the best of ``pool`` samples) descended, entered
+        into the population by crowding."""
+        child = self._immigrant()
+        self.fails = 0
+        if child is None:
             return
+        lat = float(self.problem.evaluate(child[None, :])[0])
+        child, lat = descend(self.problem, child, lat, self.rng, self.ga.chunk, self.moves)
+        self._insert(child, lat)
+        self.parent = (child, lat)
+
+    def _credit(self, op: str, reward: float) -> None:
         self.success[op] += self.ga.memory * (reward - self.success[op])
-        self.idle = 0 if reward > 0 else self.idle + 1
-        if self.idle >= self.ga.stall * self.ga.population:
-            self._restart()
 
     def _operator(self) -> str:
         """Probability matching on the operators' running success, each above the floor."""
-        quality = np.array([self.success[op] for op in OPERATORS]) + 1e-3
+        ops = self.ga.operators
+        quality = np.array([self.success[op] for op in ops]) + 1e-3
         floor = self.ga.rate_floor
-        prob = floor + (1.0 - floor * len(OPERATORS)) * quality / quality.sum()
-        return OPERATORS[int(self.rng.choice(len(OPERATORS), p=prob / prob.sum()))]
+        prob = floor + (1.0 - floor * len(ops)) * quality / quality.sum()
+        return ops[int(self.rng.choice(len(ops), p=prob / prob.sum()))]
 
     def _descent_share(self) -> float:
         """The share of offspring descended: reward per evaluation of descended offspring
@@ -151,20 +163,27 @@ class _Run:
         desc = self.pay[1][0] / self.pay[1][1]
         return max(self.ga.descent_floor, desc / (raw + desc))
 
-    def _parent(self) -> int:
-        """Binary tournament among the members."""
-        a, b = self.rng.integers(0, len(self.members), size=2)
-        return int(a if self.latency[a] <= self.latency[b] else b)
+    def _mate(self) -> np.ndarray:
+        """A member other than the parent, by binary tournament (the parent when alone)."""
+        assert self.parent is not None
+        others = np.flatnonzero((self.members != self.parent[0]).any(axis=1))
+        if others.size == 0:
+            return self.parent[0]
+        a, b = others[self.rng.integers(0, others.size, size=2)]
+        return np.asarray(self.members[a if self.latency[a] <= self.latency[b] else b])
 
     def _offspring(self, op: str) -> np.ndarray | None:
         problem, rng = self.problem, self.rng
-        if op == "fresh":
-            return self._immigrant()
-        parent = self.members[self._parent()]
+        assert self.parent is not None
+        parent = self.parent[0]
         if op == "kick":
             return kick(problem, parent, rng, self.ga.kick_genes)
         if op == "cross":
-            return self._cross(parent, self.members[self._parent()])
+            return self._cross(parent, self._mate())
+        if op == "mirror":
+            mirrored = mirror_moves(problem, parent)
+            return (np.asarray(mirrored[int(rng.integers(0, len(mirrored)))], dtype=np.int64)
+                    if len(mirrored) else None)
         return self._group(parent)
 
     def _immigrant(self) -> np.ndarray | None:
@@ -231,9 +250,3 @@ class _Run:
         self.members[slot] = child
         self.latency[slot] = lat
         return True
-
-    def _restart(self) -> None:
-        """Keep the best ``keep_on_restart`` members; immigrants take the other places."""
-        keep = np.argsort(self.latency, kind="stable")[:self.ga.keep_on_restart]
-        self.members, self.latency = self.members[keep], self.latency[keep]
-        self.idle = 0
