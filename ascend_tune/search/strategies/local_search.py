@@ -1,12 +1,13 @@
 """Iterated local search: several walkers descend inside the valid set, kicked out of local
 optima, restarted from fresh samples when kicks stop paying.
 
-Why this and not only the GA: on the model's tiling spaces the optimum sits in a narrow basin
-that needs several genes to change together (baseK doubled with A's K panel resident in L1,
-baseN halved for L0B, the L1 double buffer dropped). A population converges on the first good
-basin it finds; descents from many starts, with moves that follow the constraints
+Why: on the model's tiling spaces the optimum sits in a narrow basin that needs several genes
+to change together (baseK doubled with A's K panel resident in L1, baseN halved for L0B, the L1
+double buffer dropped). A plain GA's population converges on the first good basin it finds;
+descents from many starts, with moves that follow the constraints
 (:mod:`ascend_tune.search.moves`), reach it far more often for the same budget
-(``benchmarks/search_vs_peers.py``).
+(``benchmarks/search_vs_peers.py``). The memetic ``ga`` is built on the same descent and kick
+(:mod:`ascend_tune.search.descent`); ``ils`` stays as the simpler strategy.
 
 Each descent:
 
