@@ -47,7 +47,7 @@ import numpy as np
 
 from ascend_tune.hardware import load_profile
 from ascend_tune.model.engine import ShapeModel
-from ascend_tune.search.problem import run
+from ascend_tune.search.problem import NoValidFound, run
 from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.spec import load_spec
 from ascend_tune.tune.shape import search_problem
@@ -181,7 +181,10 @@ def run_builtin(name: str, model: ShapeModel, budget: int, seed: int, counting: 
     """The tuner's own problem set-up; ``valid`` counting grows the budget until ``budget``
     configurations were scored (at most --valid-cap x budget proposals)."""
     problem = search_problem(model, name)
-    res = run(STRATEGIES[name](), problem, budget, np.random.default_rng(seed))
+    try:
+        res = run(STRATEGIES[name](), problem, budget, np.random.default_rng(seed))
+    except NoValidFound as exc:  # random search on a tiny valid fraction: nothing found
+        return np.inf, exc.evaluations, exc.evaluations + exc.rejected
     if counting == "valid" and res.evaluations < budget and not problem.exhausted:
         # Same seed, larger budget: stop when `budget` valid ones were scored.
         grow = budget
