@@ -174,10 +174,11 @@ def _header(spec: OperatorSpec, hw: HardwareProfile, strategy: str, budget: int,
 
 
 def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],
-         strategy: str = "auto") -> list[PlannedShape]:
-    """Per shape: space size, strategy, baseline latency; nothing is tuned (``--dry-run``)."""
+         strategy: str = "auto", budget: int = DEFAULT_BUDGET) -> list[PlannedShape]:
+    """Per shape: space size, strategy (``auto`` weighs the exact search against the
+    heuristic at ``budget``), baseline latency; nothing is tuned (``--dry-run``)."""
     return _run.plan(spec, hw, [_shapes.check_shape(spec, s, "shape") for s in shapes],
-                     strategy)
+                     strategy, budget)
 
 
 def check_locked(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],

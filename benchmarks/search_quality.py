@@ -1,22 +1,29 @@
-"""Search quality after Schoonhoven et al.: GA and random search against the exhaustive
+"""Search quality after Schoonhoven et al.: the GA, ils and random search against the exact
 optimum over a shape suite, several budgets and seeds.
 
     python benchmarks/search_quality.py            # full suite: 54 shapes, 10 seeds (slow)
     python benchmarks/search_quality.py --quick    # 6 shapes, 3 seeds
+    python benchmarks/search_quality.py --suite hard --seeds 5 --budgets 2000
+                                                   # the peer suites: main, heldout, hard
 
-Prints per budget: fraction of optimum (optimum / found; median and 5th percentile over shapes
-of the per-shape median over seeds), hit rate (found within 1.01x of the optimum), the P-score
-against random search at the same budget (0 = random, 1 = optimum) and the median search time
-per shape. Strategies see the problem the tuner builds (``tuner.search_problem``: the GA
-proposes inside the valid set); budgets count every configuration looked at. The exhaustive
-optimum (the pruned enumeration of the valid set, all of it scored) takes tens of seconds per
-large Matmul shape; that is the slow part of the full run.
+Prints per strategy and budget: the mean fraction of optimum (optimum / found) over every
+run, the share of runs within 1.01x of the optimum and the worst run; the median and 5th
+percentile over shapes of the per-shape median over seeds; the P-score against random search
+at the same budget (0 = random, 1 = optimum) and the median seconds per run. Strategies see
+the problem the tuner builds (``tune.shape.search_problem``: ga and ils propose inside the
+valid set); budgets count every configuration looked at. The exact optimum (the pruned
+enumeration of the valid set, screened by lower bounds of the latency) takes up to ~10 s per
+large shape; ``--optima FILE`` keeps the optima between runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +34,10 @@ from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.search.strategies.exhaustive import Exhaustive
 from ascend_tune.spec import load_spec
 from ascend_tune.tune.shape import search_problem
+
+sys.path.insert(0, str(Path(__file__).parent))
+from search_vs_peers import HARD, HELDOUT, SUITE
+from search_vs_peers import _key as optimum_key
 
 ADD = [1, 31, 1000, 4096, 65537, 99991, 917504, 1 << 21, 7340032, 1 << 24, 41943040, 123456789,
        7, 333333, 1 << 26, 5_000_011, 262144, 786432, 3_145_728, 10_000_000, 2_359_296, 131071,
@@ -42,10 +53,15 @@ MATMUL = [(128, 4096, 4096), (512, 4096, 1024), (1024, 4096, 1024), (2048, 4096,
 BUDGETS = (250, 500, 1000, 2000)
 
 
-def optimum(model: ShapeModel) -> float:
-    problem = search_problem(model, "exhaustive")
-    run(Exhaustive(chunk=131072), problem, 1, np.random.default_rng(0))
-    return problem.best_latency
+def optimum(model: ShapeModel, cache: dict[str, Any]) -> float:
+    """The exact optimum (the pruned enumeration of the valid set, screened by lower bounds
+    of the latency), kept in ``cache`` under search_vs_peers' key."""
+    key = optimum_key(model)
+    if key not in cache:
+        problem = search_problem(model, "exhaustive")
+        run(Exhaustive(chunk=131072), problem, 1, np.random.default_rng(0))
+        cache[key] = [problem.best_latency, problem.evaluations]
+    return float(cache[key][0])
 
 
 def main() -> None:
@@ -53,47 +69,69 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--hw", default="ascend910b3")
+    ap.add_argument("--suite", choices=("schoonhoven", "main", "heldout", "hard"),
+                    default="schoonhoven",
+                    help="schoonhoven: 54 add and matmul shapes; main, heldout, hard: the "
+                    "suites of benchmarks/search_vs_peers.py")
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    ap.add_argument("--strategies", default="ga,ils",
+                    help="compared with random search at the same budget")
+    ap.add_argument("--optima", type=Path, help="JSON file keeping exact optima between runs")
     args = ap.parse_args()
     hw = load_profile(args.hw)
-    suite = [("add", {"totalLength": n}) for n in ADD] + [
-        ("matmul", {"M": m, "N": n, "K": k}) for m, n, k in MATMUL]
+    budgets = [int(b) for b in args.budgets.split(",")]
+    strategies = [*args.strategies.split(","), "random"]
+    if args.suite == "schoonhoven":
+        suite = [("add", {"totalLength": n}) for n in ADD] + [
+            ("matmul", {"M": m, "N": n, "K": k}) for m, n, k in MATMUL]
+    else:
+        suite = [(n, s) for n, s, _ in {"main": SUITE, "heldout": HELDOUT,
+                                        "hard": HARD}[args.suite]]
     seeds = args.seeds
     if args.quick:
-        suite = suite[2:5] + suite[len(ADD): len(ADD) + 3]
+        suite = suite[2:5] + suite[len(ADD): len(ADD) + 3] if args.suite == "schoonhoven" \
+            else suite[:6]
         seeds = 3
-    specs = {"add": load_spec("add"), "matmul": load_spec("matmul")}
-    frac: dict[tuple[str, int], list[float]] = {}
-    pscore: dict[int, list[float]] = {b: [] for b in BUDGETS}
-    times: dict[int, list[float]] = {b: [] for b in BUDGETS}
+    cache = json.loads(args.optima.read_text()) if args.optima and args.optima.exists() else {}
+    specs = {n: load_spec(n) for n in {n for n, _ in suite}}
+    frac: dict[tuple[str, int], list[float]] = {}  # per shape: median over seeds
+    runs: dict[tuple[str, int], list[float]] = {}  # every run
+    pscore: dict[tuple[str, int], list[float]] = {}
+    times: dict[tuple[str, int], list[float]] = {}
     for name, shape in suite:
         model = ShapeModel(specs[name], hw, shape)
-        best = optimum(model)
-        for budget in BUDGETS:
-            found: dict[str, list[float]] = {"ga": [], "random": []}
+        best = optimum(model, cache)
+        if args.optima is not None:
+            args.optima.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        for budget in budgets:
+            found: dict[str, list[float]] = {s: [] for s in strategies}
             for seed in range(seeds):
-                for strat in ("ga", "random"):
+                for strat in strategies:
                     problem = search_problem(model, strat)
                     start = time.perf_counter()
                     res = run(STRATEGIES[strat](), problem, budget, np.random.default_rng(seed))
-                    if strat == "ga":
-                        times[budget].append(time.perf_counter() - start)
+                    times.setdefault((strat, budget), []).append(time.perf_counter() - start)
                     found[strat].append(res.latency_us)
-            for strat in found:
-                frac.setdefault((strat, budget), []).append(best / float(np.median(found[strat])))
-            ga_f, rnd_f = best / np.median(found["ga"]), best / np.median(found["random"])
-            pscore[budget].append(1.0 if rnd_f >= 1 else (ga_f - rnd_f) / (1 - rnd_f))
+                    runs.setdefault((strat, budget), []).append(best / res.latency_us)
+            rnd_f = best / np.median(found["random"])
+            for strat in strategies:
+                f = best / float(np.median(found[strat]))
+                frac.setdefault((strat, budget), []).append(f)
+                pscore.setdefault((strat, budget), []).append(
+                    1.0 if rnd_f >= 1 else (f - rnd_f) / (1 - rnd_f))
         print(f"  {name} {shape}: optimum {best:.2f} us", flush=True)
-    print(f"\n{len(suite)} shapes x {seeds} seeds on {hw.name}")
-    print(f"{'strategy':<8} {'budget':>6} {'frac median':>12} {'frac p5':>8} {'hit@1.01':>9} "
-          f"{'P vs random':>12} {'GA s/shape':>11}")
-    for budget in BUDGETS:
-        for strat in ("ga", "random"):
+    print(f"\n{len(suite)} shapes ({args.suite}) x {seeds} seeds on {hw.name}; every "
+          "configuration looked at counts against the budget")
+    print(f"{'strategy':<8} {'budget':>6} {'mean':>7} {'hit@1.01':>9} {'worst':>6} "
+          f"{'frac median':>12} {'frac p5':>8} {'P vs random':>12} {'s/run':>7}")
+    for budget in budgets:
+        for strat in strategies:
             f = np.array(frac[(strat, budget)])
-            hit = float(np.mean(f >= 1 / 1.01))
-            p = f"{np.median(pscore[budget]):.2f}" if strat == "ga" else "0 (ref)"
-            t = f"{np.median(times[budget]):.3f}" if strat == "ga" else ""
-            print(f"{strat:<8} {budget:>6} {np.median(f):>12.4f} {np.percentile(f, 5):>8.4f} "
-                  f"{hit:>9.1%} {p:>12} {t:>11}")
+            every = np.array(runs[(strat, budget)])
+            p = f"{np.median(pscore[(strat, budget)]):.2f}" if strat != "random" else "0 (ref)"
+            print(f"{strat:<8} {budget:>6} {every.mean():>7.4f} {np.mean(every >= 1 / 1.01):>9.1%}"
+                  f" {every.min():>6.3f} {np.median(f):>12.4f} {np.percentile(f, 5):>8.4f} "
+                  f"{p:>12} {np.median(times[(strat, budget)]):>7.3f}")
 
 
 if __name__ == "__main__":

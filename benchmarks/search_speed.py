@@ -4,14 +4,16 @@ shape's exact optimum.
     python benchmarks/search_speed.py                 # all three tables
     python benchmarks/search_speed.py --only list     # 100 matmul shapes, --jobs 2
     python benchmarks/search_speed.py --only exact --shapes 3
+    python benchmarks/search_speed.py --only exact --exact-suite hard --shapes 0,1,2,3,4,5
 
 1. *list*: ``ascend-tune search matmul`` on 100 LLM-sized matmul shapes (fixed list below),
    ``--jobs 2``, default strategy and budget; wall seconds of the whole command, median of
    ``--repeats`` runs.
 2. *shape*: the default search (``auto``) of each matmul shape of the peer suite
    (benchmarks/search_vs_peers.py), seconds per shape (median of 3 seeds).
-3. *exact*: ``--strategy exhaustive`` (the whole valid set enumerated and scored) of each
-   matmul and batch_matmul shape of the peer suite: seconds, valid-set size.
+3. *exact*: ``--strategy exhaustive`` (the whole valid set enumerated, screened by lower bounds
+   of the latency and scored) of each matmul and batch_matmul shape of the peer suite (or of
+   its hard suite): wall and CPU seconds, valid-set size.
 
 The machine is shared and noisy: medians, not means; compare ratios between runs.
 """
@@ -33,7 +35,7 @@ from ascend_tune.spec import load_spec
 from ascend_tune.tune.shape import TuneSettings, tune_shape
 
 sys.path.insert(0, str(Path(__file__).parent))
-from search_vs_peers import SUITE
+from search_vs_peers import HARD, SUITE
 
 # Hidden sizes and token counts of common LLM layers (Llama 2/3, Qwen, DeepSeek), crossed into
 # 100 (M, N, K): M tokens, N and K the projection's output and input widths.
@@ -88,16 +90,18 @@ def time_shapes(hw_name: str, seeds: int) -> None:
     print(f"| **median over shapes** | | **{np.median(medians):.2f}** |")
 
 
-def time_exact(hw_name: str, picked: list[int]) -> None:
+def time_exact(hw_name: str, picked: list[int], suite: list[tuple[str, dict[str, int], str]]
+               ) -> None:
     hw = load_profile(hw_name)
-    print("\n| shape | valid configurations | exact optimum s |")
-    print("|---|---:|---:|")
+    print("\n| shape | valid configurations | exact optimum s | CPU s |")
+    print("|---|---:|---:|---:|")
     for i in picked:
-        name, shape, _note = SUITE[i]
-        start = time.perf_counter()
+        name, shape, _note = suite[i]
+        start, cpu = time.perf_counter(), time.process_time()
         entry = tune_shape(load_spec(name), hw, shape, TuneSettings("exhaustive", 1, 0))
         secs = time.perf_counter() - start
-        print(f"| {name} {shape} | {entry['evaluations']:,} | {secs:.1f} |", flush=True)
+        print(f"| {name} {shape} | {entry['evaluations']:,} | {secs:.1f} | "
+              f"{time.process_time() - cpu:.1f} |", flush=True)
 
 
 def main() -> None:
@@ -108,15 +112,20 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--hw", default="ascend910b3")
     ap.add_argument("--shapes", default="", help="suite indices for the exact table")
+    ap.add_argument("--exact-suite", choices=("main", "hard"), default="main",
+                    help="the exact table's shapes: the matmul and batch_matmul shapes of "
+                    "search_vs_peers' suite, or its hard suite (the six shapes of issue 28 "
+                    "first)")
     args = ap.parse_args()
     if args.only in (None, "list"):
         time_list(args.repeats, args.jobs)
     if args.only in (None, "shape"):
         time_shapes(args.hw, args.seeds)
     if args.only in (None, "exact"):
+        suite = HARD if args.exact_suite == "hard" else SUITE
         picked = ([int(i) for i in args.shapes.split(",")] if args.shapes else
-                  [i for i, (n, _s, _t) in enumerate(SUITE) if n in ("matmul", "batch_matmul")])
-        time_exact(args.hw, picked)
+                  [i for i, (n, _s, _t) in enumerate(suite) if n in ("matmul", "batch_matmul")])
+        time_exact(args.hw, picked, suite)
 
 
 if __name__ == "__main__":

@@ -256,12 +256,29 @@ def test_auto_counts_only_where_the_estimate_is_small(
     monkeypatch.setattr(Enumerator, "indices", indices)
     large = ShapeModel(spec, hw, {"M": 77, "N": 4096, "K": 4096})  # 1.26 M valid
     assert enumerator(large).estimated_valid() > COUNT_ESTIMATE_FACTOR * EXHAUSTIVE_VALID_LIMIT
-    assert resolve_strategy(large, "auto")[0] == "ils" and not counted
+    assert resolve_strategy(large, "auto")[0] == "ga" and not counted
     # Rare valid configurations: no random one is valid, so the estimate says nothing and
     # the (capped) count decides: 580 128 valid, over the limit.
     rare = ShapeModel(load_spec("batch_matmul"), hw, {"B": 64, "M": 1, "N": 4096, "K": 128})
     assert enumerator(rare).estimated_valid() == 0.0
-    assert resolve_strategy(rare, "auto")[0] == "ils" and counted
+    assert resolve_strategy(rare, "auto")[0] == "ga" and counted
+    # A larger budget makes the heuristic dearer: the exact search then pays for itself.
+    assert resolve_strategy(rare, "auto", budget=20_000)[0] == "exhaustive"
+
+
+def test_auto_weighs_the_exact_search_against_the_budget() -> None:
+    from ascend_tune.search.strategies import (
+        EXHAUSTIVE_VALID_CAP,
+        default_strategy,
+        exact_limit,
+    )
+
+    assert exact_limit(2000) == EXHAUSTIVE_VALID_LIMIT  # the default budget: as before
+    assert exact_limit(200) < exact_limit(2000) < exact_limit(6000)
+    assert exact_limit(10**9) == EXHAUSTIVE_VALID_CAP  # held in memory: capped
+    assert default_strategy(300_000, 2000) == "ga"
+    assert default_strategy(300_000, 4000) == "exhaustive"
+    assert default_strategy(None, 10**9) == "ga"
 
 
 _ORDER_CASES = [("matmul", {"M": 77, "N": 4096, "K": 4096}),

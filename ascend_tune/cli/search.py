@@ -78,7 +78,7 @@ def search(
     ranges = api.parse_ranges(spec, shape_range)
     if dry_run:
         _print_plan(spec, hw.name, api.plan(spec, hw, [*shapes, *(
-            g for r in ranges for g in r.grid())], strategy))
+            g for r in ranges for g in r.grid())], strategy, budget))
         return
     if locked:
         _print_lock_check(output, api.check_locked(

@@ -28,6 +28,7 @@ from ascend_tune.base.vocabulary import DTYPE_BYTES, PIPE_COLUMNS
 from ascend_tune.expr import Expr
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model import roofline
+from ascend_tune.model.bounds import LatencyBounds
 from ascend_tune.model.fastpaths import kernel as row_kernel
 from ascend_tune.model.pipeline import StageDetail, batch_cost, bound
 from ascend_tune.spec import Loop, OperatorSpec, Stage, evaluate_baseline, launch
@@ -122,6 +123,7 @@ class ShapeModel:
         other = copy.copy(self)
         other.hw = hw
         other.__dict__.pop("_row_latency", None)  # compiled with this profile's numbers
+        other.__dict__.pop("_bounds", None)
         other._check_profile_covers_spec()
         other.roofline_us = roofline.roofline_us(self.spec, hw, self.base_env)
         return other
@@ -262,6 +264,29 @@ class ShapeModel:
     def valid_objective(self, indices: np.ndarray) -> np.ndarray:
         """:meth:`objective` of index genomes known to be valid (an enumerated valid set)."""
         return self.evaluate(self.values(indices), known_valid=True).latency_us
+
+    @functools.cached_property
+    def _bounds(self) -> LatencyBounds:
+        return LatencyBounds(self.spec, self.hw, self.base_env, self.grids, self.space_proven)
+
+    def may_beat(self, indices: np.ndarray, cut_us: float) -> np.ndarray:
+        """Which index genomes known to be valid may have a latency of at most ``cut_us``:
+        False only where a lower bound of the latency (:mod:`ascend_tune.model.bounds`,
+        cheapest first) exceeds it, by more than a relative 1e-9 (a margin against the last
+        bit). Lets an exact search skip most of a valid set once it holds a good incumbent."""
+        indices = np.asarray(indices)
+        keep = np.arange(len(indices))
+        limit = cut_us * (1.0 + 1e-9)
+        # Index genomes lie inside the domains: the whole-space proof covers them.
+        with expr_mod.unchecked() if self.space_proven else contextlib.nullcontext():
+            for level in range(len(self._bounds.levels)):
+                rows = indices if keep.size == len(indices) else indices[keep]
+                keep = keep[self._bounds(level, rows) <= limit]
+                if keep.size == 0:
+                    break
+        out = np.zeros(len(indices), dtype=bool)
+        out[keep] = True
+        return out
 
     def _evaluate(self, values: np.ndarray, extremes: _Extremes, detail: bool,
                   known_valid: bool = False) -> Evaluation:

@@ -1,6 +1,7 @@
-"""Local moves inside the valid set, one genome at a time, and the descent that uses them.
+"""Local moves inside the valid set, one genome at a time, and a steepest-descent polish.
 
-The moves follow the structure of tiling spaces (both ``ga``'s polish and ``ils`` use them):
+The moves follow the structure of tiling spaces (the descent of :mod:`.descent`, which both
+``ga`` and ``ils`` use, walks them in tiers):
 
 * :func:`local_moves`: mirrored genes swapped (baseM/baseN, mDim/nDim: the mirror image of a
   good tiling is often the better one), then each gene to one of its nearest values the other

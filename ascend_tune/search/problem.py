@@ -18,6 +18,10 @@ Objective = Callable[[np.ndarray], np.ndarray]
 # Sampling walks allowed per unit of budget (a walk costs about one check evaluation per
 # gene value; dead ends on spaces where few configurations are valid are retried).
 WALKS_PER_BUDGET = 16
+# score_all screens known-valid configurations by a lower bound of their latency only after
+# this many were scored: below it, building the bounds (tables per shape) costs more than it
+# saves, and a valid set small enough for `auto`'s exact search is scored as it always was.
+SCREEN_AFTER = 262_144
 
 
 class Problem:
@@ -36,8 +40,12 @@ class Problem:
                  feasible: Feasible | None = None,
                  valid_blocks: Callable[[], Iterator[np.ndarray]] | None = None,
                  grids: Sequence[np.ndarray] | None = None,
-                 valid_objective: Objective | None = None) -> None:
+                 valid_objective: Objective | None = None,
+                 valid_screen: Callable[[np.ndarray, float], np.ndarray] | None = None) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
+        # Optional: for genomes known to be valid, False where a lower bound of the latency
+        # exceeds the given latency (score_all then need not score them).
+        self._valid_screen = valid_screen
         # Optional: the objective of genomes known to be valid (from valid_blocks or
         # valid_genomes), which need not be checked again.
         self._valid_objective = valid_objective
@@ -153,14 +161,36 @@ class Problem:
                 genomes = genomes[~seen]
         objective = self._valid_objective if known_valid and self._valid_objective else \
             self._objective
-        lat = np.asarray(objective(genomes), dtype=np.float64)
-        finite = np.isfinite(lat)
-        self.evaluations += int(finite.sum())
-        self.rejected += int((~finite).sum())
+        cut = (self._cut() if known_valid and self._valid_screen is not None
+               and self.evaluations >= SCREEN_AFTER else math.inf)
+        if math.isfinite(cut) and len(genomes):
+            # Rows a bound proves slower than the keep_top-th best kept so far can enter
+            # neither the kept best nor the history: valid, looked at, not scored.
+            assert self._valid_screen is not None
+            keep = self._valid_screen(genomes, cut)
+            lat = np.full(len(genomes), math.inf)
+            if keep.any():
+                lat[keep] = objective(genomes[keep])
+            self.evaluations += int((~keep).sum())
+            finite = np.isfinite(lat)
+            self.evaluations += int(finite.sum())
+            self.rejected += int((keep & ~finite).sum())
+        else:
+            lat = np.asarray(objective(genomes), dtype=np.float64)
+            finite = np.isfinite(lat)
+            self.evaluations += int(finite.sum())
+            self.rejected += int((~finite).sum())
         if finite.any():
             self._note_best(lat, genomes)
             self._keep_best(lat[finite], genomes[finite])
         return lat
+
+    def _cut(self) -> float:
+        """The latency a configuration must not exceed to enter the kept best: the
+        keep_top-th best kept so far (inf until that many are kept)."""
+        if self._kept is None or self._kept[0].size < self.keep_top:
+            return math.inf
+        return float(self._kept[0].max())
 
     def _note_best(self, lat: np.ndarray, genomes: np.ndarray) -> None:
         """Take the fastest of a scored batch as the best when it beats it (the history

@@ -28,7 +28,13 @@ from ascend_tune.results import format as results
 from ascend_tune.results.store import ResultsStore, survey
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
-from ascend_tune.tune.shape import TuneSettings, describe, resolve_strategy, tune_shape
+from ascend_tune.tune.shape import (
+    DEFAULT_BUDGET,
+    TuneSettings,
+    describe,
+    resolve_strategy,
+    tune_shape,
+)
 
 Entry = dict[str, Any]
 Finish = Callable[[str, "Entry | str", float], None]
@@ -249,13 +255,13 @@ class PlannedShape:
 
 
 def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[str, int]],
-         strategy: str) -> list[PlannedShape]:
+         strategy: str, budget: int = DEFAULT_BUDGET) -> list[PlannedShape]:
     """Search space size, strategy and baseline of each shape; nothing is tuned."""
     planned = []
     for s in shapes:
         model = ShapeModel(spec, hw, s)
         base = describe(model, model.baseline_values())
-        chosen = resolve_strategy(model, strategy)[0]
+        chosen = resolve_strategy(model, strategy, budget)[0]
         valid = bool(base["valid"])
         planned.append(PlannedShape(
             shape_key(s), model.space_size, chosen,

@@ -18,11 +18,11 @@ from ascend_tune.search.problem import NoValidFound, decode_flat, run
 from ascend_tune.search.space import Enumerator, TooMany, check_set, enumerator, index_blocks
 from ascend_tune.search.strategies import (
     COUNT_ESTIMATE_FACTOR,
-    COUNT_PREFIX_CAP,
-    EXHAUSTIVE_VALID_LIMIT,
+    COUNT_PREFIX_FACTOR,
     STRATEGIES,
     Problem,
     default_strategy,
+    exact_limit,
 )
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
@@ -91,7 +91,7 @@ def describe_evaluation(model: ShapeModel, ev: Evaluation) -> dict[str, Any]:
 def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
                settings: TuneSettings) -> dict[str, Any]:
     model = ShapeModel(spec, hw, shape)
-    name, enum, valid = resolve_strategy(model, settings.strategy)
+    name, enum, valid = resolve_strategy(model, settings.strategy, settings.budget)
     baseline_values = model.baseline_values()
     problem = search_problem(model, name, enum, valid)
     problem.keep_top = max(problem.keep_top, settings.top_k)
@@ -163,24 +163,26 @@ def top_candidates(model: ShapeModel, problem: Problem, winner: Mapping[str, Any
 _CANDIDATE_KEYS = ("config", "derived", "tiling", "block_dim", "tiling_key", "predicted")
 
 
-def resolve_strategy(model: ShapeModel, strategy: str
+def resolve_strategy(model: ShapeModel, strategy: str, budget: int = DEFAULT_BUDGET
                      ) -> tuple[str, Enumerator | None, np.ndarray | None]:
     """The strategy to run (``auto`` resolved by counting the valid set with the pruned
-    enumeration, skipped where an estimate says it is large and stopped early when it is),
-    the enumerator it built and the valid set when it was counted in full."""
+    enumeration, skipped where an estimate says it is large and stopped early when it is, and
+    weighing the exact search's cost against the heuristic's at ``budget``), the enumerator
+    it built and the valid set when it was counted in full."""
     if strategy != "auto":
         if strategy not in STRATEGIES:
             raise AscendTuneError(
                 f"unknown strategy '{strategy}'; choose from {', '.join(STRATEGIES)}")
         return strategy, None, None
     enum = enumerator(model)
-    if enum.estimated_valid() > COUNT_ESTIMATE_FACTOR * EXHAUSTIVE_VALID_LIMIT:
-        return default_strategy(None), enum, None
+    limit = exact_limit(budget)
+    if enum.estimated_valid() > COUNT_ESTIMATE_FACTOR * limit:
+        return default_strategy(None, budget), enum, None
     try:
-        valid = enum.indices(COUNT_PREFIX_CAP)
+        valid = enum.indices(COUNT_PREFIX_FACTOR * limit)
     except TooMany:
-        return default_strategy(None), enum, None
-    return default_strategy(len(valid)), enum, valid
+        return default_strategy(None, budget), enum, None
+    return default_strategy(len(valid), budget), enum, valid
 
 
 def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = None,
@@ -192,10 +194,11 @@ def search_problem(model: ShapeModel, strategy: str, enum: Enumerator | None = N
         if valid is not None:
             known = valid
             return Problem(model.sizes, model.objective, base, valid_genomes=lambda _cap: known,
-                           valid_objective=model.valid_objective)
+                           valid_objective=model.valid_objective,
+                           valid_screen=model.may_beat)
         return Problem(model.sizes, model.objective, base,
                        valid_blocks=lambda: index_blocks(model, enum),
-                       valid_objective=model.valid_objective)
+                       valid_objective=model.valid_objective, valid_screen=model.may_beat)
     if STRATEGIES[strategy].builds_valid:
         return Problem(model.sizes, model.objective, base, feasible=check_set(model, enum),
                        grids=model.grids)

@@ -1,21 +1,46 @@
-"""Genetic algorithm over index genomes (one gene per parameter, an index into its domain).
+"""A memetic genetic algorithm over index genomes (one gene per parameter, an index into its
+domain): the population explores, the descent exploits.
 
-Index encoding keeps locality: a nearby index is a neighbouring domain value (x2 or /2 for
-power-of-two domains). Settings follow what worked in the tuner literature
-(autotuner_landscape.md §5.1): tournament selection, uniform crossover, elitism, a visited
-set so no genome is scored twice. Every proposal is built inside the valid set where the
-problem knows its constraints (:mod:`ascend_tune.search.construct`): the initial
-population is sampled along the feasibility order, a mutation moves one gene to a nearby value
-feasible given the others (or, for a share of children, the genes one check reads are
-re-sampled together), a crossover child is repaired by re-sampling the genes its violated
-checks read. So the budget, which counts every configuration looked at, is spent on valid
-configurations.
+Why memetic: on the model's tiling spaces the optimum sits in a narrow basin that needs
+several genes to change together (baseK doubled with A's K panel resident in L1, baseN halved
+for L0B, the L1 double buffer dropped). A plain GA converges on the first good basin it finds
+(the GA this replaced: 0.965 of the optimum on average over the held-out peer suite, 63 % of
+runs within 1.01x; 0.991 and 80 % on the hard suite); descents from many starts reach the
+narrow basins (``ils``). Here the members of a small population are local
+optima of the same budgeted descent ``ils`` uses (:func:`~ascend_tune.search.descent.descend`),
+and offspring are new starting points made from the current parent:
 
-A run evolves until it stagnates, then polishes the best with local moves (one-gene moves to
-the nearest feasible values; mirror swaps of paired genes such as baseM/baseN or mDim/nDim,
-since the mirror image of a good tiling is often the better one; two-gene moves on genes a
-check reads together, such as a core split traded between mDim and bDim), then restarts from
-a fresh population seeded with the best found, until the budget is spent.
+* ``kick``: a couple of genes shifted a step or two, the rest repaired with the fewest changes
+  (``ils``'s move out of a local optimum);
+* ``cross``: crossed gene by gene with another member (a subset of the genes where they differ
+  taken from it), repaired with the fewest changes: the core split of one basin with the base
+  tile of another;
+* ``group``: the genes one check reads re-sampled together (base sizes, steps and buffers under
+  l1_fits);
+* ``mirror``: a mirror image (baseM/baseN, mDim/nDim, ... swapped, the rest repaired): the
+  descent from the mirror of a local optimum reaches basins a kick does not (BatchMatmul
+  B=16 1024x128x1024 ends at 0.914 of the optimum without it).
+
+Adapted per run from what they achieve (every rate kept above a floor, so none dies):
+
+* which operator makes the next offspring: each operator's success (its offspring beat the
+  parent; twice the credit for a new best), a running average, probability matching;
+* which offspring are descended: the evaluations a descended offspring costs against what it
+  earns, next to the same for offspring kept as they are (one evaluation each), so the share
+  of the budget spent on descents follows what pays.
+
+An offspring that beats the parent becomes the parent. Every offspring enters the population
+by deterministic crowding: it replaces the member nearest to it (fewest genes differ) when it
+is faster, never another one, so basins far from the best survive, and the best survives
+everything but a faster offspring near it (elitism). When ``stall`` offspring in a row did not
+beat the parent, the search has converged there: a fresh immigrant (the best of ``pool``
+configurations sampled inside the valid set, descended) becomes the parent and enters the
+population, which keeps its members as mates for crossover.
+
+Every proposal is built inside the valid set where the problem knows its constraints
+(:mod:`ascend_tune.search.construct`), and every configuration looked at counts against the
+budget (:class:`~ascend_tune.search.problem.Problem`). Everything is drawn from the search's
+generator: the same seed gives the same result.
 """
 
 from __future__ import annotations
@@ -23,9 +48,16 @@ from __future__ import annotations
 import numpy as np
 
 from ascend_tune.search import construct
-from ascend_tune.search.construct import duplicated
-from ascend_tune.search.moves import polish
+from ascend_tune.search.descent import TierMoves, descend, kick
+from ascend_tune.search.moves import mirror_moves
 from ascend_tune.search.problem import Problem
+
+OPERATORS = ("kick", "cross", "group", "mirror")
+# Steps in a row that looked at nothing new before a run ends (a space nearly exhausted).
+_DRY_STEPS = 24
+# Prior of the descent economics: this much reward over this many evaluations for both kinds
+# of offspring, so neither is judged on its first few.
+_PRIOR_REWARD, _PRIOR_EVALUATIONS = 1.0, 40.0
 
 
 class Genetic:
@@ -33,105 +65,192 @@ class Genetic:
     uses_budget = True  # held to the budget
     builds_valid = True  # proposals built inside the valid set: give it the constraints
 
-    def __init__(self, population: int = 0, elite_fraction: float = 0.1, tournament: int = 3,
-                 crossover_rate: float = 0.9, mutation_rate: float = 0.5,
-                 stagnation: int = 6, duplicate_rounds: int = 3, keep_on_restart: int = 4,
-                 near: float = 0.5, pop_divisor: int = 20, group: float = 0.2) -> None:
-        self.group = float(group)  # share of mutations that re-sample one check's genes
-        self.near = float(near)  # share of mutations that prefer nearby values
-        self.pop_divisor = int(pop_divisor)
-        self.population = int(population)
-        self.elite_fraction = float(elite_fraction)
-        self.tournament = int(tournament)
-        self.crossover_rate = float(crossover_rate)
-        self.mutation_rate = float(mutation_rate)  # chance a child gets one-gene mutation
-        self.stagnation = int(stagnation)  # generations without improvement before a restart
-        self.duplicate_rounds = int(duplicate_rounds)  # re-mutations of already seen children
-        self.keep_on_restart = int(keep_on_restart)
+    def __init__(self, population: int = 6, pool: int = 8, chunk: int = 8, kick_genes: int = 2,
+                 stall: int = 8, rate_floor: float = 0.1, memory: float = 0.2,
+                 descent_floor: float = 0.75, operators: tuple[str, ...] = OPERATORS) -> None:
+        self.population = int(population)  # members: the best distinct local optima found
+        self.pool = int(pool)  # configurations sampled per immigrant, the best kept
+        self.chunk = int(chunk)  # moves scored at a time by the descent
+        self.kick_genes = int(kick_genes)
+        self.stall = int(stall)  # offspring of one parent that do not pay before a restart
+        self.rate_floor = float(rate_floor)  # least probability of each operator
+        self.memory = float(memory)  # weight of the newest outcome in an operator's success
+        self.descent_floor = float(descent_floor)  # least share of offspring descended
+        self.operators = tuple(operators)
 
     def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
         del budget  # problem.left says what remains
-        seeds = np.zeros((0, problem.n_genes), dtype=np.int64)
-        if problem.baseline is not None:
-            seeds = problem.baseline[None, :].astype(np.int64)
-        while problem.left > 0 and not problem.exhausted:
+        _Run(self, problem, rng).evolve()
+
+
+class _Run:
+    """One run's population, its current parent and the adapted rates."""
+
+    def __init__(self, ga: Genetic, problem: Problem, rng: np.random.Generator) -> None:
+        self.ga = ga
+        self.problem = problem
+        self.rng = rng
+        self.moves = TierMoves(problem)
+        self.members = np.zeros((0, problem.n_genes), dtype=np.int64)
+        self.latency = np.zeros(0)
+        # The parent offspring are made from, and how many of its offspring in a row did not
+        # beat it (a new parent comes in after ``stall``: the population has converged there).
+        self.parent: tuple[np.ndarray, float] | None = None
+        self.fails = 0
+        self.success = dict.fromkeys(ga.operators, 0.5)
+        # [reward, evaluations] of offspring kept as they are and of descended ones.
+        self.pay = [[_PRIOR_REWARD, _PRIOR_EVALUATIONS], [_PRIOR_REWARD, _PRIOR_EVALUATIONS]]
+        self.first = True  # the first immigrant includes the baseline
+
+    def evolve(self) -> None:
+        problem = self.problem
+        dry = 0
+        while problem.left > 0 and not problem.exhausted and dry < _DRY_STEPS:
             before = problem.spent
-            self._evolve(problem, seeds, rng)
-            polish(problem, rng)
-            if problem.spent == before:
-                return  # nothing new left to look at
-            # Restart: a fresh population around the best few found so far.
-            seeds = np.array([g for g, _ in problem.top(self.keep_on_restart)],
-                             dtype=np.int64).reshape(-1, problem.n_genes)
+            self._step()
+            dry = dry + 1 if problem.spent == before else 0
 
-    def _pop_size(self, problem: Problem) -> int:
-        budget = problem.budget if problem.budget is not None else 2000
-        return self.population or int(np.clip(budget // self.pop_divisor, 16, 256))
-
-    def _evolve(self, problem: Problem, seeds: np.ndarray, rng: np.random.Generator) -> None:
-        pop_size = self._pop_size(problem)
-        pop, fit = self._initial(problem, seeds, pop_size, rng)
-        if len(pop) == 0:
+    def _step(self) -> None:
+        problem, rng = self.problem, self.rng
+        if self.parent is None or self.fails >= self.ga.stall:
+            self._restart()
             return
-        best, stale = float(fit.min()), 0
-        n_elite = max(1, round(self.elite_fraction * pop_size))
-        while problem.left > 0 and not problem.exhausted and stale < self.stagnation:
-            order = np.argsort(fit, kind="stable")
-            elite, elite_fit = pop[order[:n_elite]], fit[order[:n_elite]]
-            children = self._children(problem, pop, fit, pop_size - n_elite, rng)
-            if len(children) == 0:
-                return
-            child_fit = problem.evaluate(children)
-            pop = np.concatenate([elite, children])
-            fit = np.concatenate([elite_fit, child_fit])
-            keep = np.isfinite(fit)
-            pop, fit = pop[keep], fit[keep]
-            now = float(fit.min())
-            best, stale = (now, 0) if now < best else (best, stale + 1)
+        op = self._operator()
+        child = self._offspring(op)
+        lat = float(problem.evaluate(child[None, :])[0]) if child is not None else np.inf
+        if child is None or not np.isfinite(lat):
+            self._credit(op, 0.0)
+            self.fails += 1
+            return
+        before = problem.spent - 1
+        descended = bool(rng.random() < self._descent_share())
+        if descended:
+            child, lat = descend(problem, child, lat, rng, self.ga.chunk, self.moves)
+        best_before = float(self.latency.min())
+        entered = self._insert(child, lat)
+        reward = (1.0 if lat < self.parent[1] else 0.0) + (1.0 if lat < best_before else 0.0)
+        self.pay[int(descended)][0] += reward + (0.5 if entered else 0.0)
+        self.pay[int(descended)][1] += problem.spent - before
+        self._credit(op, reward)
+        if lat < self.parent[1]:
+            self.parent, self.fails = (child, lat), 0
+        else:
+            self.fails += 1
 
-    def _initial(self, problem: Problem, seeds: np.ndarray, pop_size: int,
-                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        fresh = problem.sample(max(pop_size - len(seeds), 1), rng)
-        genomes = np.concatenate([seeds, fresh])
-        fit = problem.evaluate(genomes)
-        keep = np.isfinite(fit)
-        return genomes[keep], fit[keep]
+    def _restart(self) -> None:
+        """A new parent: a fresh immigrant (the best of ``pool`` samples) descended, entered
+        into the population by crowding."""
+        child = self._immigrant()
+        self.fails = 0
+        if child is None:
+            return
+        lat = float(self.problem.evaluate(child[None, :])[0])
+        child, lat = descend(self.problem, child, lat, self.rng, self.ga.chunk, self.moves)
+        self._insert(child, lat)
+        self.parent = (child, lat)
 
-    def _children(self, problem: Problem, pop: np.ndarray, fit: np.ndarray, n: int,
-                  rng: np.random.Generator) -> np.ndarray:
-        feasible, sizes = problem.feasible, problem.sizes
-        parents_a = pop[self._tournament(fit, n, rng)]
-        parents_b = pop[self._tournament(fit, n, rng)]
-        cross = rng.random(n) < self.crossover_rate
-        mask = rng.random(parents_a.shape) < 0.5
-        children = np.where(cross[:, None] & mask, parents_b, parents_a)
-        children, ok = construct.repair(feasible, sizes, children, rng)
-        children[~ok] = parents_a[~ok]  # a dead-end repair falls back to a parent
-        # Mutate some children, and every child equal to a configuration already seen (up to
-        # a few times), so each generation brings new configurations.
-        todo = rng.random(n) < self.mutation_rate
-        for _ in range(self.duplicate_rounds + 1):
-            rows = np.flatnonzero(todo)
-            if rows.size == 0:
-                break
-            genes = rng.integers(0, problem.n_genes, size=rows.size)
-            moved, ok = construct.mutate(feasible, sizes, children[rows], genes, rng,
-                                         near=bool(rng.random() < self.near))
-            children[rows[ok]] = moved[ok]
-            todo = problem.seen(children) | duplicated(children)
-        # Group moves: re-sample together the genes one check reads (coupled genes such as
-        # base sizes, steps and buffers under l1_fits), the rest kept: a jump one-gene
-        # mutations cannot make without leaving the valid set.
-        reads = feasible.reads
-        rows = np.flatnonzero(rng.random(n) < self.group) if reads.shape[0] else np.zeros(0, int)
-        if rows.size:
-            free = reads[rng.integers(0, reads.shape[0], size=rows.size)]
-            moved, ok = construct.complete(feasible, sizes, children[rows], free, rng)
-            children[rows[ok]] = moved[ok]
-        fresh = ~(problem.seen(children) | duplicated(children))
-        return np.asarray(children[fresh], dtype=np.int64)
+    def _credit(self, op: str, reward: float) -> None:
+        self.success[op] += self.ga.memory * (reward - self.success[op])
 
-    def _tournament(self, fit: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-        k = min(self.tournament, len(fit))
-        picks = rng.integers(0, len(fit), size=(n, k))
-        return picks[np.arange(n), np.argmin(fit[picks], axis=1)]  # type: ignore[no-any-return]
+    def _operator(self) -> str:
+        """Probability matching on the operators' running success, each above the floor."""
+        ops = self.ga.operators
+        quality = np.array([self.success[op] for op in ops]) + 1e-3
+        floor = self.ga.rate_floor
+        prob = floor + (1.0 - floor * len(ops)) * quality / quality.sum()
+        return ops[int(self.rng.choice(len(ops), p=prob / prob.sum()))]
+
+    def _descent_share(self) -> float:
+        """The share of offspring descended: reward per evaluation of descended offspring
+        against that of offspring kept as they are, above the floor."""
+        raw = self.pay[0][0] / self.pay[0][1]
+        desc = self.pay[1][0] / self.pay[1][1]
+        return max(self.ga.descent_floor, desc / (raw + desc))
+
+    def _mate(self) -> np.ndarray:
+        """A member other than the parent, by binary tournament (the parent when alone)."""
+        assert self.parent is not None
+        others = np.flatnonzero((self.members != self.parent[0]).any(axis=1))
+        if others.size == 0:
+            return self.parent[0]
+        a, b = others[self.rng.integers(0, others.size, size=2)]
+        return np.asarray(self.members[a if self.latency[a] <= self.latency[b] else b])
+
+    def _offspring(self, op: str) -> np.ndarray | None:
+        problem, rng = self.problem, self.rng
+        assert self.parent is not None
+        parent = self.parent[0]
+        if op == "kick":
+            return kick(problem, parent, rng, self.ga.kick_genes)
+        if op == "cross":
+            return self._cross(parent, self._mate())
+        if op == "mirror":
+            mirrored = mirror_moves(problem, parent)
+            return (np.asarray(mirrored[int(rng.integers(0, len(mirrored)))], dtype=np.int64)
+                    if len(mirrored) else None)
+        return self._group(parent)
+
+    def _immigrant(self) -> np.ndarray | None:
+        """The best of ``pool`` fresh samples (with the baseline, the first time)."""
+        problem = self.problem
+        fresh = problem.sample(self.ga.pool, self.rng)
+        if self.first and problem.baseline is not None:
+            fresh = np.concatenate([problem.baseline[None, :].astype(np.int64), fresh])
+        self.first = False
+        if len(fresh) == 0:
+            return None
+        fit = problem.evaluate(fresh)
+        if not np.isfinite(fit).any():
+            return None
+        return np.asarray(fresh[int(np.argmin(fit))], dtype=np.int64)
+
+    def _cross(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+        """A proper subset of the genes where ``a`` and ``b`` differ taken from ``b``, the
+        rest of ``a`` repaired with the fewest changes (the genes taken pinned)."""
+        problem, rng = self.problem, self.rng
+        differ = np.flatnonzero(a != b)
+        if differ.size < 2:
+            return kick(problem, a, rng, self.ga.kick_genes)
+        take = differ[rng.permutation(differ.size)[:int(rng.integers(1, differ.size))]]
+        child = a.copy()
+        child[take] = b[take]
+        pinned = np.zeros((1, problem.n_genes), dtype=bool)
+        pinned[0, take] = True
+        rows, ok = construct.settle(problem.feasible, problem.sizes, child[None, :], pinned)
+        if not ok[0]:
+            rows, ok = construct.repair(problem.feasible, problem.sizes, child[None, :], rng)
+        return np.asarray(rows[0], dtype=np.int64) if ok[0] else None
+
+    def _group(self, parent: np.ndarray) -> np.ndarray | None:
+        """The genes one check reads re-sampled together, the rest kept; one gene moved where
+        the problem knows no check."""
+        problem, rng = self.problem, self.rng
+        reads = problem.feasible.reads
+        coupled = np.flatnonzero(reads.sum(axis=1) >= 2) if reads.shape[0] else np.zeros(0, int)
+        if coupled.size == 0:
+            gene = rng.integers(0, problem.n_genes, size=1)
+            rows, ok = construct.mutate(problem.feasible, problem.sizes, parent[None, :], gene,
+                                        rng)
+        else:
+            free = reads[coupled[int(rng.integers(0, coupled.size))]][None, :]
+            rows, ok = construct.complete(problem.feasible, problem.sizes, parent[None, :],
+                                          free, rng)
+        return np.asarray(rows[0], dtype=np.int64) if ok[0] else None
+
+    def _insert(self, child: np.ndarray, lat: float) -> bool:
+        """Deterministic crowding: fill an empty place, else replace the nearest member (the
+        slowest of the nearest) when the child is faster. False when nothing changed."""
+        if len(self.members) and (self.members == child).all(axis=1).any():
+            return False
+        if len(self.members) < self.ga.population:
+            self.members = np.concatenate([self.members, child[None, :]])
+            self.latency = np.append(self.latency, lat)
+            return True
+        distance = (self.members != child).sum(axis=1)
+        nearest = np.flatnonzero(distance == distance.min())
+        slot = int(nearest[np.argmax(self.latency[nearest])])
+        if lat >= self.latency[slot]:
+            return False
+        self.members[slot] = child
+        self.latency[slot] = lat
+        return True

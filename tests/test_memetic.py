@@ -1,0 +1,104 @@
+"""The memetic GA (search.strategies.genetic): population, crowding, elitism, adaptation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.model.engine import ShapeModel
+from ascend_tune.search.descent import TierMoves, descend
+from ascend_tune.search.strategies.genetic import OPERATORS, Genetic, _Run
+from ascend_tune.spec import OperatorSpec
+from ascend_tune.tune.shape import search_problem
+
+SHAPE = {"M": 512, "N": 4096, "K": 1024}
+
+
+def _run(model: ShapeModel, budget: int, seed: int, **options: object) -> _Run:
+    problem = search_problem(model, "ga")
+    problem.budget = budget
+    assert problem.baseline is not None
+    problem.evaluate(problem.baseline[None, :])
+    state = _Run(Genetic(**options), problem, np.random.default_rng(seed))  # type: ignore[arg-type]
+    state.evolve()
+    return state
+
+
+def test_population_holds_the_best_and_distinct_members(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    state = _run(model, 1500, 0)
+    problem = state.problem
+    assert problem.spent == 1500
+    members, latency = state.members, state.latency
+    assert 2 <= len(members) <= Genetic().population
+    assert len({tuple(m) for m in members.tolist()}) == len(members), "no duplicate member"
+    # Elitism: the fastest configuration the run scored is a member.
+    assert latency.min() == problem.best_latency
+    assert np.array_equal(model.objective(members), latency)
+
+
+def test_members_entered_by_descent_are_local_optima(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    """With every offspring descended, a member is a local optimum of the descent: one more
+    descent from it (given budget) finds nothing better; all but at most the last one, whose
+    descent the end of the budget may have cut short."""
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    state = _run(model, 1200, 1, descent_floor=1.0)
+    problem = state.problem
+    problem.budget = problem.spent + 100_000
+    moves = TierMoves(problem)
+    improved = 0
+    for member, lat in zip(state.members, state.latency.tolist(), strict=True):
+        _genome, after = descend(problem, member, lat, np.random.default_rng(0), 8, moves)
+        improved += after < lat
+    assert len(state.members) >= 3 and improved <= 1
+
+
+def test_crowding_replaces_only_the_nearest_member(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    problem = search_problem(model, "ga")
+    state = _Run(Genetic(population=3), problem, np.random.default_rng(0))
+    base = np.zeros(problem.n_genes, dtype=np.int64)
+    far = base.copy()
+    far[:6] = 1
+    near = base.copy()
+    near[0] = 1
+    for genome, lat in ((base, 10.0), (far, 20.0), (near, 30.0)):
+        assert state._insert(genome, lat)
+    # One gene from `near`, two from `base`, four from `far`: only `near` may go.
+    child = near.copy()
+    child[1] = 1
+    assert not state._insert(child, 40.0), "slower than the nearest: nothing changes"
+    assert state._insert(child, 25.0)
+    assert sorted(state.latency.tolist()) == [10.0, 20.0, 25.0]
+    assert not state._insert(child, 1.0), "a member already: not entered twice"
+
+
+def test_operator_rates_follow_success(hw: HardwareProfile,
+                                       matmul_spec: OperatorSpec) -> None:
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    state = _Run(Genetic(), search_problem(model, "ga"), np.random.default_rng(0))
+    for _ in range(30):
+        state._credit("cross", 2.0)
+        state._credit("kick", 0.0)
+    picks = [state._operator() for _ in range(4000)]
+    share = {op: picks.count(op) / len(picks) for op in OPERATORS}
+    assert share["cross"] > 0.4 and share["cross"] > 1.8 * max(
+        share[op] for op in OPERATORS if op != "cross")
+    floor = Genetic().rate_floor
+    assert abs(share["kick"] - floor) < 0.03, "a failing operator keeps its floor"
+
+
+def test_descent_share_follows_reward_per_evaluation(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    state = _Run(Genetic(descent_floor=0.2), search_problem(model, "ga"),
+                 np.random.default_rng(0))
+    assert state._descent_share() == 0.5  # equal priors
+    state.pay[1] = [1.0, 1000.0]  # descents: one success in 1000 evaluations
+    state.pay[0] = [10.0, 100.0]  # offspring kept as they are: ten in 100
+    assert state._descent_share() == 0.2  # the floor
+    state.pay[0] = [0.0, 100.0]
+    assert state._descent_share() == 1.0
