@@ -19,7 +19,11 @@ from ascend_tune import __version__
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import console
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# -h as well as --help on every command; --install-completion / --show-completion for bash,
+# zsh, fish and PowerShell (typer's own). pyproject pins typer below 0.27: later versions show
+# "<bool>" after flags and "<str>" after values (tests/test_cli_help.py holds the help to that).
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Tiling auto-tuner for Huawei Ascend NPUs (no NPU needed).")
 
 

@@ -193,20 +193,44 @@ def _check_head(path: Path, doc: Any) -> dict[str, Any]:
     return doc
 
 
-def _check_entry(path: Path, entry: Any, line: int | None) -> dict[str, Any]:
-    if not (isinstance(entry, dict) and isinstance(entry.get("shape"), dict)
-            and "best" in entry
-            and all(isinstance(v, int) and not isinstance(v, bool)
-                    for v in entry["shape"].values())):
-        raise _corrupt(path, "'shapes' is not a list of shape results", line)
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_entry(path: Path, entry: Any, line: int | None, index: int) -> dict[str, Any]:
+    """An entry with an integer shape and a winner; otherwise an error naming the entry (its
+    index in 'shapes' and its shape) and the field, so a hand edit is found at once."""
+    where = f"shapes[{index}]"
+    if not isinstance(entry, dict):
+        raise _corrupt(path, f"{where} is {_kind(entry)}, not a shape result object", line)
+    shape = entry.get("shape")
+    if not isinstance(shape, dict):
+        what = "has no 'shape'" if shape is None else f"'shape' is {_kind(shape)}"
+        raise _corrupt(path, f"{where} {what}, expected an object of integers", line)
+    bad = next((k for k, v in shape.items() if not _is_int(v)), None)
+    if bad is not None:
+        raise _corrupt(path, f"{where}: shape.{bad} is {_show(shape[bad])}, not an integer",
+                       line)
+    where = f"{where} ({shape_key(shape) or 'empty shape'})"
+    best = entry.get("best")
+    if not isinstance(best, dict):
+        what = ("has no 'best' (the winning configuration)" if "best" not in entry else
+                f"'best' is {_kind(best)}, expected an object of integers")
+        raise _corrupt(path, f"{where} {what}", line)
+    bad = next((k for k, v in best.items() if not _is_int(v)), None)
+    if bad is not None:
+        raise _corrupt(path, f"{where}: best.{bad} is {_show(best[bad])}, not an integer", line)
     return entry
 
 
-def _safe_sort_key(entry: Any) -> tuple[int, ...]:
-    try:
-        return sort_key(entry)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return ()
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _json(text: str, path: Path, line: int | None = None) -> Any:
@@ -280,8 +304,8 @@ class _LineEntries:
         return next(self._parsed)
 
     def _parse(self) -> Iterator[dict[str, Any]]:
-        for line_no, text in self._numbered():
-            yield _check_entry(self._path, _json(text, self._path, line_no), line_no)
+        for index, (line_no, text) in enumerate(self._numbered()):
+            yield _check_entry(self._path, _json(text, self._path, line_no), line_no, index)
 
     def lines(self) -> Iterator[str]:
         for _line_no, text in self._numbered():
@@ -324,8 +348,9 @@ def _stream_whole(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]
     doc = _check_head(path, _json(text, path))
     shapes = doc.pop("shapes", [])
     if not isinstance(shapes, list):
-        raise _corrupt(path, "'shapes' is not a list of shape results")
-    return doc, (_check_entry(path, e, None) for e in sorted(shapes, key=_safe_sort_key))
+        raise _corrupt(path, f"'shapes' is {_kind(shapes)}, not a list of shape results")
+    checked = [_check_entry(path, e, None, i) for i, e in enumerate(shapes)]
+    return doc, iter(sorted(checked, key=sort_key))
 
 
 def read_journal(path: Path, head: Mapping[str, Any]) -> list[tuple[int, int, dict[str, Any]]]:
@@ -338,7 +363,7 @@ def read_journal(path: Path, head: Mapping[str, Any]) -> list[tuple[int, int, di
         return []
     except OSError as exc:
         raise AscendTuneError(f"{jpath}: cannot read the search journal: {exc.strerror}") from None
-    out = []
+    out: list[tuple[int, int, dict[str, Any]]] = []
     offset = 0
     first = True
     for raw in data.splitlines(keepends=True):
@@ -354,7 +379,7 @@ def read_journal(path: Path, head: Mapping[str, Any]) -> list[tuple[int, int, di
                 return []
             first = False
             continue
-        out.append((start, len(raw), _check_entry(jpath, item, None)))
+        out.append((start, len(raw), _check_entry(jpath, item, None, len(out))))
     return out
 
 
