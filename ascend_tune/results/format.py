@@ -103,10 +103,17 @@ def to_text(doc: Mapping[str, Any]) -> str:
 def check_writable(path: Path) -> None:
     """Fail before any work when the results cannot be written."""
     folder = path.parent if str(path.parent) else Path(".")
-    if folder.exists() and not folder.is_dir():
-        raise AscendTuneError(f"{path}: {folder} is a file, not a folder")
+    blocker = next((f for f in (folder, *folder.parents) if f.exists() and not f.is_dir()),
+                   None)
+    if blocker is not None:
+        raise AscendTuneError(f"{path}: {blocker} is a file, not a folder")
     if not folder.is_dir():
-        raise AscendTuneError(f"{path}: folder {folder} does not exist")
+        # -o build/r.json in a fresh checkout: make the folder, as a build tool would.
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AscendTuneError(f"{path}: cannot create folder {folder}: "
+                                  f"{exc.strerror}") from None
     if path.is_dir():
         raise AscendTuneError(f"{path}: is a folder; give a file name for the results")
     try:

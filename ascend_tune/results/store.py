@@ -306,6 +306,7 @@ class Survey:
     pruned: int  # entries whose shape is no longer asked for
     measured: int = 0  # entries holding device measurements
     measured_dropped: int = 0  # of those, entries the search would drop (retune or prune)
+    pruned_keys: tuple[str, ...] = ()  # the shape keys of the pruned entries
 
 
 def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey:
@@ -325,6 +326,7 @@ def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey
                             if old_search.get(k) != new_search.get(k))
         reason = f"the search settings changed ({changed or 'settings'})"
     cached: set[str] = set()
+    pruned_keys: list[str] = []
     count = pruned = measured = measured_dropped = 0
     for entry in entries:
         count += 1
@@ -332,6 +334,7 @@ def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey
         dropped = keep is not None and key not in keep
         if dropped:
             pruned += 1
+            pruned_keys.append(key)
         else:
             cached.add(key)
         if results.has_measurements(entry):
@@ -339,4 +342,4 @@ def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey
             measured_dropped += dropped or reason is not None
     if reason is not None:
         return Survey(reason, set(), count, 0, measured, measured_dropped)
-    return Survey(None, cached, count, pruned, measured, measured_dropped)
+    return Survey(None, cached, count, pruned, measured, measured_dropped, tuple(pruned_keys))
