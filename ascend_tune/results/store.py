@@ -312,7 +312,7 @@ class Survey:
 def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey:
     if not path.exists():
         return Survey(None, set(), 0, 0)
-    old_head, entries = results.stream(path)
+    old_head, entries = results.stream_summaries(path)
     reason = None
     for part, what in (("spec", "spec"), ("hw", "hardware profile")):
         if reason is None and old_head[part].get("sha256") != head[part]["sha256"]:
@@ -328,16 +328,16 @@ def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey
     cached: set[str] = set()
     pruned_keys: list[str] = []
     count = pruned = measured = measured_dropped = 0
-    for entry in entries:
+    for shape, holds_measurements in entries:
         count += 1
-        key = shape_key(entry["shape"])
+        key = shape_key(shape)
         dropped = keep is not None and key not in keep
         if dropped:
             pruned += 1
             pruned_keys.append(key)
         else:
             cached.add(key)
-        if results.has_measurements(entry):
+        if holds_measurements:
             measured += 1
             measured_dropped += dropped or reason is not None
     if reason is not None:
