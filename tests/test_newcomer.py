@@ -178,3 +178,23 @@ def test_a_shadowed_builtin_name_says_which_file_it_used(
     assert json.loads(text)["spec"]["path"] == spec.origin
     os.remove(local)
     assert api.shadowing_spec("add", spec) is None
+
+
+def test_validate_from_results_needs_no_spec_or_profile(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "r.json"
+    api.tune(api.load_spec("add"), api.load_profile("ascend910b3"),
+             [{"totalLength": 4096}, {"totalLength": 65536}, {"totalLength": 1 << 20}],
+             output=path, budget=40, top_k=2)
+    doc = results.read_all(path)
+    for n, entry in enumerate(doc["shapes"]):
+        for i, cand in enumerate(entry["candidates"]):
+            cand["measured"] = {"time_us": 3.0 + n + i}
+    path.write_text(results.to_text(doc))
+    code, text, err = run(capsys, monkeypatch, "validate", "--from-results", str(path),
+                          "--json")
+    assert code == 0, err
+    assert len(json.loads(text)["points"]) == 6
+    code, _, err = run(capsys, monkeypatch, "validate", "--spec", "add")
+    assert (code, err) == (2, "error: give --hw (or --from-results RESULTS, which holds both)\n")

@@ -38,7 +38,7 @@ def explain(
     shape: str = typer.Option(..., "--shape", help="K=V,... for every shape variable."),
     set_: str | None = typer.Option(None, "--set",
                                     help="P=V,... (or P=V P=V) overrides of the baseline, or "
-                                         "of the winner of a results file. [default: none]"),
+                                         "of the winner of a results file."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print the prediction, diagnosis and stages as JSON."),
 ) -> None:

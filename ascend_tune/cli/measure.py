@@ -53,9 +53,9 @@ _INCLUDE_HELP = ("Fit this coefficient (or the one scaling this leaf, e.g. "
 _EXCLUDE_HELP = "Never fit this coefficient (or leaf). Repeatable."
 
 
-_SPEC_HELP = ("Spec file or built-in name. [default: the spec the first --from-results "
-              "file embeds]")
-_HW_DEFAULT = "[default: the profile the first --from-results file embeds]"
+_SPEC_HELP = ("Spec file or built-in name (default: the spec the first --from-results "
+              "file embeds).")
+_HW_DEFAULT = "(default: the profile the first --from-results file embeds)."
 
 
 def _inputs(spec_ref: str | None, hw_ref: str | None, from_results: list[Path] | None
@@ -96,7 +96,9 @@ def calibrate(
     output: Path = typer.Option(..., "-o", "--output", help="Calibrated profile YAML."),
     manifest: Path | None = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
     where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
-    name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile."),
+    name: str | None = typer.Option(None, "--name",
+                                    help="Name of the calibrated profile (default: the base "
+                                         "profile's name + _calibrated)."),
     holdout: float = typer.Option(0.25, "--holdout", metavar="SHARE",
                                   help="Share of rows (whole shape sweeps when there are "
                                        "enough) held out of the fit to judge it; 0 fits every "
@@ -165,7 +167,8 @@ def validate(
     manifest: Path | None = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
     where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
     holdout: float | None = typer.Option(None, "--holdout", metavar="SHARE",
-                                         help="Calibrate on the rest, report on this share."),
+                                         help="Calibrate on the rest, report on this share. "
+                                              "(default: no calibration, every row)"),
     kfold: int | None = typer.Option(None, "--kfold", metavar="K",
                                      help="K-fold cross-validation of the calibration."),
     seed: int = typer.Option(0, "--seed", help="Seed of the row shuffle for --holdout/--kfold."),

@@ -50,7 +50,8 @@ def search(
                                        help="Ray cluster address for --executor ray "
                                             "(default: start a local one)."),
     output: Path | None = typer.Option(None, "-o", "--output",
-                                       help="Results file (also the cache)."),
+                                       help="Results file (also the cache). (default: none: "
+                                            "results are printed, not saved)"),
     fresh: bool = typer.Option(False, "--fresh",
                                help="Retune every shape, reusing nothing from -o."),
     prune: bool = typer.Option(False, "--prune",
