@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,41 @@ def test_validate_from_results_needs_no_spec_or_profile(
     assert len(json.loads(text)["points"]) == 6
     code, _, err = run(capsys, monkeypatch, "validate", "--spec", "add")
     assert (code, err) == (2, "error: give --hw (or --from-results RESULTS, which holds both)\n")
+
+
+def test_a_lock_file_a_killed_search_left_does_not_block(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # SIGKILL leaves the lock file (its flock dies with the process): the next run takes it
+    # over with a note and removes it at the end.
+    out = tmp_path / "r.json"
+    lock = tmp_path / ".r.json.lock"
+    lock.write_text("4194999")
+    code, _, err = run(capsys, monkeypatch, *ADD, "--shape", "totalLength=4096", "-o", str(out))
+    assert code == 0, err
+    assert err.splitlines()[0] == (f"note: {out}: took over the lock file of search 4194999, "
+                                   "which was killed; what it saved is kept")
+    assert not lock.exists() and _shapes(out) == [4096]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
+
+
+def test_sigkill_during_a_search_leaves_nothing_that_blocks(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    shapes = tmp_path / "s.csv"
+    shapes.write_text("totalLength\n" + "".join(f"{4096 * (i + 1)}\n" for i in range(400)))
+    cmd = [sys.executable, "-m", "ascend_tune", "search", "add", "--hw", "ascend910b3",
+           "--shapes", str(shapes), "--budget", "20", "-q", "-o", str(out)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    journal = tmp_path / ".r.json.journal"
+    deadline = time.monotonic() + 120
+    while (not journal.exists() or journal.stat().st_size < 2000) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    assert (tmp_path / ".r.json.lock").exists()
+    rerun = subprocess.run([c for c in cmd if c != "-q"], cwd=ROOT, capture_output=True,
+                           text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "took over the lock file of search" in rerun.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "s.csv"]
+    assert len(_shapes(out)) == 400

@@ -161,6 +161,9 @@ class _Progress(api.Progress):
                          "list (--prune)")
         if self.quiet:
             return
+        if cache.stale_lock is not None:
+            console.note(f"{cache.path}: took over the lock file of search {cache.stale_lock}, "
+                         "which was killed; what it saved is kept")
         if cache.removed_temps:
             console.note(f"removed {cache.removed_temps} temp file(s) a killed run left beside "
                          f"{cache.path}")

@@ -55,6 +55,7 @@ class ResultsStore:
         self.pruned = 0  # entries dropped because their shape is no longer asked for
         self.saved = 0  # entries added by this run
         self.removed_temps: list[Path] = []
+        self.stale_lock: int | None = None  # pid of a killed search whose lock file was left
         self._file_entries = 0
         self._file_valid = False  # the file on disk holds entries for this head
         self._pending: list[tuple[tuple[int, ...], int, int]] = []  # (sort key, offset, length)
@@ -173,6 +174,12 @@ class ResultsStore:
             who = f" (pid {holder})" if holder.isdigit() else ""
             raise AscendTuneError(f"{self.path}: another ascend-tune search is writing it{who}; "
                                   "wait for it to finish or pass another -o") from None
+        fh.seek(0)
+        left = fh.read(32).strip()
+        if left.isdigit() and int(left) != os.getpid():
+            # A lock file that exists but is not held: its writer was killed (SIGKILL leaves
+            # the file; the flock died with the process). Taken over, and said so.
+            self.stale_lock = int(left)
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))

@@ -47,6 +47,7 @@ class CacheReport:
     removed_temps: int  # temp files a killed run left beside the file
     reused: int  # shapes taken from the file as they are
     total: int  # shapes asked for
+    stale_lock: int | None = None  # pid of a killed search whose lock file was taken over
 
 
 class Progress:
@@ -139,7 +140,8 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
             if store is not None and output is not None:
                 progress.opened(CacheReport(output, store.invalidated, store.pruned,
                                             len(store.removed_temps),
-                                            len(shapes) - len(todo), len(shapes)))
+                                            len(shapes) - len(todo), len(shapes),
+                                            store.stale_lock))
             try:
                 with progress.running(len(todo)):
                     _run_shapes(todo, spec, hw, settings, jobs, finish, executor)
