@@ -2,6 +2,7 @@
 
     python benchmarks/results_scale.py            # about 3 minutes
     python benchmarks/results_scale.py --quick    # smaller sizes
+    python benchmarks/results_scale.py --big      # only 4., the 200 MB file (about a minute)
 
 1. End to end: `ascend-tune search add` over N shapes with and without `-o`; the difference per
    shape is what the results file costs (journal append, merges, final write).
@@ -9,6 +10,10 @@
    microseconds per added shape, including every merge.
 3. Reusing a large cache: a ~200 MB results file, 1 000 new shapes on top; peak memory of the
    process (the cache is streamed, never held whole).
+4. The file a user reported (issue 27): 178 000 tuned Add shapes, 200 MB. Wall and CPU time of
+   `ascend-tune emit` and of `ascend-tune search -o` adding one shape (goal: under 20 s each
+   on a quiet 2-core machine), then a search killed with SIGKILL on it and the next run, which
+   must not be blocked by the lock file the killed one left.
 """
 
 from __future__ import annotations
@@ -76,13 +81,64 @@ def _reuse_child(path: str, new: int) -> None:
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 
 
+def _timed(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU (user + system, children included) seconds of a CLI run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "ascend_tune", *cmd], check=True,
+                   stdout=subprocess.DEVNULL, cwd=ROOT)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.perf_counter() - start, cpu
+
+
+def _big_file(path: Path, n: int) -> None:
+    """``n`` Add entries as a search writes them (one tuned entry, the shape varied)."""
+    head, entry = _head_and_entry()
+    lines = (results.entry_line({**entry, "shape": {"totalLength": (1 << 20) + 64 * i}})
+             for i in range(n))
+    results.write_atomic(path, results.render_lines(head, lines))
+
+
+def large_file(folder: Path, n: int = 178_000) -> None:
+    print(f"\n4. a results file of {n} shapes")
+    path = folder / "big.json"
+    _big_file(path, n)
+    print(f"file: {path.stat().st_size / 1e6:.0f} MB")
+    search = ["search", "add", "--hw", "ascend910b3", "--strategy", "auto", "--budget", "50",
+              "-q", "-o", str(path)]
+    for label, cmd in (("emit", ["emit", str(path), "-o", str(folder / "out")]),
+                       ("search -o, one new shape", [*search, "--shape", "totalLength=7"])):
+        wall, cpu = _timed(cmd)
+        print(f"{label:<26} {wall:6.1f} s wall {cpu:6.1f} s CPU")
+    # SIGKILL while the search works on the file, then a normal run.
+    proc = subprocess.Popen([sys.executable, "-m", "ascend_tune", *search, "--shape",
+                             "totalLength=9", "--shape", "totalLength=11"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lock = path.with_name(f".{path.name}.lock")
+    while not lock.exists() and proc.poll() is None:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    left = sorted(p.name for p in folder.glob(f".{path.name}*"))
+    wall, _cpu = _timed([*search, "--shape", "totalLength=13"])
+    after = sorted(p.name for p in folder.glob(f".{path.name}*"))
+    print(f"after SIGKILL: {left or 'nothing'} left; the next run took {wall:.1f} s and left "
+          f"{after or 'nothing'}")
+
+
 def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--reuse-child":
         _reuse_child(sys.argv[2], int(sys.argv[3]))
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--big", action="store_true", help="only the 200 MB file (4.)")
     args = parser.parse_args()
+    if args.big:
+        with tempfile.TemporaryDirectory() as tmp:
+            large_file(Path(tmp))
+        return
     sizes = (500, 2000) if args.quick else (1000, 4000)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -111,6 +167,7 @@ def main() -> None:
                               check=True, capture_output=True, text=True).stdout.strip()
         print(f"cache {padded.stat().st_size / 1e6:.0f} MB ({n_big} shapes): peak RSS {peak} MB, "
               f"{time.perf_counter() - start:.1f} s")
+        large_file(folder, 20_000 if args.quick else 178_000)
         os.sync()
 
 

@@ -375,8 +375,11 @@ def test_validate_and_calibrate(tmp_path: Path) -> None:
     assert fit.scales == api.calibrate(matmul, hw, [m / "op_summary_block_dim.csv"],
                                        manifest=m / "manifest.yaml",
                                        exclude=["gm_to_l1_latency", "hbm_bandwidth"]).scales
-    with pytest.raises(api.AscendTuneError, match="does not exist"):
-        api.check_writable(tmp_path / "missing" / "cal.yaml")
+    api.check_writable(tmp_path / "missing" / "cal.yaml")  # makes the folder, as -o does
+    assert (tmp_path / "missing").is_dir()
+    (tmp_path / "plain").write_text("")
+    with pytest.raises(api.AscendTuneError, match=r"plain is a file, not a folder"):
+        api.check_writable(tmp_path / "plain" / "cal.yaml")
     written = api.write_profile(tmp_path / "cal.yaml", fit, "ascend910b3", "mine", loaded)
     calibrated = api.load_profile(written)
     assert calibrated.name == "mine"

@@ -40,11 +40,21 @@ def test_op_summary_layouts_and_bad_rows(matmul_spec: OperatorSpec) -> None:
     assert second.config["baseN"] == 128
     assert first.free == ("mDim", "nDim")
     reasons = sorted(s.split(": ", 1)[1] for s in report.skipped)
-    assert len(report.skipped) == 3
+    assert len(report.skipped) == 2
     assert reasons[0].startswith("Input Shapes has no tensor 1")
     assert any("could not convert string to float: 'oops'" in r for r in reasons)
-    assert any("time -3.0 is not positive" in r for r in reasons)
     assert any(s.startswith(f"{M / 'op_summary_block_dim.csv'}:3: ") for s in report.skipped)
+
+
+def test_a_negative_duration_refuses_the_file(matmul_spec: OperatorSpec, tmp_path: Path) -> None:
+    # A number no kernel time can be is a broken profile, not a row to leave out quietly.
+    lines = (M / "kernel_details.csv").read_text().splitlines(keepends=True)
+    bad = tmp_path / "kernel_details.csv"
+    bad.write_text(lines[0] + lines[1] + lines[1].replace(",233.7,", ",-3,"))
+    with pytest.raises(AscendTuneError) as info:
+        read_files([bad], matmul_spec, load_manifest(M / "manifest.yaml"))
+    assert str(info.value) == (f"{bad}:3: column Duration(us): '-3' is not a finite positive "
+                               "time; fix or remove the row")
 
 
 def test_pipe_utilization_takes_the_slowest_block(matmul_spec: OperatorSpec) -> None:

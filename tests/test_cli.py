@@ -40,7 +40,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str], contains: str) -> Non
     (["search", str(DATA / "broken" / "empty_domain.yaml"), "--hw", "ascend910b3",
       "--shape", "totalLength=8"], "params.tileLength: empty domain (pow2 [65536, 32768])"),
     (["search", "add", "--hw", "ascend910b3", "--shape", "totalLength=8", "-o",
-      "/nonexistent/folder/r.json"], "folder /nonexistent/folder does not exist"),
+      "README.md/folder/r.json"], "r.json: README.md is a file, not a folder"),
     (["search", "add", "--hw", "ascend910b3", "--shapes", "nope.csv"], "shape file not found"),
     (["explain", "add", "--hw", "ascend910b3", "--shape", "totalLength=4096", "--set",
       "bufferNum=2,tileLength=65536"], "breaks constraint 'ub_fits'"),
@@ -99,12 +99,15 @@ def test_search_is_deterministic_cached_and_job_independent(tmp_path: Path) -> N
                "-o", str(a), "--locked")
     assert proc.returncode == 1 and "search settings changed" in proc.stderr
     assert a.read_bytes() == before
-    # Shapes dropped from the list are pruned from the results, with a note.
+    # Shapes dropped from the list stay (tuning data); --prune drops them, with a warning.
     shapes.write_text("totalLength\n1000\n65536\n")
-    proc = cli(*locked)
-    assert proc.returncode == 1 and "0 shape(s) would be tuned and 1 pruned" in proc.stderr
-    proc = cli(*base[:-1], "-o", str(a))
-    assert proc.returncode == 0 and "dropped 1 shape(s) no longer in the shape list" in proc.stderr
+    assert cli(*locked).returncode == 0 and a.read_bytes() == before
+    proc = cli(*locked, "--prune")
+    assert proc.returncode == 1 and proc.stderr == (
+        f"error: {a}: 1 pruned: totalLength=12345679; rerun without --locked to update it\n")
+    proc = cli(*base[:-1], "-o", str(a), "--prune")
+    assert proc.returncode == 0 and (f"warning: {a}: dropped 1 shape(s) not in the shape list "
+                                     "(--prune)") in proc.stderr
     assert [e["shape"]["totalLength"] for e in json.loads(a.read_text())["shapes"]] == [1000,
                                                                                        65536]
     # Without --locked, other settings retune every shape, with a note.

@@ -8,7 +8,6 @@ tmp_path at test time.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate.measurements import load_manifest, read_files
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import load_shape_file
@@ -234,9 +234,10 @@ def test_deep_json_is_one_line(tmp_path: Path) -> None:
 
 def test_nan_in_shapes_json_is_refused(tmp_path: Path) -> None:
     one_line_error(search(H / "shapes_nan.json", tmp_path / "r.json"),
-                   "shapes_nan.json:1: NaN is not a number")
+                   "shapes_nan.json:1: [0].K: NaN is not a number")
     inf = write(tmp_path / "shapes.json", '[{"M": 1024, "N": 1024,\n "K": 1e999}]')
-    one_line_error(search(inf, tmp_path / "r.json"), "shapes.json:2: '1e999' overflows a float")
+    one_line_error(search(inf, tmp_path / "r.json"),
+                   "shapes.json:2: [0].K: '1e999' overflows a float")
 
 
 def test_invalid_utf8_results_is_one_line(tmp_path: Path) -> None:
@@ -311,48 +312,55 @@ def test_manifest_values_of_the_wrong_type(tmp_path: Path, name: str, contains: 
 
 
 def test_measured_time_inf_is_refused(tmp_path: Path) -> None:
+    # A time no kernel can take is a broken measurement: the file is refused (exit 2, file,
+    # line and column), never calibrated on quietly without the row.
     path = H / "time_inf.csv"
+    message = (f"{path}:2: column time_us: 'inf' is not a finite positive time; fix or remove "
+               "the row")
     proc = validate([path])
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.splitlines() == [
-        f"warning: skipped {path}:2: time_us: 'inf' is not a finite number",
-        f"error: no usable measurement row in {path} (1 skipped; first: {path}:2: time_us: "
-        "'inf' is not a finite number)"]
-    one_line_error(validate([path], "add", "-q"), "no usable measurement row")
+    assert proc.stderr.splitlines() == [f"error: {message}"]
     out = tmp_path / "cal.yaml"
     one_line_error(cli("calibrate", str(path), "--spec", "add", "--hw", "ascend910b3", "-o",
-                       str(out), "-q"), "no usable measurement row")
+                       str(out), "-q"), message)
     assert not out.exists()
 
 
-def test_bad_times_are_skipped_by_row(add_spec: OperatorSpec) -> None:
-    path = H / "time_mixed.csv"
+BAD_TIME_ROWS = [  # line of time_mixed.csv -> the refusal
+    (4, "column time_us: 'inf' is not a finite positive time"),
+    (5, "column time_us: 'nan' is not a finite positive time"),
+    (6, "column time_us: '-4' is not a finite positive time"),
+    (7, "column time_us: '0' is not a finite positive time"),
+    (8, "column time_us: '1e999' is not a finite positive time"),
+    (9, "column aiv_mte2_time_us: 'nan' is not a finite non-negative time"),
+    (10, "column aiv_mte2_time_us: '-1' is not a finite non-negative time"),
+]
+
+
+@pytest.mark.parametrize(("line", "problem"), BAD_TIME_ROWS)
+def test_each_bad_time_refuses_its_file(tmp_path: Path, add_spec: OperatorSpec, line: int,
+                                        problem: str) -> None:
+    lines = (H / "time_mixed.csv").read_text().splitlines(keepends=True)
+    path = write(tmp_path / "m.csv", "".join([*lines[:3], lines[line - 1]]))
+    with pytest.raises(AscendTuneError) as info:
+        read_files([path], add_spec, load_manifest(None))
+    assert str(info.value) == f"{path}:4: {problem}; fix or remove the row"
+
+
+def test_good_rows_of_the_mixed_file_load(tmp_path: Path, add_spec: OperatorSpec) -> None:
+    lines = (H / "time_mixed.csv").read_text().splitlines(keepends=True)
+    path = write(tmp_path / "m.csv", "".join(lines[:3] + lines[10:]))
     report = read_files([path], add_spec, load_manifest(None))
-    assert [r.origin for r in report.rows] == [f"{path}:3", f"{path}:11"]
-    assert all(math.isfinite(r.time_us) and r.time_us > 0 for r in report.rows)
-    assert report.skipped == [
-        f"{path}:4: time_us: 'inf' is not a finite number",
-        f"{path}:5: time_us: 'nan' is not a finite number",
-        f"{path}:6: time -4.0 is not positive",
-        f"{path}:7: time 0.0 is not positive",
-        f"{path}:8: time_us: '1e999' is not a finite number",
-        f"{path}:9: aiv_mte2_time_us: 'nan' is not a finite number",
-        f"{path}:10: aiv_mte2_time_us: -1.0 is negative"]
-    proc = validate([path])
-    assert proc.returncode == 0, proc.stderr
-    assert "nan" not in proc.stdout.lower() and "used 2 of 9 row(s)" in proc.stderr
+    assert [(r.origin, r.time_us) for r in report.rows] == [(f"{path}:3", 12.5),
+                                                            (f"{path}:4", 2.4)]
+    assert report.skipped == []
 
 
 def test_bad_pipe_times_in_pipe_utilization(tmp_path: Path) -> None:
-    proc = validate([H / "pipe_nan.csv"], "matmul", "--manifest",
-                    str(H / "manifest_pipe_nan.yaml"))
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
     p = H / "pipe_nan.csv"
-    assert f"{p}:2: aic_mte2_time(us): 'nan' is not a finite number" in proc.stderr
-    assert f"{p}:3: aic_time(us): 'inf' is not a finite number" in proc.stderr
-    assert f"{p}:4: aic_cube_time(us): -3.0 is negative" in proc.stderr
-    one_line_error(validate([p], "matmul", "--manifest", str(H / "manifest_pipe_nan.yaml"),
-                            "-q"), "no usable measurement row")
+    one_line_error(validate([p], "matmul", "--manifest", str(H / "manifest_pipe_nan.yaml")),
+                   f"error: {p}:2: column aic_mte2_time(us): 'nan' is not a finite non-negative "
+                   "time; fix or remove the row")
 
 
 def test_measured_shape_beyond_int64_is_skipped(tmp_path: Path, add_spec: OperatorSpec) -> None:

@@ -40,6 +40,7 @@ def test_a_retune_never_drops_measurements(tmp_path: Path, change: str) -> None:
         options["fresh"] = True
     elif change == "prune":
         shapes = SHAPES[1:]  # the measured shape is the first
+        options["prune"] = True  # without it the entry would simply stay
     else:
         spec = api.load_spec("mul")
     with pytest.raises(AscendTuneError, match=r"1 shape\(s\) there hold device measurements"):

@@ -361,7 +361,9 @@ def parse_json(text: str, origin: str, first_line: int = 1) -> Any:
         raise ReadError(origin, f"malformed JSON: {exc.msg} (column {exc.colno})",
                         at(exc.lineno)) from None
     except _Refused as exc:
-        raise ReadError(origin, exc.problem, at(literal_line(text, exc.literal, exc.nth))) from None
+        leaf = _refused_leaf(text) if exc.nth == 1 else None
+        problem = f"{leaf}: {exc.problem}" if leaf else exc.problem
+        raise ReadError(origin, problem, at(literal_line(text, exc.literal, exc.nth))) from None
     except RecursionError:
         raise ReadError(origin, f"nested deeper than {MAX_DEPTH} levels", at(1)) from None
     except ValueError as exc:  # e.g. an integer with more than 4300 digits
@@ -369,6 +371,41 @@ def parse_json(text: str, origin: str, first_line: int = 1) -> Any:
                    f"malformed JSON: {one_line(str(exc), 100)}")
         raise ReadError(origin, problem) from None
     return data
+
+
+class _Bad:
+    """Stands in for a refused number in the second parse that locates it."""
+
+
+def _refused_leaf(text: str) -> str | None:
+    """The key path (``hw.data.chip.clock_mhz``, ``shapes[3].best``) of the first NaN,
+    Infinity or overflowing number: a line number alone does not say which value of a
+    one-line entry or an embedded profile is wrong."""
+    bad = _Bad()
+
+    def number(literal: str) -> Any:
+        value = float(literal)
+        return value if math.isfinite(value) else bad
+
+    try:
+        data = json.loads(text, parse_constant=lambda _literal: bad, parse_float=number)
+    except (ValueError, RecursionError):
+        return None
+
+    def find(node: Any, path: str) -> str | None:
+        if node is bad:
+            return path or "(top level)"
+        items = (node.items() if isinstance(node, dict) else
+                 ((f"[{i}]", v) for i, v in enumerate(node)) if isinstance(node, list) else ())
+        for key, value in items:
+            sub = (f"{path}{key}" if isinstance(node, list) else
+                   f"{path}.{key}" if path else str(key))
+            found = find(value, sub)
+            if found is not None:
+                return found
+        return None
+
+    return find(data, "")
 
 
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')

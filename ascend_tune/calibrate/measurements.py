@@ -198,11 +198,31 @@ def _number(row: Mapping[str, str], col: str) -> float:
     return value
 
 
-def _pipe_time(row: Mapping[str, str], col: str) -> float:
-    value = _number(row, col)
-    if value < 0:
-        raise ValueError(f"{col}: {value} is negative")
+class _BadTime(Exception):
+    """A time cell holding a number no measurement can have (inf, NaN, negative; zero for a
+    kernel's time): a broken profiler or a typo. The row is refused, not skipped, so a
+    calibration never silently runs on what is left (the reader adds file and line)."""
+
+
+def _time(row: Mapping[str, str], col: str, *, zero_ok: bool = False) -> float:
+    """A measured time: ValueError (skip) for an empty or non-numeric cell, _BadTime for a
+    number that cannot be a time."""
+    raw = row.get(col, "")
+    if raw == "":
+        raise ValueError(f"no value for {col}" + (" (the row is short)" if col not in row else ""))
+    value = float(raw)  # "could not convert string to float: 'oops'"
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        kind = "non-negative" if zero_ok else "positive"
+        raise _BadTime(f"column {col}: {show(raw)} is not a finite {kind} time")
     return value
+
+
+def _pipe_time(row: Mapping[str, str], col: str) -> float:
+    return _time(row, col, zero_ok=True)  # a pipe the kernel does not use reads 0
+
+
+def _refused(where: str, exc: _BadTime) -> AscendTuneError:
+    return AscendTuneError(f"{where}: {exc}; fix or remove the row")
 
 
 def _integer(raw: str, what: str) -> int:
@@ -324,6 +344,8 @@ def _read_summary(path: Path, records: Iterator[Record], header: Mapping[str, st
             rows.append(_summary_row(where, path.name, row, header, spec, manifest))
         except (ValueError, KeyError, ArithmeticError) as exc:
             skipped.append(f"{where}: {exc}")
+        except _BadTime as exc:
+            raise _refused(where, exc) from None
     return rows
 
 
@@ -336,9 +358,7 @@ def _summary_row(where: str, file_name: str, row: Mapping[str, str], header: Map
     duration_col = next((header[k] for k in _DURATION if k in header), None)
     if duration_col is None:
         raise ValueError("no Task Duration(us), Duration(us) or time_us column")
-    time_us = _number(row, duration_col)
-    if not time_us > 0:
-        raise ValueError(f"time {time_us} is not positive")
+    time_us = _time(row, duration_col)
     if all(v in header.values() for v in spec.shape_vars):
         shape = {v: _integer(row.get(v, ""), v) for v in spec.shape_vars}
     elif "inputshapes" in header:
@@ -384,6 +404,8 @@ def _read_pipe_utilization(path: Path, records: Iterator[Record], header: Mappin
         except ValueError as exc:
             skipped.append(f"{path}:{line}: {exc}")
             continue
+        except _BadTime as exc:
+            raise _refused(f"{path}:{line}", exc) from None
         time_us = max([time_us, *totals])
         for col, value in found.items():
             pipes[col] = max(pipes.get(col, 0.0), value)

@@ -3,7 +3,8 @@ and prints. The only place that exits.
 
 Exit codes: 0 success; 1 the command worked and found what it reports (stale emitted files,
 a shape with no valid configuration, a results file --locked would change); 2 bad input or
-usage (one line on stderr); 130 interrupted.
+usage (one line on stderr); 130 interrupted; 141 the reader of stdout went away (``| head``:
+quietly, as other command-line tools do).
 
 One module per command group registers its commands on ``app``: search, explain, emit,
 measure (calibrate, validate), report, check, hw.
@@ -11,6 +12,7 @@ measure (calibrate, validate), report, check, hw.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -19,7 +21,11 @@ from ascend_tune import __version__
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import console
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# -h as well as --help on every command; --install-completion / --show-completion for bash,
+# zsh, fish and PowerShell (typer's own). pyproject pins typer below 0.27: later versions show
+# "<bool>" after flags and "<str>" after values (tests/test_cli_help.py holds the help to that).
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Tiling auto-tuner for Huawei Ascend NPUs (no NPU needed).")
 
 
@@ -52,10 +58,42 @@ def main() -> None:
     try:
         app()
     except ExitWith as exc:
+        _flush_or_quiet()
         sys.exit(exc.code)
     except AscendTuneError as exc:
         console.error(str(exc))
         sys.exit(2)
     except KeyboardInterrupt:
-        console.error("interrupted; finished shapes are saved")
+        console.interrupted(_INTERRUPTED)
         sys.exit(130)
+    except BrokenPipeError:
+        _quiet_exit()
+    except SystemExit as exc:
+        # click turns a broken stdout into a silent exit 1 (1 means "found something" here)
+        # after wrapping stdout in its PacifyFlushWrapper.
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _quiet_exit()
+        if exc.code == 130:  # click's exit for a Ctrl-C it caught
+            console.interrupted(_INTERRUPTED)
+        _flush_or_quiet()
+        raise
+
+
+# Results and journals are saved shape by shape, every other file is written whole or not at
+# all: an interrupt loses at most the work in flight.
+_INTERRUPTED = "what finished is saved"
+
+
+def _flush_or_quiet() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_exit()
+
+
+def _quiet_exit() -> None:
+    # stdout's reader closed it (``search ... | head -3``): everything computed is already
+    # saved; point stdout at /dev/null so the interpreter's final flush does not complain.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(141)

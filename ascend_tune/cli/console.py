@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -11,8 +12,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich's default exits 1, which means "found something" here; cli.main turns this
+        # into a quiet exit for ``ascend-tune ... | head``.
+        raise BrokenPipeError
+
+
+stdout = _Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
+stderr = _Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def error(message: str) -> None:
@@ -24,6 +33,11 @@ def warn(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
+def interrupted(message: str) -> None:
+    # The user asked for it (Ctrl-C): not an error; what is said is what was kept.
+    sys.stderr.write(f"interrupted: {message}\n")
+
+
 def note(message: str) -> None:
     # Information, not a problem (exit codes do not change).
     sys.stderr.write(f"note: {message}\n")
@@ -31,16 +45,36 @@ def note(message: str) -> None:
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
           right: Sequence[int] = ()) -> None:
-    t = Table(title=title, title_justify="left")
+    cells = [[str(x) for x in r] for r in rows]
+    natural = sum(max(len(c), *(len(r[i]) for r in cells)) + 3
+                  for i, c in enumerate(columns)) + 1
+    if natural > stdout.width:
+        # Too wide for the terminal: let text wrap after the separators of shape keys and
+        # settings (M=128, N=4096,...) rather than fold a token mid-word (M=128,N / =4096).
+        cells = [[c if i in right else _BREAK_AFTER.sub(", ", c) for i, c in enumerate(r)]
+                 for r in cells]
+    stdout.print(_table(title, columns, cells, right, compact=natural > stdout.width))
+
+
+_BREAK_AFTER = re.compile(r",(?=\S)")
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]],
+           right: Sequence[int], compact: bool = False) -> Table:
+    t = Table(title=title, title_justify="left", pad_edge=not compact,
+              collapse_padding=compact)
     for i, c in enumerate(columns):
-        # Numbers keep their width; long text folds instead of being cut with an ellipsis.
+        # No column narrower than its longest word (a number, a K=V token, a header word):
+        # rich then wraps at spaces and folds a token only when a word alone is too wide.
+        words = [w for text in (c, *(r[i] for r in rows)) for w in text.split()]
+        widest = min(max(map(len, words), default=1), 24)
         if i in right:
-            t.add_column(c, justify="right", no_wrap=True)
+            t.add_column(c, justify="right", min_width=widest, overflow="fold")
         else:
-            t.add_column(c, overflow="fold")
+            t.add_column(c, min_width=widest, overflow="fold")
     for r in rows:
-        t.add_row(*(str(x) for x in r))
-    stdout.print(t)
+        t.add_row(*r)
+    return t
 
 
 def line(text: str) -> None:

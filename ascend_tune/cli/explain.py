@@ -4,30 +4,67 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import typer
 
 from ascend_tune import api
+from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.cli import app, console
+
+_SOURCES = {"exact": "the tuned winner", "model": "the fastest tuned candidate by the model",
+            "baseline": "the spec's baseline", "walk": "the fallback walk",
+            "none": "no valid configuration"}
+
+
+def _is_results(ref: str) -> bool:
+    return ref.endswith(".json") and Path(ref).is_file()
 
 
 @app.command()
 def explain(
-    spec_ref: str = typer.Argument(..., metavar="SPEC", help="Spec file or built-in name."),
-    hw_ref: str = typer.Option(..., "--hw", help="Hardware profile file or built-in name."),
+    spec_ref: str = typer.Argument(
+        ..., metavar="SPEC",
+        help="Spec file or built-in name; or a results file (RESULTS.json): explain the "
+             "configuration its selection code runs for --shape (the tuned winner), on the "
+             "file's own spec and profile."),
+    more: list[str] = typer.Argument(
+        None, metavar="[P=V]...", show_default=False,
+        help="More --set values, as the tables print them: --set blockDim=4 tileLength=2048."),
+    hw_ref: str | None = typer.Option(None, "--hw",
+                                      help="Hardware profile file or built-in name (required "
+                                           "with a spec; a results file holds its own)."),
     shape: str = typer.Option(..., "--shape", help="K=V,... for every shape variable."),
-    set_: str | None = typer.Option(None, "--set", help="P=V,... overrides of the baseline."),
+    set_: str | None = typer.Option(None, "--set",
+                                    help="P=V,... (or P=V P=V) overrides of the baseline, or "
+                                         "of the winner of a results file."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print the prediction, diagnosis and stages as JSON."),
 ) -> None:
     """Predict one configuration (the spec's baseline unless --set) and say what bounds it."""
-    spec = api.load_spec(spec_ref)
-    hw = api.load_profile(hw_ref)
+    if more and set_ is None:
+        raise AscendTuneError(f"'{more[0]}': give parameter values after --set")
+    setting = " ".join([set_ or "", *(more or [])]).strip()
     values = api.parse_shape(shape)
-    overrides = api.parse_assignments(set_, "--set") if set_ else {}
-    ex = api.explain(spec, hw, values, overrides,
-                     shape_label=f"--shape {shape}", overrides_label="--set")
+    overrides = api.parse_assignments(setting, "--set") if setting else {}
+    if _is_results(spec_ref):
+        if hw_ref is not None:
+            raise AscendTuneError(f"--hw: {spec_ref} is a results file; it holds its profile")
+        ex, chosen = api.explain_results(Path(spec_ref), values, overrides,
+                                         shape_label=f"--shape {shape}", overrides_label="--set")
+        spec, hw = ex.spec, ex.hw
+        if not as_json:
+            console.note(f"{spec_ref}: the configuration its selection code runs for this "
+                         f"shape ({_SOURCES.get(chosen.source, chosen.source)})"
+                         + (", with --set" if overrides else ""))
+    else:
+        if hw_ref is None:
+            raise AscendTuneError("--hw is required with a spec (a results file holds its own)")
+        spec = api.load_spec(spec_ref)
+        hw = api.load_profile(hw_ref)
+        ex = api.explain(spec, hw, values, overrides,
+                         shape_label=f"--shape {shape}", overrides_label="--set")
     shp = ex.shape
     for note in ex.notes:
         console.warn(note)

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from ascend_tune import api
+from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import app, console
 
 _MANIFEST_HELP = "YAML: config, free, files, shapes, where."
@@ -52,18 +53,52 @@ _INCLUDE_HELP = ("Fit this coefficient (or the one scaling this leaf, e.g. "
 _EXCLUDE_HELP = "Never fit this coefficient (or leaf). Repeatable."
 
 
+_SPEC_HELP = ("Spec file or built-in name (default: the spec the first --from-results "
+              "file embeds).")
+_HW_DEFAULT = "(default: the profile the first --from-results file embeds)."
+
+
+def _inputs(spec_ref: str | None, hw_ref: str | None, from_results: list[Path] | None
+            ) -> tuple[api.OperatorSpec, api.HardwareProfile]:
+    """--spec and --hw, or what the first results file was tuned with."""
+    if (spec_ref is None or hw_ref is None) and not from_results:
+        missing = " and ".join(n for n, v in (("--spec", spec_ref), ("--hw", hw_ref))
+                               if v is None)
+        raise AscendTuneError(f"give {missing} (or --from-results RESULTS, which holds both)")
+    embedded = api.results_inputs(from_results[0]) if from_results else None
+    spec = api.load_spec(spec_ref) if spec_ref is not None else embedded[0]  # type: ignore[index]
+    hw = api.load_profile(hw_ref) if hw_ref is not None else embedded[1]  # type: ignore[index]
+    return spec, hw
+
+
+def _builtin_base(hw: api.HardwareProfile, from_results: list[Path] | None) -> str:
+    """The calibrated profile inherits a profile by name: the built-in the results file was
+    tuned on, if it is one unchanged."""
+    try:
+        if api.load_profile(hw.name).sha256 == hw.sha256:
+            return hw.name
+    except AscendTuneError:
+        pass
+    origin = from_results[0] if from_results else "the results file"
+    raise AscendTuneError(f"{origin}: its profile {hw.name} is not a built-in one; give --hw "
+                          "with the profile file to calibrate")
+
+
 @app.command()
 def calibrate(
     files: list[Path] | None = typer.Argument(None, metavar="MEASUREMENTS...",
                                               help=_FILES_HELP),
     from_results: list[Path] | None = typer.Option(None, "--from-results", metavar="RESULTS",
                                                    help=_FROM_RESULTS_HELP),
-    spec_ref: str = typer.Option(..., "--spec", help="Spec file or built-in name."),
-    hw_ref: str = typer.Option(..., "--hw", help="Hardware profile to start from."),
+    spec_ref: str | None = typer.Option(None, "--spec", help=_SPEC_HELP),
+    hw_ref: str | None = typer.Option(None, "--hw",
+                                      help="Hardware profile to start from " + _HW_DEFAULT),
     output: Path = typer.Option(..., "-o", "--output", help="Calibrated profile YAML."),
     manifest: Path | None = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
     where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
-    name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile."),
+    name: str | None = typer.Option(None, "--name",
+                                    help="Name of the calibrated profile (default: the base "
+                                         "profile's name + _calibrated)."),
     holdout: float = typer.Option(0.25, "--holdout", metavar="SHARE",
                                   help="Share of rows (whole shape sweeps when there are "
                                        "enough) held out of the fit to judge it; 0 fits every "
@@ -83,13 +118,13 @@ def calibrate(
 
     Only coefficients the rows determine are fitted; high-confidence profile values are left
     alone unless included. The held-out error (rows the fit did not see) is reported first."""
-    spec = api.load_spec(spec_ref)
-    hw = api.load_profile(hw_ref)
+    spec, hw = _inputs(spec_ref, hw_ref, from_results)
+    base = hw_ref if hw_ref is not None else _builtin_base(hw, from_results)
     api.check_writable(output)
     report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
     fit = api.calibrate(spec, hw, report, holdout=holdout, seed=seed, fit_all=fit_all,
                         include=include or (), exclude=exclude or ())
-    api.write_profile(output, fit, hw_ref, name or f"{hw.name}_calibrated", report)
+    api.write_profile(output, fit, base, name or f"{hw.name}_calibrated", report)
     if as_json:
         sys.stdout.write(json.dumps({
             "spec": spec.display_name, "hw": hw.name, "output": str(output),
@@ -125,12 +160,15 @@ def validate(
                                               help=_FILES_HELP),
     from_results: list[Path] | None = typer.Option(None, "--from-results", metavar="RESULTS",
                                                    help=_FROM_RESULTS_HELP),
-    spec_ref: str = typer.Option(..., "--spec", help="Spec file or built-in name."),
-    hw_ref: str = typer.Option(..., "--hw", help="Hardware profile file or built-in name."),
+    spec_ref: str | None = typer.Option(None, "--spec", help=_SPEC_HELP),
+    hw_ref: str | None = typer.Option(None, "--hw",
+                                      help="Hardware profile file or built-in name " +
+                                           _HW_DEFAULT),
     manifest: Path | None = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
     where: str | None = typer.Option(None, "--where", help=_WHERE_HELP),
     holdout: float | None = typer.Option(None, "--holdout", metavar="SHARE",
-                                         help="Calibrate on the rest, report on this share."),
+                                         help="Calibrate on the rest, report on this share. "
+                                              "(default: no calibration, every row)"),
     kfold: int | None = typer.Option(None, "--kfold", metavar="K",
                                      help="K-fold cross-validation of the calibration."),
     seed: int = typer.Option(0, "--seed", help="Seed of the row shuffle for --holdout/--kfold."),
@@ -145,8 +183,7 @@ def validate(
     """Model error against measurements: MAPE, max error, bias, Spearman, pairwise ordering;
     with --holdout or --kfold, the error on rows held out of a calibration on the rest."""
     api.check_split(holdout, kfold)
-    spec = api.load_spec(spec_ref)
-    hw = api.load_profile(hw_ref)
+    spec, hw = _inputs(spec_ref, hw_ref, from_results)
     report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
     result = api.validate(spec, hw, report, holdout=holdout, kfold=kfold, seed=seed,
                           fit_all=fit_all, include=include or (), exclude=exclude or ())

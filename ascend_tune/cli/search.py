@@ -52,12 +52,17 @@ def search(
                                        help="Ray cluster address for --executor ray "
                                             "(default: start a local one)."),
     output: Path | None = typer.Option(None, "-o", "--output",
-                                       help="Results file (also the cache)."),
+                                       help="Results file (also the cache). (default: none: "
+                                            "results are printed, not saved)"),
     fresh: bool = typer.Option(False, "--fresh",
                                help="Retune every shape, reusing nothing from -o."),
+    prune: bool = typer.Option(False, "--prune",
+                               help="Drop entries of -o whose shape is not in this run's "
+                                    "list (by default they are kept: the run-time dispatch "
+                                    "uses every tuned shape)."),
     locked: bool = typer.Option(False, "--locked",
-                                help="CI: exit 1 if any shape would be tuned or pruned; "
-                                     "write nothing."),
+                                help="CI: exit 1 if any shape would be tuned (or pruned, "
+                                     "with --prune); write nothing."),
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No progress lines, notes or summary table."),
@@ -70,6 +75,10 @@ def search(
     engine = _executor(executor, address)
     spec = api.load_spec(spec_ref)
     hw = api.load_profile(hw_ref)
+    shadow = api.shadowing_spec(spec_ref, spec)
+    if shadow is not None and not quiet:
+        console.note(f"'{spec_ref}' is the built-in spec {spec.origin}; {shadow} differs from "
+                     f"it: pass {shadow} to tune that file")
     shapes, file_ranges = api.collect_shape_sources(spec, shapes_files, shape)
     shape_range = [*shape_range, *file_ranges]
     if not shapes and not shape_range:
@@ -83,11 +92,13 @@ def search(
     if locked:
         _print_lock_check(output, api.check_locked(
             spec, hw, shapes, output, strategy=strategy, budget=budget, seed=seed, top_k=top_k,
-            fresh=fresh, ranges=shape_range, target=target, max_shapes=max_shapes))
+            fresh=fresh, prune=prune, ranges=shape_range, target=target,
+            max_shapes=max_shapes))
         return
     options: dict[str, Any] = {
         "strategy": strategy, "budget": budget, "seed": seed, "top_k": top_k, "jobs": jobs,
-        "output": output, "fresh": fresh, "progress": _Progress(quiet or as_json),
+        "output": output, "fresh": fresh, "prune": prune,
+        "progress": _Progress(quiet or as_json),
         "executor": engine}
     if shape_range:
         run, outcome = api.search_range(spec, hw, shape_range, shapes=shapes, target=target,
@@ -97,10 +108,12 @@ def search(
         run = api.search(spec, hw, shapes, **options)
     if run.interrupted:
         where = f"saved to {output}" if output is not None else "not saved (no -o)"
-        console.error(f"interrupted: {run.saved} shape(s) tuned by this run {where}")
+        console.interrupted(f"{run.saved} shape(s) tuned by this run {where}")
         raise ExitWith(130)
     if as_json:
-        sys.stdout.write(json.dumps(run.document(), indent=1) + "\n")
+        doc = run.document()
+        doc["spec"]["path"] = spec.origin  # which file a built-in name resolved to
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     elif not quiet:
         _print_summary(spec, run.entries(), run.times)
     if shape_range and not quiet:
@@ -145,18 +158,22 @@ class _Progress(api.Progress):
         self.reporter = console.Reporter(0, quiet)
 
     def opened(self, cache: api.CacheReport) -> None:
-        if self.quiet:
-            return
+        # Work thrown away is said even with -q (quiet silences progress, not data loss).
         if cache.invalidated:
             console.warn(f"{cache.path}: {cache.invalidated}; retuning every shape")
         if cache.pruned:
-            console.warn(f"{cache.path}: dropped {cache.pruned} shape(s) no longer in the "
-                         "shape list")
+            console.warn(f"{cache.path}: dropped {cache.pruned} shape(s) not in the shape "
+                         "list (--prune)")
+        if self.quiet:
+            return
+        if cache.stale_lock is not None:
+            console.note(f"{cache.path}: took over the lock file of search {cache.stale_lock}, "
+                         "which was killed; what it saved is kept")
         if cache.removed_temps:
-            console.warn(f"removed {cache.removed_temps} temp file(s) a killed run left beside "
+            console.note(f"removed {cache.removed_temps} temp file(s) a killed run left beside "
                          f"{cache.path}")
         if cache.reused:
-            console.warn(f"{cache.reused} of {cache.total} shape(s) reused from {cache.path}")
+            console.note(f"{cache.reused} of {cache.total} shape(s) reused from {cache.path}")
 
     @contextlib.contextmanager
     def running(self, todo: int) -> Iterator[None]:
@@ -177,13 +194,24 @@ class _Progress(api.Progress):
 def _print_lock_check(output: Path | None, check: api.LockCheck) -> None:
     if check.invalidated is not None:
         console.error(f"{output}: {check.invalidated}; {check.shapes} shape(s) would be "
-                      "retuned")
+                      f"retuned: {_names(check.missing_keys)}")
         raise ExitWith(1)
     if not check.up_to_date:
-        console.error(f"{output}: {check.missing} shape(s) would be tuned and {check.pruned} "
-                      "pruned; rerun without --locked to update it")
+        parts = []
+        if check.missing:
+            parts.append(f"{check.missing} shape(s) would be tuned: "
+                         f"{_names(check.missing_keys)}")
+        if check.pruned:
+            parts.append(f"{check.pruned} pruned: {_names(check.pruned_keys)}")
+        console.error(f"{output}: {'; '.join(parts)}; rerun without --locked to update it")
         raise ExitWith(1)
     console.line(f"{output}: up to date for {check.shapes} shape(s)")
+
+
+def _names(keys: Sequence[str], at_most: int = 8) -> str:
+    """Shape keys for one line: the first few, then how many more."""
+    shown = " ".join(keys[:at_most])
+    return shown + (f" and {len(keys) - at_most} more" if len(keys) > at_most else "")
 
 
 def _print_plan(spec: api.OperatorSpec, hw_name: str,

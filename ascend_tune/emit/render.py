@@ -469,6 +469,10 @@ class EmitPlan:
     op_host: bool  # the msOpGen host file is among them (asked for, or emitted earlier)
     leftovers: list[str]  # relative paths of files generated earlier these would not write
 
+    def __repr__(self) -> str:  # short: ``files`` holds every rendered text
+        return (f"EmitPlan({str(self.out_dir)!r}, {self.spec.display_name!r}, "
+                f"files={sorted(self.files)}, op_host={self.op_host})")
+
     def stale(self) -> list[str]:
         """One report per stale or missing file (``stale: PATH`` + a short diff)."""
         return check(self.out_dir, self.files)

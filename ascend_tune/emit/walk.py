@@ -20,7 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ascend_tune.base.errors import SpecError
+import numpy as np
+
+from ascend_tune.base.errors import AscendTuneError, SpecError
 from ascend_tune.expr import Expr, scalar_value
 from ascend_tune.spec import OperatorSpec, launch
 
@@ -143,10 +145,13 @@ def walk(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
 
     def dfs(i: int) -> bool:
         nonlocal visits
-        for value in domains[i]:
+        ok = _prefilter(steps[i], local, spec.params[i], domains[i], cores)
+        for j, value in enumerate(domains[i]):
             visits += 1
             if visits > MAX_VISITS:
                 raise _GaveUp
+            if ok is not None and not ok[j]:
+                continue  # fails this step's checks: what the scalar test would find
             local[spec.params[i]] = value
             if passes(steps[i]) and (complete() if i + 1 == len(spec.params) else dfs(i + 1)):
                 return True
@@ -160,6 +165,34 @@ def walk(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
     except (ArithmeticError, ValueError, OverflowError):
         return None
     return None if best is None else dict(zip(spec.params, best[1], strict=True))
+
+
+def _prefilter(step: Step, local: Mapping[str, Any], param: str, values: Sequence[int],
+               cores: Mapping[str, Any]) -> np.ndarray | None:
+    """Which of ``values`` pass ``step``'s checks, evaluated for all of them at once (the
+    expressions take arrays, as the search's do): the walk then runs its scalar checks only on
+    those, in the same order with the same visit count, so it ends where it ended before and
+    the C++ walk still matches it step for step. None (check each value) if an expression
+    fails on a value the walk might never reach (an overflow, a domain error)."""
+    if len(values) < 2:
+        return None
+    trial = {**local, param: np.asarray(values, dtype=np.int64)}
+    ok = np.ones(len(values), dtype=bool)
+    try:
+        with np.errstate(all="ignore"):
+            for name, e in step.derived:
+                trial[name] = e.evaluate(trial)
+            for _name, e in step.constraints:
+                ok &= np.broadcast_to(np.asarray(e.evaluate(trial), dtype=bool), ok.shape)
+            for _name, e, core in step.core_checks:
+                count = np.asarray(e.evaluate(trial), dtype=np.float64)
+                ok &= np.broadcast_to(~((count < 1) | (count > cores[core])), ok.shape)
+            for r in step.range_checks:
+                value = np.asarray(r.expr.evaluate(trial), dtype=np.float64)
+                ok &= np.broadcast_to((value >= r.lo) & (value <= r.hi), ok.shape)
+    except (AscendTuneError, ArithmeticError, ValueError, OverflowError, TypeError):
+        return None
+    return ok
 
 
 class _GaveUp(Exception):

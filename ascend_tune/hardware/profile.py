@@ -40,6 +40,9 @@ class HardwareProfile:
     data: Mapping[str, Any]  # merged YAML, for `hw show` and hashing
     sha256: str
 
+    def __repr__(self) -> str:  # the dataclass repr prints every leaf (~14 KB)
+        return f"HardwareProfile({self.name!r}, sha256={self.sha256[:12]!r})"
+
     def __getitem__(self, key: str) -> float | int:
         return self.scalars[key]
 

@@ -14,6 +14,7 @@ the device's choice and every report can show predicted against measured.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -142,9 +143,10 @@ def measured_rows(doc: Mapping[str, Any], spec: OperatorSpec, origin: str
                 continue
             time_us = measured["time_us"]
             if isinstance(time_us, bool) or not isinstance(time_us, (int, float)) \
-                    or not time_us > 0:
+                    or not (math.isfinite(time_us) and time_us > 0):
                 raise AscendTuneError(f"{origin}: shape {shape_key(shape)} candidate {i}: "
-                                      f"measured time {time_us!r:.30} is not a positive number")
+                                      f"measured time {time_us!r:.30} is not a finite "
+                                      "positive number")
             pipes = {k: float(v) for k, v in (measured.get("pipes_us") or {}).items()
                      if isinstance(v, (int, float)) and not isinstance(v, bool)}
             config = cand.get("config")

@@ -55,6 +55,7 @@ class ResultsStore:
         self.pruned = 0  # entries dropped because their shape is no longer asked for
         self.saved = 0  # entries added by this run
         self.removed_temps: list[Path] = []
+        self.stale_lock: int | None = None  # pid of a killed search whose lock file was left
         self._file_entries = 0
         self._file_valid = False  # the file on disk holds entries for this head
         self._pending: list[tuple[tuple[int, ...], int, int]] = []  # (sort key, offset, length)
@@ -173,6 +174,12 @@ class ResultsStore:
             who = f" (pid {holder})" if holder.isdigit() else ""
             raise AscendTuneError(f"{self.path}: another ascend-tune search is writing it{who}; "
                                   "wait for it to finish or pass another -o") from None
+        fh.seek(0)
+        left = fh.read(32).strip()
+        if left.isdigit() and int(left) != os.getpid():
+            # A lock file that exists but is not held: its writer was killed (SIGKILL leaves
+            # the file; the flock died with the process). Taken over, and said so.
+            self.stale_lock = int(left)
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
@@ -306,12 +313,13 @@ class Survey:
     pruned: int  # entries whose shape is no longer asked for
     measured: int = 0  # entries holding device measurements
     measured_dropped: int = 0  # of those, entries the search would drop (retune or prune)
+    pruned_keys: tuple[str, ...] = ()  # the shape keys of the pruned entries
 
 
 def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey:
     if not path.exists():
         return Survey(None, set(), 0, 0)
-    old_head, entries = results.stream(path)
+    old_head, entries = results.stream_summaries(path)
     reason = None
     for part, what in (("spec", "spec"), ("hw", "hardware profile")):
         if reason is None and old_head[part].get("sha256") != head[part]["sha256"]:
@@ -325,18 +333,20 @@ def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey
                             if old_search.get(k) != new_search.get(k))
         reason = f"the search settings changed ({changed or 'settings'})"
     cached: set[str] = set()
+    pruned_keys: list[str] = []
     count = pruned = measured = measured_dropped = 0
-    for entry in entries:
+    for shape, holds_measurements in entries:
         count += 1
-        key = shape_key(entry["shape"])
+        key = shape_key(shape)
         dropped = keep is not None and key not in keep
         if dropped:
             pruned += 1
+            pruned_keys.append(key)
         else:
             cached.add(key)
-        if results.has_measurements(entry):
+        if holds_measurements:
             measured += 1
             measured_dropped += dropped or reason is not None
     if reason is not None:
         return Survey(reason, set(), count, 0, measured, measured_dropped)
-    return Survey(None, cached, count, pruned, measured, measured_dropped)
+    return Survey(None, cached, count, pruned, measured, measured_dropped, tuple(pruned_keys))

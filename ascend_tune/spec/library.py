@@ -33,3 +33,20 @@ def load_spec(ref: str | Path) -> OperatorSpec:
 
 def spec_paths() -> list[Path]:
     return sorted(resources.data_dir("operator_specs").glob("*.yaml"))
+
+
+def shadowing_file(ref: str | Path, spec: OperatorSpec) -> Path | None:
+    """``operator_specs/NAME.yaml`` of the working folder when ``ref`` is the bare name of a
+    built-in that resolved to the installed copy and that file differs from it: after
+    ``pip install .`` in a clone, editing the clone's spec changes nothing until it is passed
+    as a path, and the user should be told so."""
+    name, _variant = split_variant(str(ref))
+    if Path(name).suffix or "/" in name or "\\" in name:
+        return None  # a path: what was given is what was used
+    local = Path("operator_specs") / f"{name}.yaml"
+    try:
+        if not local.is_file() or local.resolve() == Path(spec.origin).resolve():
+            return None
+        return local if local.read_text(encoding="utf-8") != spec.source_text else None
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -214,6 +214,11 @@ class OperatorSpec:
     sha256: str
     layouts: Mapping[str, str] = dataclass_field(default_factory=dict)  # tensor -> GM layout
 
+    def __repr__(self) -> str:
+        # Short: the full dataclass repr (source text, every expression) is ~20 KB.
+        return (f"OperatorSpec({self.display_name!r}, origin={self.origin!r}, "
+                f"shape_vars={self.shape_vars}, params={self.params})")
+
     @property
     def display_name(self) -> str:
         return self.name if self.variant is None else f"{self.name}:{self.variant}"

@@ -32,9 +32,10 @@ _INT = re.compile(r"[+-]?[0-9]+")
 
 
 def parse_assignments(text: str, what: str) -> dict[str, int]:
-    """Parse ``K=V,K=V`` (integers) from the command line."""
+    """Parse ``K=V,K=V`` (integers) from the command line; spaces separate pairs as commas do
+    (``K=V K=V``, the form the summary tables print)."""
     out: dict[str, int] = {}
-    for part in text.split(","):
+    for part in re.split(r"[,\s]+", re.sub(r"\s*=\s*", "=", text.strip())):
         part = part.strip()
         if not part:
             continue
@@ -184,7 +185,7 @@ def load_shape_file(path: Path, spec: OperatorSpec) -> list[dict[str, int]]:
 
 def _csv_shapes(text: str, origin: str, spec: OperatorSpec) -> list[tuple[str, dict[str, Any]]]:
     rows: list[tuple[str, dict[str, Any]]] = []
-    lines = csv_rows(text, origin)
+    lines = csv_rows(text, origin, comments=True)  # "# ..." lines explain a shape list
     first = next(lines, None)
     if first is None:
         return rows

@@ -30,6 +30,11 @@ class Explanation:
     stages: list[dict[str, Any]]  # per stage: side, stage, pipe, busy_us, executions, ...
     notes: tuple[str, ...] = ()  # e.g. an override outside its parameter's search domain
 
+    def __repr__(self) -> str:  # short: spec, profile and stages would print ~40 KB
+        return (f"Explanation({self.spec.display_name!r} on {self.hw.name!r}, shape={self.shape}, "
+                f"config={self.config}, bound={self.bound!r}, "
+                f"latency_us={self.info['predicted']['latency_us']!r})")
+
     @property
     def predicted(self) -> dict[str, Any]:
         return dict(self.info["predicted"])

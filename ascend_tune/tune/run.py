@@ -53,6 +53,7 @@ class CacheReport:
     removed_temps: int  # temp files a killed run left beside the file
     reused: int  # shapes taken from the file as they are
     total: int  # shapes asked for
+    stale_lock: int | None = None  # pid of a killed search whose lock file was taken over
 
 
 class Progress:
@@ -111,12 +112,13 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[str, int]],
                settings: TuneSettings, head: Mapping[str, Any], *, jobs: int = 1,
-               output: Path | None = None, fresh: bool = False,
+               output: Path | None = None, fresh: bool = False, prune: bool = False,
                progress: Progress | None = None,
                executor: Executor | None = None) -> SearchOutcome:
     """Tune every shape of ``shapes`` that ``output`` does not already hold (all of them with
-    ``fresh`` or without ``output``), saving each as it finishes. Ctrl-C and SIGTERM end the
-    run early with ``interrupted`` set; everything finished is kept."""
+    ``fresh`` or without ``output``), saving each as it finishes. Entries of other shapes stay
+    in the file (tuning data the run-time dispatch uses) unless ``prune``. Ctrl-C and SIGTERM
+    end the run early with ``interrupted`` set; everything finished is kept."""
     progress = progress or Progress()
     wanted = {shape_key(s) for s in shapes}
     out = SearchOutcome()
@@ -137,13 +139,15 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
     try:
         with contextlib.ExitStack() as stack:
             if output is not None:
-                store = stack.enter_context(ResultsStore(output, head, fresh, keep=wanted))
+                store = stack.enter_context(ResultsStore(output, head, fresh,
+                                                         keep=wanted if prune else None))
             cached = store.keys if store is not None else set()
             todo = [s for s in shapes if shape_key(s) not in cached]
             if store is not None and output is not None:
                 progress.opened(CacheReport(output, store.invalidated, store.pruned,
                                             len(store.removed_temps),
-                                            len(shapes) - len(todo), len(shapes)))
+                                            len(shapes) - len(todo), len(shapes),
+                                            store.stale_lock))
             try:
                 with progress.running(len(todo)):
                     _run_shapes(todo, spec, hw, settings, jobs, finish, executor)
@@ -223,23 +227,28 @@ class LockCheck:
     shapes: int  # shapes asked for
     invalidated: str | None  # the file answers other inputs: every shape would be retuned
     missing: int  # shapes that would be tuned
-    pruned: int  # entries that would be dropped
+    pruned: int  # entries that would be dropped (only with prune)
+    missing_keys: tuple[str, ...] = ()  # their shape keys, in the order asked for
+    pruned_keys: tuple[str, ...] = ()
 
     @property
     def up_to_date(self) -> bool:
         return self.invalidated is None and not self.missing and not self.pruned
 
 
-def check_locked(output: Path | None, head: Mapping[str, Any], wanted: set[str],
-                 fresh: bool) -> LockCheck:
+def check_locked(output: Path | None, head: Mapping[str, Any], wanted: Sequence[str],
+                 fresh: bool, prune: bool = False) -> LockCheck:
     if output is None:
         raise AscendTuneError("--locked needs -o: it checks a results file")
     if fresh:
         raise AscendTuneError("--locked and --fresh contradict each other")
-    found = survey(output, head, wanted)
+    keys = list(dict.fromkeys(wanted))
+    found = survey(output, head, set(keys) if prune else None)
     if found.invalidated is not None:
-        return LockCheck(len(wanted), found.invalidated, len(wanted), 0)
-    return LockCheck(len(wanted), None, len(wanted - found.cached), found.pruned)
+        return LockCheck(len(keys), found.invalidated, len(keys), 0, tuple(keys))
+    missing = tuple(k for k in keys if k not in found.cached)
+    return LockCheck(len(keys), None, len(missing), found.pruned, missing,
+                     tuple(found.pruned_keys))
 
 
 # ---- --dry-run ------------------------------------------------------------------------------
@@ -281,6 +290,11 @@ class SearchResult:
     interrupted: bool  # Ctrl-C or SIGTERM stopped the run (what finished is saved)
     saved: int  # shapes tuned by this run
     _entries: Callable[[], Iterator[dict[str, Any]]] = field(repr=False)
+
+    def __repr__(self) -> str:  # short: the header embeds the spec text and profile
+        return (f"SearchResult({self.header['spec']['name']!r} on {self.header['hw']['name']!r}, "
+                f"shapes={len(self.shapes)}, saved={self.saved}, failures={len(self.failures)}, "
+                f"interrupted={self.interrupted})")
 
     def entries(self) -> list[dict[str, Any]]:
         """The results entries (cached and new) in the order of ``shapes``."""

@@ -31,6 +31,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from ascend_tune import report as _report
+from ascend_tune.api.measurements import (
+    calibrate,
+    check_split,
+    load_measurements,
+    validate,
+    write_profile,
+)
+from ascend_tune.api.paths import PathLike, _list, _path, _paths
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate.measurements import LoadReport as Measurements
@@ -40,7 +48,12 @@ from ascend_tune.emit import render as _emit
 from ascend_tune.emit.bundle import Selected
 from ascend_tune.emit.render import EmitPlan
 from ascend_tune.emit.styles import STYLES, emit_style
-from ascend_tune.hardware import HardwareProfile, builtin_summaries, show_document
+from ascend_tune.hardware import (
+    HardwareProfile,
+    builtin_summaries,
+    load_profile_data,
+    show_document,
+)
 from ascend_tune.hardware import load_profile as _load_profile
 from ascend_tune.hil import candidates as _cands
 from ascend_tune.hil import command as _command
@@ -55,10 +68,11 @@ from ascend_tune.report import Built as ReportPage
 from ascend_tune.results import format as results
 from ascend_tune.results.format import read_all as _read_results
 from ascend_tune.search.strategies import STRATEGIES
-from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec import OperatorSpec, load_spec_text
 from ascend_tune.spec import load_spec as _load_spec
 from ascend_tune.spec import shapes as _shapes
 from ascend_tune.spec.checking import check_report
+from ascend_tune.spec.library import shadowing_file as _shadowing_file
 from ascend_tune.tune import predict as _predict
 from ascend_tune.tune import ranges as _ranges
 from ascend_tune.tune import run as _run
@@ -80,11 +94,12 @@ __all__ = [
     "PlannedShape", "Prediction", "Progress", "RangeOutcome", "RangeRound", "ReportPage",
     "SearchResult", "Selected", "Validation", "calibrate", "check", "check_locked",
     "check_search_options", "check_split", "check_writable", "collect_shape_sources",
-    "collect_shapes", "emit",
-    "emit_styles", "explain", "load_measurements", "load_profile", "load_spec", "measure",
+    "collect_shapes", "emit", "emit_styles", "explain", "explain_results", "load_measurements",
+    "load_profile", "load_spec", "measure",
     "measure_summary", "parse_assignments", "parse_ranges", "parse_shape", "plan",
     "plan_measure", "predict", "prepare_emit", "profile_document", "profiles", "render",
-    "report", "search", "search_range", "select", "shape_key", "strategies", "tune",
+    "report", "results_inputs", "search", "search_range", "select", "shadowing_spec",
+    "shape_key", "strategies", "tune",
     "validate", "write_profile",
 ]
 
@@ -101,6 +116,27 @@ if not TYPE_CHECKING:
 def load_spec(ref: str | Path) -> OperatorSpec:
     """A built-in spec by name (``"matmul"``), a spec file, either with ``:VARIANT``."""
     return _load_spec(ref)
+
+
+def shadowing_spec(ref: str | Path, spec: OperatorSpec) -> Path | None:
+    """``operator_specs/NAME.yaml`` in the working folder when ``ref`` named a built-in and
+    that file differs from the built-in that was loaded (it was not used)."""
+    return _shadowing_file(ref, spec)
+
+
+def results_inputs(results_path: PathLike) -> tuple[OperatorSpec, HardwareProfile]:
+    """The spec and hardware profile a results file embeds (what it was tuned with); reads
+    only the header, however large the file."""
+    path = Path(results_path)
+    head = results.read_head(path)
+    try:
+        spec = load_spec_text(head["spec"]["text"], f"{path} (embedded spec)",
+                              head["spec"].get("variant"))
+        hw = load_profile_data(head["hw"]["data"], f"{path} (embedded profile)")
+    except (KeyError, TypeError, AttributeError):
+        raise AscendTuneError(f"{path}: results file lacks the embedded spec or profile; "
+                              "rerun `ascend-tune search`") from None
+    return spec, hw
 
 
 def load_profile(ref: str | Path) -> HardwareProfile:
@@ -135,18 +171,18 @@ def shape_key(shape: Shape) -> str:
     return _shapes.shape_key(shape)
 
 
-def collect_shapes(spec: OperatorSpec, files: Sequence[Path] = (), shapes: Sequence[str] = ()
-                   ) -> list[dict[str, int]]:
+def collect_shapes(spec: OperatorSpec, files: Sequence[PathLike] = (),
+                   shapes: Sequence[str] = ()) -> list[dict[str, int]]:
     """The checked shapes of shape files (YAML, JSON, CSV) and ``"K=V,..."`` texts, in order."""
-    return _shapes.collect(spec, list(files), list(shapes))
+    return _shapes.collect(spec, _list(files), list(shapes))
 
 
-def collect_shape_sources(spec: OperatorSpec, files: Sequence[Path] = (),
+def collect_shape_sources(spec: OperatorSpec, files: Sequence[PathLike] = (),
                           shapes: Sequence[str] = ()) -> tuple[list[dict[str, int]], list[str]]:
     """The checked shapes and shape ranges (as ``--shape-range`` texts, each checked and named
     by its file and line when bad) of shape files and ``"K=V,..."`` texts; either may be
     empty."""
-    found = _shapes.collect_sources(spec, list(files), list(shapes))
+    found = _shapes.collect_sources(spec, _list(files), list(shapes))
     for origin, text in found.ranges:
         _ranges.parse_range(spec, text, origin)
     return found.shapes, [text for _origin, text in found.ranges]
@@ -182,12 +218,14 @@ def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],
 
 
 def check_locked(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],
-                 output: Path | None, *, strategy: str = "auto", budget: int = DEFAULT_BUDGET,
-                 seed: int = DEFAULT_SEED, top_k: int = 1, fresh: bool = False,
+                 output: str | Path | None, *, strategy: str = "auto",
+                 budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED, top_k: int = 1,
+                 fresh: bool = False, prune: bool = False,
                  ranges: Sequence[str] = (), target: float = _ranges.DEFAULT_TARGET,
                  max_shapes: int = _ranges.DEFAULT_MAX_SHAPES) -> LockCheck:
     """Whether ``search`` (with ``ranges``: ``search_range``) would leave ``output`` as it
     is (``--locked``); reads only."""
+    output = _path(output)
     head = _header(spec, hw, strategy, budget, seed, top_k)
     if ranges:
         held = (_read_results(output).get("shapes", []) if output is not None
@@ -196,20 +234,24 @@ def check_locked(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape
                                 [_shapes.check_shape(spec, s, "shape") for s in shapes], head,
                                 held if isinstance(held, list) else [], seed=seed,
                                 target=target, max_shapes=max_shapes)
-    return _run.check_locked(output, head, {_shapes.shape_key(s) for s in shapes}, fresh)
+    return _run.check_locked(output, head, [_shapes.shape_key(s) for s in shapes], fresh,
+                             prune)
 
 
 def search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
            strategy: str = "auto", budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
-           top_k: int = 1, jobs: int = 1, output: Path | None = None, fresh: bool = False,
-           progress: Progress | None = None, executor: executors.Executor | None = None
-           ) -> SearchResult:
-    """Tune every shape ``output`` does not hold yet, saving each; failures are not raised."""
+           top_k: int = 1, jobs: int = 1, output: str | Path | None = None,
+           fresh: bool = False, prune: bool = False, progress: Progress | None = None,
+           executor: executors.Executor | None = None) -> SearchResult:
+    """Tune every shape ``output`` does not hold yet, saving each; failures are not raised.
+    The file keeps entries of shapes not in ``shapes`` unless ``prune``."""
+    output = _path(output)
     check_search_options(strategy=strategy, budget=budget, seed=seed, jobs=jobs, top_k=top_k)
     checked = [_shapes.check_shape(spec, s, "shape") for s in shapes]
     head = _header(spec, hw, strategy, budget, seed, top_k)
     out = _run.run_search(spec, hw, checked, TuneSettings(strategy, budget, seed, top_k), head,
-                          jobs=jobs, output=output, fresh=fresh, progress=progress,
+                          jobs=jobs, output=output, fresh=fresh, prune=prune,
+                          progress=progress,
                           executor=executor)
     return SearchResult(head, checked, out.failures, out.times, out.interrupted, out.saved,
                         out.entries)
@@ -217,12 +259,12 @@ def search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
 
 def tune(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
          strategy: str = "auto", budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
-         output: Path | None = None, fresh: bool = False, jobs: int = 1, top_k: int = 1
-         ) -> list[dict[str, Any]]:
+         output: str | Path | None = None, fresh: bool = False, prune: bool = False,
+         jobs: int = 1, top_k: int = 1) -> list[dict[str, Any]]:
     """``search``, then its entries in the order of ``shapes``; a shape with no valid
     configuration raises (after the others are saved), an interrupt KeyboardInterrupt."""
     run = search(spec, hw, shapes, strategy=strategy, budget=budget, seed=seed, top_k=top_k,
-                 jobs=jobs, output=output, fresh=fresh)
+                 jobs=jobs, output=output, fresh=fresh, prune=prune)
     if run.interrupted:
         raise KeyboardInterrupt
     if run.failures:
@@ -266,6 +308,21 @@ def explain(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
                     overrides_label)
 
 
+def explain_results(results_path: PathLike, shape: Shape,
+                    overrides: Mapping[str, int] | None = None, *, shape_label: str = "shape",
+                    overrides_label: str = "overrides") -> tuple[Explanation, Selected]:
+    """``explain`` of what a results file's selection code runs for ``shape`` (the tuned
+    winner for a tuned shape, else what the run-time dispatch picks), on the file's embedded
+    spec and profile; ``overrides`` change that configuration."""
+    path = Path(results_path)
+    bundle = _emit.load_bundle(_read_results(path), str(path))
+    checked = _shapes.check_shape(bundle.spec, shape, shape_label)
+    chosen = bundle.selected(checked)
+    why = _explain(bundle.spec, bundle.hw, checked, {**chosen.config, **(overrides or {})},
+                   overrides_label)
+    return why, chosen
+
+
 @overload
 def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
             configs: Mapping[str, int]) -> Prediction: ...
@@ -286,7 +343,7 @@ def predict(spec: OperatorSpec, hw: HardwareProfile, shape: Shape,
     return _predict.score(model, configs, [f"configs[{i}]" for i in range(len(configs))])
 
 
-def select(results: Path | Mapping[str, Any] | Sequence[Path | Mapping[str, Any]],
+def select(results: PathLike | Mapping[str, Any] | Sequence[PathLike | Mapping[str, Any]],
            shape: Shape, *, aic: int | None = None, aiv: int | None = None,
            soc: str | None = None, hbm_bytes: int | None = None,
            refine_evals: int = _emit_refine.MAX_EVALS) -> Selected:
@@ -298,10 +355,11 @@ def select(results: Path | Mapping[str, Any] | Sequence[Path | Mapping[str, Any]
     then improved by the run-time descent (at most ``refine_evals`` configurations, the
     emitted code's ``ASCEND_TUNE_REFINE_EVALS``; 0: none). The tests hold the compiled C++ to
     this."""
-    many = (list(results) if isinstance(results, Sequence) and not isinstance(results, Mapping)
-            else [results])
-    bundles = [_emit.load_bundle(_read_results(r) if isinstance(r, Path) else r,
-                                 str(r) if isinstance(r, Path) else "results") for r in many]
+    many = (list(results) if isinstance(results, Sequence)
+            and not isinstance(results, (Mapping, str)) else [results])
+    bundles = [_emit.load_bundle(_read_results(Path(r)) if isinstance(r, (str, Path)) else r,
+                                 str(r) if isinstance(r, (str, Path)) else "results")
+               for r in many]
     if not bundles:
         raise AscendTuneError("select: give at least one results file")
     _emit_profiles.check_same_operator(bundles)
@@ -316,12 +374,14 @@ def select(results: Path | Mapping[str, Any] | Sequence[Path | Mapping[str, Any]
                            refine_evals)
 
 
-def prepare_emit(results_path: Path | Sequence[Path], out_dir: Path, *, style: str = "macro",
-                 op_host: bool = False, socs: Sequence[str] = (), replace: bool = False
-                 ) -> EmitPlan:
+def prepare_emit(results_path: PathLike | Sequence[PathLike], out_dir: PathLike, *,
+                 style: str = "macro", op_host: bool = False, socs: Sequence[str] = (),
+                 replace: bool = False) -> EmitPlan:
     """The results files (one per profile) re-checked, the files rendered, no clash with the
     project, no profile its selection code serves dropped unless ``replace``."""
-    bundle, files = _emit.prepare(results_path, out_dir, style, op_host, tuple(socs), replace)
+    out_dir = Path(out_dir)
+    bundle, files = _emit.prepare(_paths(results_path), out_dir, style, op_host, tuple(socs),
+                                  replace)
     snake = bundle.spec.snake_name
     return EmitPlan(out_dir, bundle.spec, files, f"op_host/{snake}.cpp" in files,
                     _emit.leftovers(out_dir, files, snake))
@@ -334,8 +394,8 @@ def render(results_doc: Mapping[str, Any], *, style: str = "macro", op_host: boo
     return _emit.render(bundle, style, op_host=op_host, socs=tuple(socs))
 
 
-def emit(results_path: Path, out_dir: Path, *, style: str = "macro", op_host: bool = False,
-         socs: Sequence[str] = ()) -> list[str]:
+def emit(results_path: PathLike | Sequence[PathLike], out_dir: PathLike, *,
+         style: str = "macro", op_host: bool = False, socs: Sequence[str] = ()) -> list[str]:
     """``prepare_emit(...).write()``: the paths written (unchanged files are left alone)."""
     return prepare_emit(results_path, out_dir, style=style, op_host=op_host, socs=socs).write()
 
@@ -350,12 +410,13 @@ class MeasurePlan:
     style: str  # of the headers in {headers_dir}
 
 
-def plan_measure(results_path: Path, run: str, *, pattern: str | None = None,
+def plan_measure(results_path: PathLike, run: str, *, pattern: str | None = None,
                  csv: str | None = None, where: str | Mapping[str, str] | None = None,
                  repeat: int = 3, timeout: float | None = None, retries: int = 1,
                  style: str = "macro") -> MeasurePlan:
     """Check a ``measure`` run before anything runs: style, results file, command."""
     emit_style(style)
+    results_path = Path(results_path)
     bundle = _hil.load(results_path)
     if isinstance(where, str):
         from ascend_tune.calibrate.rows import parse_where
@@ -382,93 +443,16 @@ def measure_summary(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     return list(_cands.summary(entries))
 
 
-def load_measurements(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path] = (), *,
-                      manifest: Path | None = None, where: str | None = None,
-                      from_results: Sequence[Path] = (),
-                      on_skipped: Callable[[str], None] | None = None) -> Measurements:
-    """Measured rows of ``files`` and of results files ``from_results``; ``on_skipped`` hears
-    each row left out (and why) before the check that some row is usable."""
-    from ascend_tune.calibrate.rows import load_rows, require_rows
-
-    if not files and not from_results:
-        raise AscendTuneError("give measurement files, or --from-results RESULTS (measured "
-                              "candidates of `ascend-tune measure`)")
-    report = load_rows(files, spec, hw, manifest, where)
-    if from_results:
-        _cands.extend_report(report, from_results, spec, hw)
-    if on_skipped is not None:
-        for line in report.skipped:
-            on_skipped(line)
-    require_rows(report, [*files, *from_results])
-    return report
-
-
-def _rows(spec: OperatorSpec, hw: HardwareProfile, measurements: Sequence[Path] | Measurements,
-          manifest: Path | None, where: str | None) -> Measurements:
-    if isinstance(measurements, Measurements):
-        return measurements
-    return load_measurements(spec, hw, measurements, manifest=manifest, where=where)
-
-
-def check_split(holdout: float | None, kfold: int | None) -> None:
-    """Refuse a ``validate`` split that cannot work, before any work."""
-    from ascend_tune.calibrate.validation import check_split
-
-    check_split(holdout, kfold)
-
-
-def validate(spec: OperatorSpec, hw: HardwareProfile,
-             measurements: Sequence[Path] | Measurements, *, manifest: Path | None = None,
-             where: str | None = None, holdout: float | None = None, kfold: int | None = None,
-             seed: int = 0, fit_all: bool = False, include: Sequence[str] = (),
-             exclude: Sequence[str] = ()) -> Validation:
-    """The model against measurements: ``overall`` errors and the ``validate --json``
-    ``document``; with ``holdout`` / ``kfold`` the error on rows held out of a calibration."""
-    from ascend_tune.calibrate import validation
-    from ascend_tune.calibrate.fit import FitOptions
-
-    check_split(holdout, kfold)
-    rows = _rows(spec, hw, measurements, manifest, where)
-    options = FitOptions(0.0, seed, fit_all, tuple(include), tuple(exclude))
-    return validation.validate(spec, hw, rows.rows, len(rows.skipped), holdout, kfold, seed,
-                               options)
-
-
-def calibrate(spec: OperatorSpec, hw: HardwareProfile,
-              measurements: Sequence[Path] | Measurements, *, manifest: Path | None = None,
-              where: str | None = None, holdout: float | None = None, seed: int = 0,
-              fit_all: bool = False, include: Sequence[str] = (), exclude: Sequence[str] = ()
-              ) -> FitResult:
-    """Fit the profile coefficients the measurements determine, judged on ``holdout`` of the
-    rows (None: 0.25; 0: none) held out of the fit."""
-    from ascend_tune.calibrate.fit import DEFAULT_HOLDOUT, FitOptions, fit
-
-    rows = _rows(spec, hw, measurements, manifest, where)
-    share = DEFAULT_HOLDOUT if holdout is None else holdout
-    return fit(spec, hw, rows.rows,
-               FitOptions(share, seed, fit_all, tuple(include), tuple(exclude)))
-
-
-def check_writable(path: Path) -> None:
+def check_writable(path: PathLike) -> None:
     """Refuse an output file that cannot be written (no such folder, a folder, read-only)."""
-    results.check_writable(path)
+    results.check_writable(Path(path))
 
 
-def write_profile(output: Path, fit: FitResult, base: str | Path, name: str,
-                  measurements: Measurements) -> Path:
-    """Write the calibrated profile ``name``: it inherits ``base`` and records the fit."""
-    from ascend_tune.calibrate.fit import write_profile as _write
-
-    _write(output, fit, str(base), name, measurements.files, len(measurements.rows),
-           len(measurements.skipped))
-    return output
-
-
-def check(files: Sequence[Path], notes: list[str] | None = None) -> list[str]:
+def check(files: PathLike | Sequence[PathLike], notes: list[str] | None = None) -> list[str]:
     """Problems in spec and hardware profile files, one line each (empty: all valid); a
     baseline that breaks on a sampled shape of the spec's domain is one. ``notes`` (if given)
     receives information lines: sampled shapes with no valid configuration at all."""
-    report = check_report(files)
+    report = check_report(_list(files))
     if notes is not None:
         notes.extend(report.notes)
     return report.problems
@@ -484,14 +468,16 @@ def profile_document(hw: HardwareProfile) -> dict[str, Any]:
     return show_document(hw)
 
 
-def report(results_paths: Sequence[Path], output: Path, *, measurements: Sequence[Path] = (),
-           manifest: Path | None = None, where: str | None = None,
+def report(results_paths: PathLike | Sequence[PathLike], output: PathLike, *,
+           measurements: PathLike | Sequence[PathLike] = (),
+           manifest: PathLike | None = None, where: str | None = None,
            chart_shapes: int = DEFAULT_CHART_SHAPES,
            dispatch_shapes: int = _report.DEFAULT_DISPATCH_SHAPES) -> ReportPage:
     """Write the HTML report of results files (and ``measurements``, and the dispatch judged
     on ``dispatch_shapes`` unseen shapes per operator); needs matplotlib."""
+    output = Path(output)
     _report.check_output(output)
-    built = _report.build(results_paths, measurements, manifest, where, chart_shapes,
-                          dispatch_shapes)
+    built = _report.build(_list(results_paths), _list(measurements), _path(manifest), where,
+                          chart_shapes, dispatch_shapes)
     results.write_atomic(output, built.html)
     return built
