@@ -1275,7 +1275,10 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 // same steps in the same order): each parameter over its whole domain, then pairs of
 // parameters one step each; at most kRefineEvals configurations looked at. True (config and
 // us replaced) only for a strictly faster valid configuration.
-const int64_t kRefineEvals = INT64_C(256);
+#ifndef ASCEND_TUNE_REFINE_EVALS
+#define ASCEND_TUNE_REFINE_EVALS 256  // -DASCEND_TUNE_REFINE_EVALS=0: no descent
+#endif
+const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t hw_cube_cores = aicNum;
