@@ -78,7 +78,21 @@ TARGETS: dict[str, Target] = {
 
 # Mutants that do not change behaviour, by key (see :func:`key`), with the reason.
 # docs/mutation.md lists the same.
-EQUIVALENT: dict[str, str] = {}
+_PAIR_TABLE_CHOICE = ("a choice between two ways of filling the same table of shares (only "
+                      "the distinct (cores, rate) pairs used, or every pair): the values are "
+                      "the same, only time and memory differ")
+EQUIVALENT: dict[str, str] = {
+    "costs/chip_share_bytes_per_cycle: negate: len(k_values) * len(c_values) > "
+    "max(_PAIR_TABLE, pairs.size) -> not (len(k_values) * len(c_values) > "
+    "max(_PAIR_TABLE, pairs.size)) #1": _PAIR_TABLE_CHOICE,
+    "costs/chip_share_bytes_per_cycle: compare: len(k_values) * len(c_values) > "
+    "max(_PAIR_TABLE, pairs.size) -> len(k_values) * len(c_values) >= "
+    "max(_PAIR_TABLE, pairs.size) #1": _PAIR_TABLE_CHOICE,
+    "costs/chip_share_bytes_per_cycle: binop: len(k_values) * len(c_values) -> "
+    "len(k_values) / len(c_values) #1": _PAIR_TABLE_CHOICE,
+    "costs/chip_share_bytes_per_cycle: call_drop: max(_PAIR_TABLE, pairs.size) -> "
+    "_PAIR_TABLE #1": _PAIR_TABLE_CHOICE,
+}
 
 _BINOP_SWAPS: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div,
                                   ast.Div: ast.Mult, ast.FloorDiv: ast.Div,

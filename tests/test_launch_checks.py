@@ -20,9 +20,10 @@ import pytest
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.emit import render as emit
 from ascend_tune.emit.selection import BASELINE, MODEL, first_failure, runtime_env
+from ascend_tune.expr import Kind, parse
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.engine import ShapeModel
-from ascend_tune.spec import OperatorSpec, evaluate_baseline, launch
+from ascend_tune.spec import OperatorSpec, evaluate_baseline, launch, load_spec, load_spec_text
 from tests.conftest import ROOT, STUB, needs_gxx
 
 CHIP = {"cube": 20, "vector": 40}  # ascend910b3
@@ -165,3 +166,60 @@ def test_compiled_selection_breaks_a_tie_like_the_rule(tmp_path: Path, add_spec:
     assert proc.returncode == 0, proc.stderr[:3000]
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     assert out.split() == [str(MODEL), "0"]  # kModel, candidate 0: not the baseline
+
+
+# ---- which checks exist, and which the search may skip -------------------------------------
+
+def test_range_checks_of_add(add_spec: OperatorSpec) -> None:
+    # Eight uint32_t fields, all expressions of the configuration, then the tiling key
+    # (bufferNum, a uint64_t); no user workspace.
+    uint32 = (0, (1 << 32) - 1)
+    names = ["totalLength", "blockLength", "tileNum", "tileLength", "lastTileLength",
+             "lastBlockLength", "lastBlockTileNum", "lastBlockLastTileLength"]
+    got = [(r.name, r.lo, r.hi) for r in launch.range_checks(add_spec)]
+    assert got == [*((f"{n}_fits_uint32_t", *uint32) for n in names),
+                   ("tiling_key_fits_uint64_t", 0, (1 << 64) - 1)]
+    assert launch.check_names(add_spec) == ["vector_cores_within_chip", "block_dim_within_chip",
+                                            *(n for n, _lo, _hi in got)]
+
+
+def test_workspace_check_and_constant_fields() -> None:
+    fa = load_spec("flash_attention")
+    last = launch.range_checks(fa)[-1]
+    assert (last.name, last.lo, last.hi) == ("workspace_bytes_fits_int64_t", 0, (1 << 63) - 1)
+    # A field with a constant value is checked when the spec loads, not per configuration.
+    text = (ROOT / "operator_specs/add.yaml").read_text().replace(
+        "tileNum: {type: uint32_t, value: tileNum}", "tileNum: {type: uint32_t, value: 7}")
+    names = [r.name for r in launch.range_checks(load_spec_text(text, "add.yaml"))]
+    assert "tileNum_fits_uint32_t" not in names and "tileLength_fits_uint32_t" in names
+
+
+def _check(source: str, lo: float, hi: float, boolean: bool = False) -> launch.Check:
+    return launch.Check("c", parse(source, {"a": Kind.INT}), lo, hi, boolean)
+
+
+@pytest.mark.parametrize(("span", "lo", "hi", "proven"), [
+    ((0, 9), 1, 10, True),  # a + 1 in [1, 10]: exactly the range, both ends included
+    ((0, 10), 1, 10, False),  # up to 11
+    ((-1, 9), 1, 10, False),  # down to 0
+    ((0, 9), 2, 10, False),
+    ((0, 9), 1, 9, False),
+])
+def test_always_pass_needs_the_whole_span_inside(span: tuple[int, int], lo: float, hi: float,
+                                                 proven: bool) -> None:
+    assert launch.always_pass(_check("a + 1", lo, hi), {"a": span}) is proven
+
+
+def test_always_pass_never_for_booleans_or_unknown_spans() -> None:
+    assert launch.always_pass(_check("a > 0", 0, 1, boolean=True), {"a": (1, 5)}) is False
+    assert launch.always_pass(_check("a + 1", 1, 10), {}) is False  # a has no span
+    assert launch.always_pass(_check("a + 1", -np.inf, np.inf),
+                              {"a": (-np.inf, np.inf)}) is False
+
+
+def test_check_passes_within_its_range_and_finite() -> None:
+    check = launch.Check("c", _check("a + 1", 0, 0).expr, 1, 10)
+    got = check.passes({"a": np.array([-1, 0, 9, 10])})
+    assert got.tolist() == [False, True, True, False]
+    boolean = launch.Check("b", _check("a > 2", 0, 0, boolean=True).expr, boolean=True)
+    assert boolean.passes({"a": np.array([2, 3])}).tolist() == [False, True]

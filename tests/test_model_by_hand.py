@@ -8,13 +8,15 @@ paper:
 
     clock 1000 MHz (1 cycle = 1 ns; GB/s = bytes per cycle), HBM 1000 B/cycle, L2 4000 B/cycle,
     GM ports: AIV 100 B/cycle, AIC 200 B/cycle; contention exponent p = 1 (softmin is then
-    the harmonic sum: (a^-1 + c^-1)^-1); 32 B blocks, 512 B GM alignment, unaligned rows at
-    0.5 of the curve; gm_to_ub: 100 cycles + curve [(1024 B, 32 B/cycle), (3072 B, 64)];
-    ub_to_gm: 50 cycles + 64 B/cycle flat; Mmad: 16 x 16 fractals, k0 16 (fp16) / 8 (fp32),
-    1 / 2 cycles per fractal, 2 cycles per Mmad; vector: 256 B repeats, at most 255 per
-    instruction, 20 cycles per instruction, binary 1 cycle per repeat times a bank-conflict
-    factor 2; loop iteration 10 cycles, flag handoff 2 cycles; head 2 us + 1 us * cores / chip
-    cores, cube floor 5 us; 20 AIC, 40 AIV.
+    the harmonic sum: (a^-1 + c^-1)^-1; 2 where a test says so); 32 B blocks, 512 B GM
+    alignment, unaligned rows at 0.5 of the curve; gm_to_ub: 100 cycles + curve
+    [(1024 B, 32 B/cycle), (3072 B, 64)]; ub_to_gm: 50 cycles + 64 B/cycle flat; gm_to_l1:
+    200 cycles + 128 B/cycle flat, ND2NZ 0 cycles per run (5 where a test says so);
+    Mmad: 16 x 16 fractals, k0 16 (fp16) / 8 (fp32), 1 / 2 cycles per fractal, 2 cycles per
+    Mmad; vector: 256 B repeats, at most 255 per instruction, 20 cycles per instruction,
+    binary 1 cycle per repeat times a bank-conflict factor 2, unary 3; loop iteration 10
+    cycles, flag handoff 2 cycles; head 2 us + 1 us * cores / chip cores, cube floor 5 us,
+    MIX launch 1 us; 20 AIC, 40 AIV.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ def _leaf(value: object) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def hand() -> HardwareProfile:
+    return _hand_profile()
+
+
+def _hand_profile(contention: float = 1.0, nd2nz_cycles: float = 0) -> HardwareProfile:
     data = copy.deepcopy(load_profile("ascend910b3").data)
     data["name"] = "hand"
     chip, memory = data["chip"], data["memory"]
@@ -43,12 +49,15 @@ def hand() -> HardwareProfile:
     chip["cube_cores"], chip["vector_cores"] = _leaf(20), _leaf(40)
     memory.update({"hbm_bandwidth_gbps": _leaf(1000), "l2_bandwidth_gbps": _leaf(4000),
                    "gm_align_bytes": _leaf(512), "gm_unaligned_efficiency": _leaf(0.5),
-                   "ub_block_bytes": _leaf(32), "gm_contention_exponent": _leaf(1.0),
-                   "nd2nz_row_cycles": _leaf(0), "aiv_gm_port_bytes_per_cycle": _leaf(100),
+                   "ub_block_bytes": _leaf(32), "gm_contention_exponent": _leaf(contention),
+                   "nd2nz_row_cycles": _leaf(nd2nz_cycles),
+                   "aiv_gm_port_bytes_per_cycle": _leaf(100),
                    "aic_gm_port_bytes_per_cycle": _leaf(200)})
     transfers = data["transfers"]
     transfers["gm_to_ub"] = {"latency_cycles": _leaf(100),
                              "bandwidth_curve": _leaf([[1024, 32.0], [3072, 64.0]])}
+    transfers["gm_to_l1"] = {"latency_cycles": _leaf(200),
+                             "bandwidth_curve": _leaf([[1024, 128.0], [8192, 128.0]])}
     transfers["ub_to_gm"] = {"latency_cycles": _leaf(50),
                              "bandwidth_curve": _leaf([[1024, 64.0], [8192, 64.0]])}
     data["cube"].update({"fractal_mn": _leaf(16), "mmad_overhead_cycles": _leaf(2),
@@ -403,3 +412,84 @@ def test_mix_kernel_by_hand(hand: HardwareProfile) -> None:
     assert e.roofline_us == pytest.approx(0.002)
     # 21 cores is one more AIC than the chip has: the launch check refuses it.
     assert model.evaluate(np.array([[20], [21]])).valid.tolist() == [True, False]
+
+
+# ---- edges the cases above do not reach ------------------------------------------------------
+
+def test_nd_to_nz_copies_pay_per_run_on_gm_to_l1_only() -> None:
+    hw = _hand_profile(nd2nz_cycles=5)
+
+    def gm_to_l1(layout: str | None, path: str = "gm_to_l1") -> float:
+        t = costs.transfer(hw, path, _one(4096), _one(16), _one(1), _one(0.0), _one(1),
+                           layout=layout, element_bytes=2)
+        return float(t.cycles[0])
+
+    # GM -> L1 latency 200, flat 128 B/cycle; 1 AIC: share softmin(200, 1000) = 166.7.
+    # Row-major 4096 B in 16 rows of 256 B: unaligned, 64 B/cycle: 200 + 4096 / 64 = 264,
+    # plus 16 runs * 5 cycles of ND2NZ = 344.
+    assert gm_to_l1("row_major") == pytest.approx(344.0)
+    # Column-major: 16 rows * 2 B = 32 B columns, 128 of them (unaligned, 64 B/cycle):
+    # 200 + 4096 / 64 + 128 * 5 = 904.
+    assert gm_to_l1("column_major") == pytest.approx(904.0)
+    # NZ is already the L1 layout: 4096 / 16 / 32 = 8 runs of 512 B (aligned): 200 + 32.
+    assert gm_to_l1("nz") == pytest.approx(232.0)
+    # No layout: no ND2NZ either (the spec did not name an operand), rows of 256 B: 264.
+    assert gm_to_l1(None) == pytest.approx(264.0)
+    # GM -> UB never converts: 100 + 4096 / (0.5 * 64) = 228 (16 rows of 256 B, unaligned).
+    assert gm_to_l1("row_major", "gm_to_ub") == pytest.approx(228.0)
+
+
+def test_contention_exponent_two() -> None:
+    # p = 2, 1 core, no hit: (100^-2 + 1000^-2)^(-1/2) = (1.01e-4)^(-0.5) = 99.504 B/cycle.
+    hw = _hand_profile(contention=2.0)
+    share = costs.chip_share_bytes_per_cycle(hw, np.array([1000.0]), np.array([1.0]), "aiv")
+    assert share[0] == pytest.approx(1.01e-4 ** -0.5)
+
+
+def test_chip_rate_of_a_scalar_hit_and_its_clip(hand: HardwareProfile) -> None:
+    # Scalar hit 0.5: 1 / (0.5 / 1000 + 0.5 / 4000) = 1600; outside [0, 1] it is clipped.
+    assert float(costs._chip_bytes_per_cycle(hand, 0.5)) == pytest.approx(1600.0)
+    assert float(costs._chip_bytes_per_cycle(hand, 1.5)) == pytest.approx(4000.0)
+    assert float(costs._chip_bytes_per_cycle(hand, -1.0)) == pytest.approx(1000.0)
+    assert costs._chip_bytes_per_cycle(hand, np.array([1.5, -1.0])) == pytest.approx(
+        [4000.0, 1000.0])
+
+
+def test_chip_share_of_odd_inputs(hand: HardwareProfile) -> None:
+    # Zero active cores count as one: 1000 / 11. A scalar core count with two chip rates:
+    # 10 cores at 1000 -> 50; at 4000: 1 / (1/1000 + 1/4000) = 800, / 10 = 80.
+    assert costs.chip_share_bytes_per_cycle(hand, 1000.0, np.array([0.0]))[0] == pytest.approx(
+        1000 / 11)
+    got = costs.chip_share_bytes_per_cycle(hand, np.array([1000.0, 4000.0]), 10.0)
+    assert got == pytest.approx([50.0, 80.0])
+    got = costs.chip_share_bytes_per_cycle(hand, 1000.0, np.array([10.0, 40.0]))
+    assert got == pytest.approx([50.0, 20.0])
+
+
+def test_rows_below_one_count_as_one(hand: HardwareProfile) -> None:
+    # rows 0 is one row: 2048 B, aligned, as the first case: 100 + 2048 / 48.
+    assert _gm_to_ub(hand, 2048, rows=0).cycles[0] == pytest.approx(100 + 2048 / 48)
+
+
+def test_runs_of_tiles_smaller_than_one_run(hand: HardwareProfile) -> None:
+    # Column-major 64 B tile of 64 rows of 2 B: one 128 B column would hold it: 1 run.
+    runs, _b = costs.contiguous_runs(hand, _one(64), _one(64), "column_major", 2)
+    assert runs[0] == 1.0
+    # NZ 512 B over 64 rows: 512 / 64 / 32 = 0.25 of a fractal column, rounded up to 1;
+    # 3072 B: 1.5 -> 2; an empty tile still moves one run.
+    for nbytes, want in ((512, 1.0), (3072, 2.0), (0, 1.0)):
+        runs, _b = costs.contiguous_runs(hand, _one(nbytes), _one(64), "nz", 2)
+        assert runs[0] == want, nbytes
+    # The transfer's default element size is one byte: 4096 B column-major in 64 rows is 64
+    # columns of 64 B.
+    t = _gm_to_ub(hand, 4096, rows=64, layout="column_major")
+    assert t.bytes_per_transfer[0] == 4096
+
+
+def test_a_share_equal_to_the_curve_is_not_a_cap(hand: HardwareProfile) -> None:
+    # 2176 B (68 blocks) declared aligned: the curve gives 32 + 1152 / 2048 * 32 = 50 B/cycle;
+    # 10 cores share softmin(1000, 1000) = 500: 50 each. Equal: the curve, not the share, is
+    # the limit (capped means strictly below).
+    t = _gm_to_ub(hand, 2176, cores=10, aligned=np.array([True]))
+    assert t.bandwidth[0] == pytest.approx(50.0)
+    assert not t.share_capped[0]
