@@ -67,7 +67,7 @@ TARGETS: dict[str, Target] = {
                          "-k", "not compiled")),
     "feasibility": Target("ascend_tune/search/construct.py",
                           ("violated", "complete", "_choose", "repair", "mutate"),
-                          ("tests/test_strategy_repair.py",)),
+                          ("tests/test_feasible_walks.py", "tests/test_strategy_repair.py")),
     "strategy_repair": Target("ascend_tune/search/strategies/genetic.py",
                               ("Genetic._children",),
                               ("tests/test_strategy_repair.py",)),
