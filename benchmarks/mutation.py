@@ -81,6 +81,10 @@ TARGETS: dict[str, Target] = {
 _PAIR_TABLE_CHOICE = ("a choice between two ways of filling the same table of shares (only "
                       "the distinct (cores, rate) pairs used, or every pair): the values are "
                       "the same, only time and memory differ")
+_TRUNCATION = ("int(v) and math.trunc(v) agree on every int and finite float (and both raise "
+               "on inf and nan)")
+_UNIFORM_DRAW = ("a uniform draw in [0, 1) equal to the rate exactly has probability 2^-53 per "
+                 "draw: < and <= give the same choices")
 EQUIVALENT: dict[str, str] = {
     "costs/chip_share_bytes_per_cycle: negate: len(k_values) * len(c_values) > "
     "max(_PAIR_TABLE, pairs.size) -> not (len(k_values) * len(c_values) > "
@@ -92,6 +96,16 @@ EQUIVALENT: dict[str, str] = {
     "len(k_values) / len(c_values) #1": _PAIR_TABLE_CHOICE,
     "costs/chip_share_bytes_per_cycle: call_drop: max(_PAIR_TABLE, pairs.size) -> "
     "_PAIR_TABLE #1": _PAIR_TABLE_CHOICE,
+    "selection/field_value: negate: not isinstance(value, float) -> not (not isinstance("
+    "value, float)) #1": _TRUNCATION,
+    "selection/field_value: unary_drop: not isinstance(value, float) -> isinstance(value, "
+    "float) #1": _TRUNCATION,
+    **{f"strategy_repair/Genetic._children: compare: {draw} < {rate} -> {draw} <= {rate} #1":
+       _UNIFORM_DRAW for draw, rate in (("rng.random(n)", "self.crossover_rate"),
+                                        ("rng.random(parents_a.shape)", "0.5"),
+                                        ("rng.random(n)", "self.mutation_rate"),
+                                        ("rng.random(n)", "self.group"),
+                                        ("rng.random()", "self.near"))},
 }
 
 _BINOP_SWAPS: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div,
@@ -337,6 +351,11 @@ def main() -> None:
             for mutant, _text in mutants(name):
                 print(f"{name} #{mutant.number} line {mutant.line}: {mutant.key}")
         return
+    every = {m.key for name in TARGETS for m, _text in mutants(name)}
+    stale = sorted(k for k in EQUIVALENT if k not in every)
+    if stale:
+        raise SystemExit("EQUIVALENT names mutants that no longer exist (the code changed: "
+                         "look again):\n  " + "\n  ".join(stale))
     report = run(names, args.only, args.verbose)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")

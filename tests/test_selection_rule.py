@@ -13,6 +13,8 @@ from ascend_tune.emit.selection import (
     BASELINE,
     EXACT,
     MODEL,
+    NONE,
+    WALK,
     candidate_table,
     derive,
     field_value,
@@ -105,8 +107,10 @@ def test_exact_winner_invalid_on_a_smaller_chip(bundle: emit.Bundle) -> None:
     # and the baseline (8 cores capped at the chip's 1) compete.
     shape, best = bundle.sorted_shapes()[-1]
     assert best["blockDim"] > 1
+    # No candidate launches a single core: only the baseline is valid.
+    assert min(c["blockDim"] for c in bundle.candidates()) == 2
     sel = bundle.select(shape, 1, 1)
-    assert sel.source in (MODEL, BASELINE) and sel.config["blockDim"] == 1
+    assert (sel.source, sel.index) == (BASELINE, -1) and sel.config["blockDim"] == 1
     model = dispatch_model(bundle.spec, bundle.hw)
     values = [shape[v] for v in bundle.spec.shape_vars]
     valid = [c for c in [*bundle.candidates(), sel.config] if c["blockDim"] == 1]
@@ -125,3 +129,37 @@ def test_unseen_shape_takes_the_fastest_valid_candidate(bundle: emit.Bundle) -> 
              if derive(bundle.spec, env, shape, c) is not None else np.inf for c in table]
     assert sel.source == MODEL and sel.index == int(np.argmin(times))
     assert sel.config == table[sel.index] and sel.latency_us == min(times)
+
+
+def _no_baseline_bundle() -> emit.Bundle:
+    """The add example with a baseline that always launches one core more than the chip has."""
+    doc = json.loads((ROOT / "examples/add/results.json").read_text())
+    text = doc["spec"]["text"]
+    start = text.index("  blockDim: ceil_div(align_up(totalLength")
+    end = text.index("\n", start)
+    doc["spec"]["text"] = text[:start] + "  blockDim: hw.vector_cores + 1" + text[end:]
+    return emit.load_bundle(doc, "broken.json")
+
+
+def test_the_walk_serves_a_shape_no_candidate_fits() -> None:
+    bundle = _no_baseline_bundle()
+    # 100 elements: every candidate's tile (512 or more) is oversized for blocks of at most
+    # align_up(ceil_div(112, 2), 16) = 64 elements (the rule: tile < 2 * block, or 256).
+    shape = {"totalLength": 100}
+    env = runtime_env(bundle.spec, bundle.hw, 20, 40)
+    assert all(derive(bundle.spec, env, shape, c) is None for c in bundle.candidates())
+    sel = bundle.select(shape)
+    assert (sel.source, sel.index) == (WALK, -1)
+    assert derive(bundle.spec, env, shape, sel.config) is not None
+    model = dispatch_model(bundle.spec, bundle.hw)
+    assert sel.latency_us == model.latency_us([100], [sel.config[p] for p in bundle.spec.params],
+                                              20, 40)
+    assert sel.env["blockDim"] == sel.config["blockDim"]
+
+
+def test_nothing_valid_on_a_chip_without_cores() -> None:
+    bundle = _no_baseline_bundle()
+    sel = bundle.select({"totalLength": 100}, 1, 0)
+    assert (sel.source, sel.index, sel.env) == (NONE, -1, {})
+    assert sel.config["blockDim"] == 1  # the baseline's value on 0 AIV: 0 + 1
+    assert sel.latency_us == np.inf
