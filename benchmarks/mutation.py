@@ -85,6 +85,9 @@ _TRUNCATION = ("int(v) and math.trunc(v) agree on every int and finite float (an
                "on inf and nan)")
 _UNIFORM_DRAW = ("a uniform draw in [0, 1) equal to the rate exactly has probability 2^-53 per "
                  "draw: < and <= give the same choices")
+_SPLIT_GUARD = ("holdout's 'taken >= 1 and len(held) < n' always holds where it is tested: "
+                "the target is at least one row, there are at least four groups and the loop "
+                "never takes the last group")
 EQUIVALENT: dict[str, str] = {
     "costs/chip_share_bytes_per_cycle: negate: len(k_values) * len(c_values) > "
     "max(_PAIR_TABLE, pairs.size) -> not (len(k_values) * len(c_values) > "
@@ -100,6 +103,9 @@ EQUIVALENT: dict[str, str] = {
     "value, float)) #1": _TRUNCATION,
     "selection/field_value: unary_drop: not isinstance(value, float) -> isinstance(value, "
     "float) #1": _TRUNCATION,
+    "calibration_split/holdout: boolop: taken >= 1 and len(held) < n -> taken >= 1 or "
+    "len(held) < n #1": _SPLIT_GUARD,
+    "calibration_split/holdout: compare: len(held) < n -> len(held) <= n #1": _SPLIT_GUARD,
     **{f"strategy_repair/Genetic._children: compare: {draw} < {rate} -> {draw} <= {rate} #1":
        _UNIFORM_DRAW for draw, rate in (("rng.random(n)", "self.crossover_rate"),
                                         ("rng.random(parents_a.shape)", "0.5"),

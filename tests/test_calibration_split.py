@@ -143,3 +143,21 @@ def test_kfold_by_rows_when_groups_are_few() -> None:
     assert sorted(np.concatenate(folds).tolist()) == list(range(10))
     again = split.kfold(_rows([4, 3, 3]), 3, 0)[1]
     assert [f.tolist() for f in again] == [f.tolist() for f in folds], "deterministic"
+
+
+def test_holdout_holds_at_least_one_row() -> None:
+    # 8 rows, 5 %: round(0.4) = 0, but at least one row is held out.
+    s = split.holdout(_rows([8]), 0.05, 0)
+    assert s.method == "by row: 1 of 8, seed 0" and s.held_out.size == 1
+
+
+def test_kfold_edges() -> None:
+    # Exactly 2 folds * 2 groups: whole groups, two per fold (sizes 3 + 1 and 2 + 2 -> 4, 4:
+    # 3 -> A, 2 -> B, 2 -> B, 1 -> A).
+    method, folds = split.kfold(_rows([3, 2, 2, 1]), 2, 0)
+    assert method == "by source and shape: 4 group(s) in 2 folds, seed 0"
+    assert sorted(len(f) for f in folds) == [4, 4]
+    # As many folds as rows: one row each.
+    method, folds = split.kfold(_rows([5, 5]), 10, 0)
+    assert method == "by row: 10 rows in 10 folds, seed 0"
+    assert sorted(f.tolist() for f in folds) == [[i] for i in range(10)]
