@@ -27,6 +27,7 @@ import ast
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -343,6 +344,8 @@ def run(names: list[str], only: int | None, verbose: bool) -> dict[str, dict[str
 
 
 def main() -> None:
+    # A stopped run still removes its copy of the work tree (TemporaryDirectory's cleanup).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--module", action="append", choices=sorted(TARGETS),
                     help="a module of TARGETS (repeatable; default: all)")
