@@ -35,6 +35,7 @@ from ascend_tune.model import costs, engine, pipeline
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import Loop, Stage, end_pipes, launch, load_spec
 from ascend_tune.spec.shapes import load_shape_file
+from tests.model_reference import ref_head, ref_mmad, ref_runs, ref_vector
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted(p.stem for p in (ROOT / "operator_specs").glob("*.yaml"))
@@ -168,53 +169,13 @@ def _ref_chip_share(hw: HardwareProfile, chip: Any, active_cores: Any, port: str
     return np.array(out, dtype=np.float64).reshape(offered.shape) / k
 
 
-def _ref_runs(hw: HardwareProfile, nbytes: Any, rows: Any, layout: str | None,
-              element_bytes: int) -> tuple[Any, Any]:
-    """(runs, bytes per run), docs/model.md "Transfer cost": a row per run (row-major),
-    a column (column-major), a 32 B wide fractal column (NZ); at least one run."""
-    if layout == "column_major":
-        run_bytes = rows * float(element_bytes)
-        return np.maximum(nbytes / run_bytes, 1.0), run_bytes
-    if layout == "nz":
-        block = float(hw["ub_block_bytes"])
-        return np.maximum(np.ceil(nbytes / rows / block), 1.0), rows * block
-    return rows, nbytes / rows
-
-
-def _ref_mmad(hw: HardwareProfile, dtype: str, m: Any, n: Any, k: Any) -> Any:
-    """ceil(m/16) * ceil(n/16) * ceil(k/k0) fractals at the dtype's rate, plus the
-    per-instruction overhead (docs/model.md "Cube and vector cost")."""
-    fractal = float(hw["fractal_mn"])
-    fractals = np.ceil(m / fractal) * np.ceil(n / fractal) * np.ceil(k / hw.k0[dtype])
-    return fractals * hw.cycles_per_fractal[dtype] + float(hw["mmad_overhead_cycles"])
-
-
-def _ref_vector(hw: HardwareProfile, op: str, element_bytes: int, elements: Any) -> Any:
-    """ceil(elements * size / 256) repeats in instructions of at most 255, each instruction
-    paying the issue cost; two-source classes pay the bank-conflict factor per repeat."""
-    repeats = np.ceil(elements * element_bytes / float(hw["repeat_bytes"]))
-    instructions = np.ceil(repeats / float(hw["max_repeat"]))
-    per_repeat = hw.vector_cycles_per_repeat[op][element_bytes]
-    if op in ("binary", "fma"):
-        per_repeat *= float(hw["bank_conflict_factor"])
-    return instructions * float(hw["issue_cycles"]) + repeats * per_repeat
-
-
-def _ref_head(hw: HardwareProfile, cores: Any, side: str) -> Any:
-    """head_base_us (+ cube_kernel_floor_us on the cube side) + head_full_chip_us * cores /
-    chip cores (docs/model.md "Head (launch) cost")."""
-    floor = float(hw["cube_kernel_floor_us"]) if side == "cube" else 0.0
-    return (float(hw["head_base_us"]) + floor
-            + float(hw["head_full_chip_us"]) * np.asarray(cores) / float(hw[f"{side}_cores"]))
-
-
 def _ref_transfer(hw: HardwareProfile, path: str, nbytes: Any, rows: Any, count: Any,
                   l2_hit: Any, cores: Any, aligned: Any, layout: str | None,
                   element_bytes: int) -> dict[str, Any]:
     spec = hw.transfers[path]
     block = float(hw["ub_block_bytes"])
     rows = np.maximum(rows, 1.0)
-    runs, row_bytes = _ref_runs(hw, nbytes, rows, layout, element_bytes)
+    runs, row_bytes = ref_runs(hw, nbytes, rows, layout, element_bytes)
     moved = runs * np.ceil(row_bytes / block) * block
     bandwidth = spec.bandwidth(moved)
     gm_cycles = np.zeros_like(moved)
@@ -386,9 +347,7 @@ def _ref_passes(check: launch.Check, env: Mapping[str, Any]) -> Any:
 
 
 class _Reference:
-    """The model's formulas as written in docs/model.md: no in-place arithmetic, no
-    shortcuts, every expression through the checked evaluation, and none of the cost
-    helpers of ascend_tune.model.costs (a bug there must not be invisible here)."""
+    """docs/model.md's formulas plainly: no in-place steps or shortcuts, no costs helper."""
 
     def __init__(self, model: ShapeModel) -> None:
         self.model, self.spec, self.hw = model, model.spec, model.hw
@@ -429,7 +388,7 @@ class _Reference:
             side_us.append(lat / clock_mhz)
             for pipe, cycles in busy.items():
                 pipes[PIPE_COLUMN[(side.core, pipe)]] += cycles / clock_mhz
-            head_us = np.maximum(head_us, _ref_head(hw, cores, side.core))
+            head_us = np.maximum(head_us, ref_head(hw, cores, side.core))
         body_us = side_us[0]
         if len(side_us) > 1:
             handoffs = (_ref_arr(_ref_value(self.spec.handoffs, env), n)
@@ -502,12 +461,13 @@ class _Reference:
                               element)
             return t["cycles"], t["gm_cycles"]
         if stage.kind == "cube":
-            cycles = count * _ref_mmad(hw, spec.stage_dtype(stage.dtype or ""),
-                                       arr(stage.m, 0.0), arr(stage.n, 0.0), arr(stage.k, 0.0))
+            dtype = spec.stage_dtype(stage.dtype or "")
+            cycles = count * ref_mmad(hw, dtype, arr(stage.m, 0.0), arr(stage.n, 0.0),
+                                      arr(stage.k, 0.0))
         elif stage.kind == "vector":
             assert stage.op is not None
             size = DTYPE_BYTES[spec.stage_dtype(stage.dtype or "")]
-            cycles = count * _ref_vector(hw, stage.op, size, arr(stage.elements, 0.0))
+            cycles = count * ref_vector(hw, stage.op, size, arr(stage.elements, 0.0))
         else:
             cycles = arr(stage.cycles, 0.0) * count
         return cycles, np.zeros(n)
