@@ -35,6 +35,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -156,7 +157,7 @@ def _call_name(node: ast.Call) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
-def _sites(func: ast.AST) -> Iterator[tuple[ast.AST, str, object]]:
+def _sites(func: ast.AST) -> Iterator[tuple[ast.AST, str, Any]]:
     """(node, operator name, argument) of every mutation in ``func``, in a fixed order.
     Docstrings and nested function bodies count (a closure is part of the function)."""
     for node in ast.walk(func):
@@ -170,7 +171,7 @@ def _sites(func: ast.AST) -> Iterator[tuple[ast.AST, str, object]]:
             yield node, "boolop", ast.Or if isinstance(node.op, ast.And) else ast.And
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
             yield node, "unary_drop", None
-        elif (isinstance(node, ast.Constant) and type(node.value) in (int, float)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
               and not isinstance(node.value, bool)):
             yield node, "constant", node.value + 1
         elif (isinstance(node, ast.Call) and node.args and _call_name(node) in _DROPPABLE_CALLS
@@ -190,25 +191,25 @@ def _sites(func: ast.AST) -> Iterator[tuple[ast.AST, str, object]]:
                         yield node, "remove", (field, i)
 
 
-def _apply(node: ast.AST, operator: str, arg: object) -> ast.AST | None:
+def _apply(node: Any, operator: str, arg: Any) -> Any:
     """Mutate ``node`` in place; return a replacement node where the node itself changes."""
     if operator == "binop":
-        node.op = arg()  # type: ignore[attr-defined, operator]
+        node.op = arg()
     elif operator == "compare":
-        i, op = arg  # type: ignore[misc]
-        node.ops[i] = op()  # type: ignore[attr-defined]
+        i, op = arg
+        node.ops[i] = op()
     elif operator == "boolop":
-        node.op = arg()  # type: ignore[attr-defined, operator]
+        node.op = arg()
     elif operator == "unary_drop":
-        return node.operand  # type: ignore[attr-defined, no-any-return]
+        return node.operand
     elif operator == "constant":
-        node.value = arg  # type: ignore[attr-defined]
+        node.value = arg
     elif operator == "call_drop":
-        return node.args[0]  # type: ignore[attr-defined, no-any-return]
+        return node.args[0]
     elif operator == "negate":
-        node.test = ast.UnaryOp(ast.Not(), node.test)  # type: ignore[attr-defined]
+        node.test = ast.UnaryOp(ast.Not(), node.test)
     elif operator == "remove":
-        field, i = arg  # type: ignore[misc]
+        field, i = arg
         getattr(node, field)[i] = ast.Pass()
     return None
 
@@ -217,10 +218,10 @@ class _Replace(ast.NodeTransformer):
     def __init__(self, old: ast.AST, new: ast.AST) -> None:
         self.old, self.new = old, new
 
-    def visit(self, node: ast.AST) -> ast.AST:
+    def visit(self, node: ast.AST) -> Any:
         if node is self.old:
             return self.new
-        return super().visit(node)  # type: ignore[no-any-return]
+        return super().visit(node)
 
 
 def mutants(name: str) -> list[tuple[Mutant, str]]:
@@ -242,16 +243,17 @@ def mutants(name: str) -> list[tuple[Mutant, str]]:
         node, operator, arg = list(_sites(func))[index]
         stmt_line = getattr(node, "lineno", 0)
         if operator == "remove":
-            field, i = arg  # type: ignore[misc]
+            field, i = arg
             victim = getattr(node, field)[i]
             before, stmt_line = ast.unparse(victim), victim.lineno
         elif operator == "negate":
-            before = ast.unparse(node.test)  # type: ignore[attr-defined]
+            before = ast.unparse(getattr(node, "test"))  # noqa: B009 (an If, While or IfExp)
         else:
             before = ast.unparse(node)
         replacement = _apply(node, operator, arg)
+        mutated: ast.AST = tree
         if replacement is not None:
-            tree = _Replace(node, replacement).visit(tree)
+            mutated = _Replace(node, replacement).visit(tree)
             after = ast.unparse(replacement)
         elif operator == "remove":
             after = "pass"
@@ -262,7 +264,7 @@ def mutants(name: str) -> list[tuple[Mutant, str]]:
         ident = f"{fname}: {operator}: {before} -> {after}"
         seen[ident] = seen.get(ident, 0) + 1
         key = f"{name}/{ident} #{seen[ident]}"
-        text = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+        text = ast.unparse(ast.fix_missing_locations(mutated)) + "\n"
         out.append((Mutant(name, number, fname, stmt_line, operator, before, after, key), text))
     return out
 
