@@ -480,10 +480,11 @@ def test_runs_of_tiles_smaller_than_one_run(hand: HardwareProfile) -> None:
     for nbytes, want in ((512, 1.0), (3072, 2.0), (0, 1.0)):
         runs, _b = costs.contiguous_runs(hand, _one(nbytes), _one(64), "nz", 2)
         assert runs[0] == want, nbytes
-    # The transfer's default element size is one byte: 4096 B column-major in 64 rows is 64
-    # columns of 64 B.
-    t = _gm_to_ub(hand, 4096, rows=64, layout="column_major")
-    assert t.bytes_per_transfer[0] == 4096
+    # The transfer's default element size is one byte: 4096 B column-major in 40 rows is
+    # 4096 / 40 = 102.4 columns of 40 B, each moved as 64 B: 6553.6 B (2-byte elements
+    # would make 80 B columns moved as 96 B: 4915.2 B).
+    t = _gm_to_ub(hand, 4096, rows=40, layout="column_major")
+    assert t.bytes_per_transfer[0] == pytest.approx(6553.6)
 
 
 def test_a_share_equal_to_the_curve_is_not_a_cap(hand: HardwareProfile) -> None:
