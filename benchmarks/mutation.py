@@ -101,6 +101,9 @@ EQUIVALENT: dict[str, str] = {
     "len(k_values) / len(c_values) #1": _PAIR_TABLE_CHOICE,
     "costs/chip_share_bytes_per_cycle: call_drop: max(_PAIR_TABLE, pairs.size) -> "
     "_PAIR_TABLE #1": _PAIR_TABLE_CHOICE,
+    "selection/select: boolop: found is None or local is None -> found is None and local is "
+    "None #1": ("the walk returns only configurations that pass every check, so local is None "
+                "exactly when found is None: 'or' and 'and' agree"),
     "selection/field_value: negate: not isinstance(value, float) -> not (not isinstance("
     "value, float)) #1": _TRUNCATION,
     "selection/field_value: unary_drop: not isinstance(value, float) -> isinstance(value, "
@@ -356,17 +359,17 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the report here")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per mutant")
     args = ap.parse_args()
+    every = {m.key for name in TARGETS for m, _text in mutants(name)}
+    stale = sorted(k for k in EQUIVALENT if k not in every)
+    if stale:
+        raise SystemExit("EQUIVALENT names mutants that no longer exist (the code changed: "
+                         "look again):\n  " + "\n  ".join(stale))
     names = args.module or list(TARGETS)
     if args.list:
         for name in names:
             for mutant, _text in mutants(name):
                 print(f"{name} #{mutant.number} line {mutant.line}: {mutant.key}")
         return
-    every = {m.key for name in TARGETS for m, _text in mutants(name)}
-    stale = sorted(k for k in EQUIVALENT if k not in every)
-    if stale:
-        raise SystemExit("EQUIVALENT names mutants that no longer exist (the code changed: "
-                         "look again):\n  " + "\n  ".join(stale))
     report = run(names, args.only, args.verbose)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
