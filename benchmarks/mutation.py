@@ -87,6 +87,9 @@ _TRUNCATION = ("int(v) and math.trunc(v) agree on every int and finite float (an
                "on inf and nan)")
 _UNIFORM_DRAW = ("a uniform draw in [0, 1) equal to the rate exactly has probability 2^-53 per "
                  "draw: < and <= give the same choices")
+_EMPTY_PASSES = ("the early return only skips Feasible.passes for no rows or no checks; "
+                 "passes gives the same empty (rows, checks) array there (the search's "
+                 "CheckSet, Unconstrained and the tests' toy all do)")
 _SPLIT_GUARD = ("holdout's 'taken >= 1 and len(held) < n' always holds where it is tested: "
                 "the target is at least one row, there are at least four groups and the loop "
                 "never takes the last group")
@@ -108,6 +111,23 @@ EQUIVALENT: dict[str, str] = {
     "value, float)) #1": _TRUNCATION,
     "selection/field_value: unary_drop: not isinstance(value, float) -> isinstance(value, "
     "float) #1": _TRUNCATION,
+    "feasibility/violated: boolop: not n_checks or not genomes.shape[0] -> not n_checks and "
+    "(not genomes.shape[0]) #1": _EMPTY_PASSES,
+    "feasibility/violated: constant: 0 -> 1 #2": _EMPTY_PASSES,
+    "feasibility/complete: compare: kn == kn[0] -> kn != kn[0] #1": (
+        "the test only picks the shortcut for rows that know the same genes; the general "
+        "path computes the same decidable checks for every row"),
+    "feasibility/_choose: constant: 1.0 -> 2.0 #1": (
+        "doubling every weight but the current value's halves every key log(u) / w alike: "
+        "the largest key, the pick, is the same"),
+    "feasibility/_choose: call_drop: np.maximum(u, 1e-300) -> u #1": (
+        "a uniform draw of exactly 0 has probability 2^-53: the guard only keeps log(0) away"),
+    "feasibility/repair: remove: ok[again] &= ~violated(feasible, rows[again]).any(axis=1) -> "
+    "pass #1": (
+        "complete enforces each check when the last of its free genes is assigned, from "
+        "values that never change afterwards: a completed row passes every check that reads "
+        "a free gene, so the re-check finds nothing (it guards a Feasible whose reads miss a "
+        "gene, which breaks the Feasible contract)"),
     "calibration_split/holdout: boolop: taken >= 1 and len(held) < n -> taken >= 1 or "
     "len(held) < n #1": _SPLIT_GUARD,
     "calibration_split/holdout: compare: len(held) < n -> len(held) <= n #1": _SPLIT_GUARD,

@@ -128,3 +128,16 @@ def test_repair_frees_the_genes_of_violated_checks_only() -> None:
     pinned[0, 0] = True
     _rows, ok = construct.repair(Toy(), SIZES, np.array([[3, 3, 0]]), rng, pinned=pinned)
     assert not ok[0]
+
+
+def test_repair_reports_violations_it_may_not_touch() -> None:
+    rng = np.random.default_rng(5)
+    # [2, 2, 2] fails c0 only (4 > 3); with g0 and g1 pinned nothing may move: not ok.
+    pinned = np.array([[True, True, False]])
+    rows, ok = construct.repair(Toy(), SIZES, np.array([[2, 2, 2]]), rng, pinned=pinned)
+    assert not ok[0] and rows.tolist() == [[2, 2, 2]]
+    # [1, 3, 2] fails c0 only; with g0 pinned, g1 alone (one free gene of c0) fixes it: ok.
+    pinned = np.array([[True, False, False]] * 20)
+    rows, ok = construct.repair(Toy(), SIZES, np.array([[1, 3, 2]] * 20), rng, pinned=pinned)
+    assert ok.all() and (rows[:, 0] == 1).all() and (rows[:, 2] == 2).all()
+    assert set(rows[:, 1].tolist()) <= {0, 1, 2}
