@@ -41,7 +41,8 @@ def test_the_docstring_example_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert (tmp_path / "AddCustom/op_host/add_custom.cpp").exists()
     assert (tmp_path / "AddCustom/op_host/add_custom_tiling_select.h").exists()
     printed = capsys.readouterr().out.split()
-    assert printed[0].endswith("_us") or printed[0] in ("gm_bandwidth", "head_overhead")
+    # The 4096-element winner on 2^20 elements moves 4 KiB per copy: MTE2-bound.
+    assert printed[0] == "aiv_mte2_time_us"
 
 
 def test_every_public_name_is_documented() -> None:

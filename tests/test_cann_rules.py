@@ -168,9 +168,13 @@ def test_field_outside_its_c_type_is_never_chosen(hw: HardwareProfile) -> None:
 
 def test_identifiers_cannot_smuggle_text_into_cpp() -> None:
     text = (ROOT / "operator_specs/add.yaml").read_text()
-    for bad in ('operator: "AddCustom\\n"', "operator: mutable", "operator: static_assert"):
-        with pytest.raises(SpecError):
+    for bad, name in (('operator: "AddCustom\\n"', "'AddCustom\n'"),
+                      ("operator: mutable", "'mutable'"),
+                      ("operator: static_assert", "'static_assert'")):
+        with pytest.raises(SpecError) as info:
             load_spec_text(text.replace("operator: AddCustom", bad), "x.yaml")
+        assert str(info.value) == (f"x.yaml:4: operator: operator name {name} is not a valid "
+                                   "C++ identifier")
 
 
 @pytest.fixture(scope="module")

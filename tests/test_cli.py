@@ -140,12 +140,19 @@ def test_explain_and_hw_commands() -> None:
     assert "diagnosis:" in proc.stdout and "aiv_mte2_time_us" in proc.stdout
     proc = cli("explain", "matmul", "--hw", "ascend910b3", "--shape", "M=4096,N=4096,K=4096",
                "--json")
-    assert proc.returncode == 0 and '"roofline_us"' in proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    # Roofline of 4096^3 bf16: 2 * 4096^3 FLOPs over 2 * (16 * 16 * 16) MACs per cycle * 20
+    # AIC * 1.8e9 Hz = 2.9491e14 FLOP/s: 466.03 us (the GM term, 3 * 4096^2 * 2 B at 1.6 TB/s
+    # = 62.9 us, is lower).
+    assert doc["predicted"]["roofline_us"] == pytest.approx(466.034, rel=1e-5)
+    assert (doc["spec"], doc["hw"], doc["shape"]) == ("MatmulCustom", "ascend910b3",
+                                                      {"M": 4096, "N": 4096, "K": 4096})
     lst = cli("hw", "list", "--json")
     assert lst.returncode == 0
-    for name in ("ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4", "ascend310p3",
-                 "ascend950pr"):
-        assert name in lst.stdout
+    assert sorted(p["name"] for p in json.loads(lst.stdout)) == [
+        "ascend310p3", "ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4",
+        "ascend950pr"]
     show = cli("hw", "show", "ascend310p3")
     assert show.returncode == 0 and "S16" in show.stdout
 
@@ -157,7 +164,13 @@ def test_check_command(tmp_path: Path) -> None:
     bad = cli("check", str(DATA / "broken" / "unknown_key.yaml"),
               str(DATA / "broken" / "wrong_pipe.yaml"))
     assert bad.returncode == 2
-    assert len(bad.stderr.strip().splitlines()) == 2
+    lines = bad.stderr.strip().splitlines()
+    broken = DATA / "broken"
+    assert [line.split(": ", 3)[:3] for line in lines] == [
+        ["error", f"{broken / 'unknown_key.yaml'}:22", "constraint"],
+        ["error", f"{broken / 'wrong_pipe.yaml'}:39", "pipeline.vector.body.0.body.2.pipe"]]
+    assert "unknown key 'constraint' (did you mean 'constraints'?)" in lines[0]
+    assert "pipe 'cube' does not exist on the vector core" in lines[1]
 
 
 def test_emit_check_cycle(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate import validation
 from ascend_tune.calibrate.rows import parse_where
 from ascend_tune.hardware import load_profile
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from ascend_tune.spec import load_spec
 from ascend_tune.tune import run as search_run
@@ -88,9 +89,16 @@ def test_plan_and_explain() -> None:
     spec, hw = load_spec("add"), load_profile("ascend910b3")
     planned = search_run.plan(spec, hw, [{"totalLength": 4096}], "auto")
     assert planned[0].space_size == 640 and planned[0].strategy == "exhaustive"
-    assert planned[0].baseline_us is not None
+    # The baseline for 4096 elements: 8 cores, tiles of 32, two buffers (add.yaml's formula).
+    model = ShapeModel(spec, hw, {"totalLength": 4096})
+    assert model.baseline_values() == {"blockDim": 8, "tileLength": 32, "bufferNum": 2}
+    baseline_us = float(model.evaluate(np.array([[8, 32, 2]])).latency_us[0])
+    assert planned[0].baseline_us == round(baseline_us, 6)  # rounded as results files are
     ex = explain(spec, hw, {"totalLength": 16777216})
     doc = ex.as_dict()
-    assert doc["diagnosis"] == ex.diagnosis and doc["stages"] and ex.bound
+    assert doc["diagnosis"] == ex.diagnosis
+    assert [s["stage"] for s in doc["stages"]] == ["copy_in_x", "copy_in_y", "add", "copy_out_z"]
+    # 32 MiB in and 16 MiB out: the copies in are the longest pipe.
+    assert ex.bound == "aiv_mte2_time_us"
     with pytest.raises(AscendTuneError, match="--set: unknown parameter 'tileLenght'"):
         explain(spec, hw, {"totalLength": 4096}, {"tileLenght": 1})

@@ -35,6 +35,7 @@ from ascend_tune.model import costs, engine, pipeline
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import Loop, Stage, end_pipes, launch, load_spec
 from ascend_tune.spec.shapes import load_shape_file
+from tests.model_reference import ref_head, ref_mmad, ref_runs, ref_vector
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted(p.stem for p in (ROOT / "operator_specs").glob("*.yaml"))
@@ -174,7 +175,7 @@ def _ref_transfer(hw: HardwareProfile, path: str, nbytes: Any, rows: Any, count:
     spec = hw.transfers[path]
     block = float(hw["ub_block_bytes"])
     rows = np.maximum(rows, 1.0)
-    runs, row_bytes = costs.contiguous_runs(hw, nbytes, rows, layout, element_bytes)
+    runs, row_bytes = ref_runs(hw, nbytes, rows, layout, element_bytes)
     moved = runs * np.ceil(row_bytes / block) * block
     bandwidth = spec.bandwidth(moved)
     gm_cycles = np.zeros_like(moved)
@@ -346,8 +347,7 @@ def _ref_passes(check: launch.Check, env: Mapping[str, Any]) -> Any:
 
 
 class _Reference:
-    """The model's formulas as written in docs/model.md: no in-place arithmetic, no
-    shortcuts, every expression through the checked evaluation."""
+    """docs/model.md's formulas plainly: no in-place steps or shortcuts, no costs helper."""
 
     def __init__(self, model: ShapeModel) -> None:
         self.model, self.spec, self.hw = model, model.spec, model.hw
@@ -388,7 +388,7 @@ class _Reference:
             side_us.append(lat / clock_mhz)
             for pipe, cycles in busy.items():
                 pipes[PIPE_COLUMN[(side.core, pipe)]] += cycles / clock_mhz
-            head_us = np.maximum(head_us, costs.head_us(hw, cores, side.core))
+            head_us = np.maximum(head_us, ref_head(hw, cores, side.core))
         body_us = side_us[0]
         if len(side_us) > 1:
             handoffs = (_ref_arr(_ref_value(self.spec.handoffs, env), n)
@@ -461,13 +461,13 @@ class _Reference:
                               element)
             return t["cycles"], t["gm_cycles"]
         if stage.kind == "cube":
-            cycles = count * costs.mmad_cycles(hw, spec.stage_dtype(stage.dtype or ""),
-                                               arr(stage.m, 0.0), arr(stage.n, 0.0),
-                                               arr(stage.k, 0.0))
+            dtype = spec.stage_dtype(stage.dtype or "")
+            cycles = count * ref_mmad(hw, dtype, arr(stage.m, 0.0), arr(stage.n, 0.0),
+                                      arr(stage.k, 0.0))
         elif stage.kind == "vector":
             assert stage.op is not None
             size = DTYPE_BYTES[spec.stage_dtype(stage.dtype or "")]
-            cycles = count * costs.vector_cycles(hw, stage.op, size, arr(stage.elements, 0.0))
+            cycles = count * ref_vector(hw, stage.op, size, arr(stage.elements, 0.0))
         else:
             cycles = arr(stage.cycles, 0.0) * count
         return cycles, np.zeros(n)
