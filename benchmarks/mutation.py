@@ -71,7 +71,7 @@ TARGETS: dict[str, Target] = {
                           ("violated", "complete", "_choose", "repair", "mutate"),
                           ("tests/test_feasible_walks.py", "tests/test_strategy_repair.py")),
     "strategy_repair": Target("ascend_tune/search/strategies/genetic.py",
-                              ("Genetic._children",),
+                              ("_Run._cross", "_Run._group"),
                               ("tests/test_strategy_repair.py",)),
     "calibration_split": Target("ascend_tune/calibrate/split.py",
                                 ("group_keys", "_groups", "holdout", "kfold"),
@@ -131,12 +131,6 @@ EQUIVALENT: dict[str, str] = {
     "calibration_split/holdout: boolop: taken >= 1 and len(held) < n -> taken >= 1 or "
     "len(held) < n #1": _SPLIT_GUARD,
     "calibration_split/holdout: compare: len(held) < n -> len(held) <= n #1": _SPLIT_GUARD,
-    **{f"strategy_repair/Genetic._children: compare: {draw} < {rate} -> {draw} <= {rate} #1":
-       _UNIFORM_DRAW for draw, rate in (("rng.random(n)", "self.crossover_rate"),
-                                        ("rng.random(parents_a.shape)", "0.5"),
-                                        ("rng.random(n)", "self.mutation_rate"),
-                                        ("rng.random(n)", "self.group"),
-                                        ("rng.random()", "self.near"))},
 }
 
 _BINOP_SWAPS: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div,

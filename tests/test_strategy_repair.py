@@ -3,19 +3,15 @@ only what it must (the genes of the checks a child violates)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.search import construct
-from ascend_tune.search.problem import Problem
-from ascend_tune.search.strategies.genetic import Genetic
+from ascend_tune.search.strategies.genetic import Genetic, _Run
 from ascend_tune.spec import OperatorSpec, load_spec
 from ascend_tune.tune.shape import search_problem
-from tests.test_feasible_walks import SIZES, VALID, Toy
 
 SHAPES = [("matmul", {"M": 2, "N": 32, "K": 16}), ("matmul", {"M": 512, "N": 4096, "K": 1024}),
           ("add", {"totalLength": 1000})]
@@ -28,18 +24,24 @@ def _valid(model: ShapeModel, genomes: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize(("name", "shape"), SHAPES)
 def test_every_ga_child_is_valid(name: str, shape: dict[str, int],
                                  hw: HardwareProfile) -> None:
+    """The memetic GA's crossover (a subset of the differing genes from the mate, the rest
+    repaired) and group moves (one check's genes re-sampled) on valid parents: every child
+    the run proposes is valid by the model's own verdict."""
     model = ShapeModel(load_spec(name), hw, shape)
     problem = search_problem(model, "ga")
     problem.budget = 2000  # as run() sets it: it bounds the sampling walks
     rng = np.random.default_rng(5)
-    pop = problem.sample(30, rng)
-    fit = problem.evaluate(pop)
-    assert np.isfinite(fit).all()
-    # No mutation, no group moves: what comes out is crossover (with repair) alone.
-    ga = Genetic(crossover_rate=1.0, mutation_rate=0.0, group=0.0)
-    children = ga._children(problem, pop, fit, 200, rng)
-    assert len(children) > 0
-    assert _valid(model, children).all()
+    run = _Run(Genetic(), problem, rng)
+    parents = problem.sample(40, rng)
+    assert np.isfinite(problem.evaluate(parents)).all()
+    half = len(parents) // 2  # a small valid set may give fewer samples
+    crossed = [run._cross(a, b) for a, b in zip(parents[:half], parents[half:2 * half],
+                                                strict=True)]
+    grouped = [run._group(p) for p in parents]
+    for made in (crossed, grouped):
+        children = np.array([c for c in made if c is not None], dtype=np.int64)
+        assert len(children) > 0
+        assert _valid(model, children).all()
 
 
 def test_uniform_crossover_of_valid_parents_needs_repair(hw: HardwareProfile,
@@ -81,83 +83,3 @@ def test_repair_keeps_valid_rows_and_pinned_genes(hw: HardwareProfile,
     may_move = (violated.astype(int) @ feasible.reads.astype(int)) > 0
     assert not ((fixed != raw) & ~may_move).any()
 
-
-# ---- the other moves of a generation, on the toy of test_feasible_walks (20 valid) ---------
-
-def _toy_problem(feasible: object | None = None) -> Problem:
-    def objective(genomes: np.ndarray) -> np.ndarray:
-        g = np.asarray(genomes)
-        ok = (g[:, 0] + g[:, 1] <= 3) & (g[:, 2] >= g[:, 0])
-        return np.where(ok, 1.0 + g.sum(axis=1), np.inf)
-
-    problem = Problem(SIZES, objective, feasible=Toy() if feasible is None else feasible)
-    problem.budget = 1000
-    return problem
-
-
-def _seen_population(problem: Problem, genomes: list[tuple[int, int, int]]
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    pop = np.array(genomes, dtype=np.int64)
-    return pop, problem.evaluate(pop)
-
-
-def _spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[Any, ...]]:
-    calls: list[tuple[Any, ...]] = []
-    real = getattr(construct, name)
-
-    def spy(*args: Any, **kw: Any) -> Any:
-        calls.append(args)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(construct, name, spy)
-    return calls
-
-
-def test_mutation_rounds_are_duplicate_rounds_plus_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Every valid configuration already seen: every mutated child lands on a seen one, so
-    # each round re-mutates every child, duplicate_rounds + 1 rounds in all.
-    problem = _toy_problem()
-    pop, fit = _seen_population(problem, sorted(VALID))
-    calls = _spy(monkeypatch, "mutate")
-    ga = Genetic(crossover_rate=0.0, mutation_rate=1.0, group=0.0, duplicate_rounds=2)
-    assert len(ga._children(problem, pop, fit, 30, np.random.default_rng(0))) == 0
-    assert [len(c[2]) for c in calls] == [30, 30, 30]
-    # Over the rounds every gene is picked for a move, gene 0 too.
-    assert set(np.concatenate([c[3] for c in calls]).tolist()) == {0, 1, 2}
-    calls.clear()
-    Genetic(crossover_rate=0.0, mutation_rate=0.0, group=0.0)._children(
-        problem, pop, fit, 30, np.random.default_rng(0))
-    assert calls == [], "no child to mutate: mutate is not called"
-
-
-def test_mutated_and_group_moved_children_are_new_and_valid() -> None:
-    problem = _toy_problem()
-    pop, fit = _seen_population(problem, [(0, 0, 0), (1, 1, 1), (0, 2, 2)])
-    for ga in (Genetic(crossover_rate=0.0, mutation_rate=1.0, group=0.0, duplicate_rounds=0),
-               Genetic(crossover_rate=0.0, mutation_rate=0.0, group=1.0)):
-        children = ga._children(problem, pop, fit, 40, np.random.default_rng(1))
-        assert len(children) > 0
-        assert {tuple(c) for c in children.tolist()} <= VALID - set(map(tuple, pop.tolist()))
-
-
-def test_group_moves_resample_one_whole_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    problem = _toy_problem()
-    pop, fit = _seen_population(problem, [(0, 0, 0), (1, 1, 1)])
-    calls = _spy(monkeypatch, "complete")
-    Genetic(crossover_rate=0.0, mutation_rate=0.0, group=1.0)._children(
-        problem, pop, fit, 40, np.random.default_rng(2))
-    # Repair's walk frees nothing here (no crossover: every child valid); the group moves'
-    # walk frees some genes of every row.
-    (call,) = [c for c in calls if c[3].any(axis=1).all()]
-    # Each row frees the genes of one check: {g0, g1} or {g0, g2}, both chosen.
-    assert {tuple(row) for row in call[3].tolist()} == {(True, True, False), (True, False, True)}
-
-
-def test_an_unconstrained_problem_has_no_group_moves() -> None:
-    problem = _toy_problem(construct.Unconstrained(3))
-    pop, fit = _seen_population(problem, [(0, 0, 0), (1, 1, 1)])
-    ga = Genetic(crossover_rate=1.0, mutation_rate=0.0, group=1.0)
-    children = ga._children(problem, pop, fit, 20, np.random.default_rng(3))
-    # Crossover of (0,0,0) and (1,1,1) without repair structure: any mix, unseen ones kept.
-    assert {tuple(c) for c in children.tolist()} <= {
-        (a, b, c) for a in (0, 1) for b in (0, 1) for c in (0, 1)} - {(0, 0, 0), (1, 1, 1)}
