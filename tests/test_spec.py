@@ -50,7 +50,7 @@ BROKEN = {
     "confidence: 'sure' is not one of: high, med, low",
     "profile_unknown_key.yaml": "broken/profile_unknown_key.yaml:4: memory.ub_byte: unknown key "
     "'ub_byte' (did you mean 'ub_bytes'?); allowed: l1_bytes, l0a_bytes, l0b_bytes, l0c_bytes, "
-    "ub_bytes, bt_bytes, fb_bytes, l2_bytes, hbm_bandwidth_gbps, l2_bandwidth_gbps, "
+    "ub_bytes, bt_bytes, fb_bytes, l2_bytes, hbm_bytes, hbm_bandwidth_gbps, l2_bandwidth_gbps, "
     "gm_align_bytes, gm_unaligned_efficiency, gm_contention_exponent, "
     "aic_gm_port_bytes_per_cycle, aiv_gm_port_bytes_per_cycle, nd2nz_row_cycles, "
     "ub_block_bytes",
