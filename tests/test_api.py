@@ -17,6 +17,7 @@ import pytest
 
 from ascend_tune import api
 from ascend_tune.base.vocabulary import BOUND_NAMES, PIPE_COLUMNS
+from ascend_tune.calibrate.coefficients import BY_NAME, leaf
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from tests.conftest import DATA
@@ -364,18 +365,15 @@ def test_validate_and_calibrate(tmp_path: Path) -> None:
         api.load_measurements(spec, hw)
     matmul = api.load_spec("matmul")
     m = DATA / "measurements"
-    # One row cannot determine the three coefficients it is sensitive to: refused.
-    with pytest.raises(api.AscendTuneError, match=r"1 fit row\(s\) for 3 identifiable"):
-        api.calibrate(matmul, hw, [m / "op_summary_block_dim.csv"], manifest=m / "manifest.yaml")
     loaded = api.load_measurements(matmul, hw, [m / "op_summary_block_dim.csv"],
                                    manifest=m / "manifest.yaml")
-    fit = api.calibrate(matmul, hw, loaded, exclude=["gm_to_l1_latency", "hbm_bandwidth"])
-    assert fit.fitted == ["head_overhead"] and fit.held_out_before is None
+    # One row determines one coefficient at most: the one it is most sensitive to.
+    fit = api.calibrate(matmul, hw, loaded)
+    assert len(fit.fitted) == 1 and fit.held_out_before is None
     assert fit.before.n == fit.after.n == 1
     assert fit.after.mape <= fit.before.mape + 1e-9, "a fit never makes its own rows worse"
     assert fit.scales == api.calibrate(matmul, hw, [m / "op_summary_block_dim.csv"],
-                                       manifest=m / "manifest.yaml",
-                                       exclude=["gm_to_l1_latency", "hbm_bandwidth"]).scales
+                                       manifest=m / "manifest.yaml").scales
     api.check_writable(tmp_path / "missing" / "cal.yaml")  # makes the folder, as -o does
     assert (tmp_path / "missing").is_dir()
     (tmp_path / "plain").write_text("")
@@ -384,8 +382,11 @@ def test_validate_and_calibrate(tmp_path: Path) -> None:
     written = api.write_profile(tmp_path / "cal.yaml", fit, "ascend910b3", "mine", loaded)
     calibrated = api.load_profile(written)
     assert calibrated.name == "mine"
-    scale = fit.scales["head_overhead"]
-    assert calibrated["head_base_us"] == pytest.approx(hw["head_base_us"] * scale)
+    (name,) = fit.fitted
+    scale = fit.scales[name]
+    (path,) = BY_NAME[name].leaves[:1]
+    assert _leaf_number(calibrated.data, path) == pytest.approx(
+        _leaf_number(hw.data, path) * scale, rel=1e-5)
 
 
 def test_report_and_profiles(tmp_path: Path) -> None:
@@ -405,3 +406,8 @@ def test_report_and_profiles(tmp_path: Path) -> None:
     assert doc["values"]["chip.clock_mhz"]["value"] == hw["clock_mhz"]
     assert {"value", "source", "confidence"} == set(doc["values"]["chip.clock_mhz"])
     assert api.check([Path(__file__).resolve().parents[1] / "operator_specs" / "add.yaml"]) == []
+
+
+def _leaf_number(data: Any, path: tuple[str, ...]) -> float:
+    value = leaf(data, path)["value"]
+    return float(value[-1][1] if isinstance(value, list) else value)

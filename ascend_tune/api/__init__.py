@@ -35,6 +35,7 @@ from ascend_tune.api.measurements import (
     calibrate,
     check_split,
     load_measurements,
+    probe,
     validate,
     write_profile,
 )
@@ -97,7 +98,7 @@ __all__ = [
     "collect_shapes", "emit", "emit_styles", "explain", "explain_results", "load_measurements",
     "load_profile", "load_spec", "measure",
     "measure_summary", "parse_assignments", "parse_ranges", "parse_shape", "plan",
-    "plan_measure", "predict", "prepare_emit", "profile_document", "profiles", "render",
+    "plan_measure", "predict", "prepare_emit", "probe", "profile_document", "profiles", "render",
     "report", "results_inputs", "search", "search_range", "select", "shadowing_spec",
     "shape_key", "strategies", "tune",
     "validate", "write_profile",

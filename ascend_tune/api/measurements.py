@@ -17,6 +17,7 @@ from ascend_tune.spec import OperatorSpec
 if TYPE_CHECKING:
     from ascend_tune.calibrate.fit import FitResult
     from ascend_tune.calibrate.validation import Validation
+    from ascend_tune.hil.probe import ProbeDesign
 
 
 def load_measurements(spec: OperatorSpec, hw: HardwareProfile,
@@ -100,3 +101,23 @@ def write_profile(output: PathLike, fit: FitResult, base: str | Path, name: str,
     _write(output, fit, str(base), name, measurements.files, len(measurements.rows),
            len(measurements.skipped))
     return output
+
+
+def probe(results_path: PathLike, count: int = 8, *, hw: HardwareProfile | None = None,
+          fit_all: bool = False, include: Sequence[str] = (), exclude: Sequence[str] = (),
+          seed: int = 0) -> ProbeDesign:
+    """Add ``count`` probe candidates to a ``search --top-k`` results file: configurations
+    chosen so that measuring them with the candidates determines the profile's coefficients
+    (``ascend_tune.hil.probe``). ``fit_all`` / ``include`` / ``exclude`` as for
+    :func:`calibrate`: the coefficients the design aims at. ``hw``: the profile to design at
+    (default: the file's own; after a first calibration, the calibrated one, since what a
+    configuration shows of each coefficient depends on where the numbers are)."""
+    from ascend_tune.calibrate.fit import FitOptions
+    from ascend_tune.hil import probe as _probe
+    from ascend_tune.hil import run as _hil
+
+    path = Path(results_path)
+    bundle = _hil.load(path)
+    return _probe.add_probes(path, bundle.spec, hw or bundle.hw, count,
+                             FitOptions(0.0, seed, fit_all, tuple(include), tuple(exclude)),
+                             seed)

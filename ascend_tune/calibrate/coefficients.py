@@ -23,8 +23,18 @@ class Coefficient:
     leaves: tuple[tuple[str, ...], ...]  # key paths of profile leaves it scales
     pipes: tuple[str, ...]  # measured pipe columns it explains (empty: end-to-end only)
     bound_by: str  # what a row must be bound by (or measure) for this coefficient to show
+    # Fitted unless excluded; False: only with --include or --fit-all (a constant of the
+    # model's form, not a number of the device).
+    default: bool = True
 
 
+# Every number a stage reads has a coefficient (issue 26), except ``memory.nd2nz_row_cycles``,
+# shipped at 0 (a scale of 0 stays 0) and the chip's structure (core counts, buffer sizes,
+# fractal and block sizes), which a datasheet fixes. Pipe columns say which measured busy
+# times a coefficient explains; what the fit can determine from a set of rows is decided by
+# the identifiability screen, not by this list.
+_AIC_GM = ("aic_mte2_time_us", "aic_fixpipe_time_us")
+_AIV_GM = ("aiv_mte2_time_us", "aiv_mte3_time_us")
 COEFFICIENTS = (
     Coefficient("gm_to_l1_bandwidth", "GM->L1 bandwidth curve",
                 (("transfers", "gm_to_l1", "bandwidth_curve"),), ("aic_mte2_time_us",), "mte2"),
@@ -36,25 +46,65 @@ COEFFICIENTS = (
                 (("transfers", "gm_to_ub", "latency_cycles"),), ("aiv_mte2_time_us",), "mte2"),
     Coefficient("ub_write_bandwidth", "UB->GM bandwidth curve",
                 (("transfers", "ub_to_gm", "bandwidth_curve"),), ("aiv_mte3_time_us",), "mte3"),
+    Coefficient("ub_write_latency", "UB->GM fixed latency",
+                (("transfers", "ub_to_gm", "latency_cycles"),), ("aiv_mte3_time_us",), "mte3"),
     Coefficient("fixpipe_bandwidth", "L0C->GM bandwidth curve",
                 (("transfers", "l0c_to_gm", "bandwidth_curve"),), ("aic_fixpipe_time_us",),
+                "fixpipe"),
+    Coefficient("fixpipe_latency", "L0C->GM fixed latency",
+                (("transfers", "l0c_to_gm", "latency_cycles"),), ("aic_fixpipe_time_us",),
                 "fixpipe"),
     Coefficient("mte1_bandwidth", "L1->L0A/L0B bandwidth curves",
                 (("transfers", "l1_to_l0a", "bandwidth_curve"),
                  ("transfers", "l1_to_l0b", "bandwidth_curve")), ("aic_mte1_time_us",), "mte1"),
+    Coefficient("mte1_latency", "L1->L0A/L0B fixed latencies",
+                (("transfers", "l1_to_l0a", "latency_cycles"),
+                 ("transfers", "l1_to_l0b", "latency_cycles")), ("aic_mte1_time_us",), "mte1"),
     Coefficient("cube_rate", "Cube cycles per fractal", (("cube", "cycles_per_fractal"),),
                 ("aic_mac_time_us",), "cube"),
     Coefficient("mmad_overhead", "per-Mmad instruction overhead",
                 (("cube", "mmad_overhead_cycles"),), ("aic_mac_time_us",), "cube"),
-    Coefficient("vector_time", "Vector cycles per repeat and issue overhead",
-                (("vector", "cycles_per_repeat"), ("vector", "issue_cycles")),
+    Coefficient("vector_rate", "Vector cycles per repeat", (("vector", "cycles_per_repeat"),),
                 ("aiv_vec_time_us",), "vector"),
+    Coefficient("vector_issue", "Vector per-instruction issue cost",
+                (("vector", "issue_cycles"),), ("aiv_vec_time_us",), "vector"),
+    Coefficient("bank_conflict", "UB bank-conflict factor of two-source vector ops",
+                (("vector", "bank_conflict_factor"),), ("aiv_vec_time_us",), "vector"),
     Coefficient("hbm_bandwidth", "aggregate GM (HBM) bandwidth",
                 (("memory", "hbm_bandwidth_gbps"),), (), "the shared GM bandwidth"),
-    Coefficient("head_overhead", "kernel head (launch) overhead",
-                (("launch", "head_base_us"), ("launch", "head_full_chip_us")), (),
-                "the launch overhead"),
+    Coefficient("l2_bandwidth", "L2 bandwidth (declared L2 hits)",
+                (("memory", "l2_bandwidth_gbps"),), (), "L2 hits"),
+    Coefficient("aic_gm_port", "GM bytes/cycle one AIC's port offers",
+                (("memory", "aic_gm_port_bytes_per_cycle"),), _AIC_GM,
+                "the AIC GM port"),
+    Coefficient("aiv_gm_port", "GM bytes/cycle one AIV's port offers",
+                (("memory", "aiv_gm_port_bytes_per_cycle"),), _AIV_GM,
+                "the AIV GM port"),
+    # The exponent shapes the model's saturation curve; fitted by default it bends the curve
+    # to whatever the rows show instead of recovering the port and HBM rates (closed_loop.py:
+    # with it the AIC port is never determined, only its product with the exponent).
+    Coefficient("gm_contention", "how sharply the chip's GM rate saturates with cores",
+                (("memory", "gm_contention_exponent"),), (), "GM near the chip's cap",
+                default=False),
+    Coefficient("gm_unaligned", "bandwidth share of GM rows off the 512 B alignment",
+                (("memory", "gm_unaligned_efficiency"),), (), "unaligned GM rows"),
+    Coefficient("scalar_loop", "scalar cycles per loop iteration",
+                (("scalar", "loop_iteration_cycles"),), ("aic_scalar_time_us",
+                                                          "aiv_scalar_time_us"), "scalar"),
+    Coefficient("sync", "cycles per flag handoff between pipes", (("scalar", "sync_cycles"),),
+                (), "pipe handoffs"),
+    Coefficient("head_base", "kernel head (launch) overhead, fixed part",
+                (("launch", "head_base_us"),), (), "the launch overhead"),
+    Coefficient("head_per_core", "kernel head (launch) overhead, the part growing with cores",
+                (("launch", "head_full_chip_us"),), (), "the launch overhead"),
+    Coefficient("cube_floor", "fixed per-kernel cost of a kernel with a cube side",
+                (("launch", "cube_kernel_floor_us"),), (), "the cube kernel's fixed cost"),
+    Coefficient("mix_launch", "extra launch cost of a mixed Cube + Vector kernel",
+                (("launch", "mix_extra_us"),), (), "the mix kernel's launch"),
 )
+# Names of earlier releases: each moves the coefficients it was split into together.
+ALIASES = {"vector_time": ("vector_rate", "vector_issue"),
+           "head_overhead": ("head_base", "head_per_core")}
 BY_NAME = {c.name: c for c in COEFFICIENTS}
 
 
@@ -74,9 +124,19 @@ def leaf(data: Mapping[str, Any], path: Sequence[str]) -> Any:
     return node
 
 
+def expand(scales: Mapping[str, float]) -> dict[str, float]:
+    """``scales`` with each alias (:data:`ALIASES`) replaced by the coefficients it names."""
+    out: dict[str, float] = {}
+    for name, factor in scales.items():
+        for member in ALIASES.get(name, (name,)):
+            out[member] = factor
+    return out
+
+
 def apply(data: Mapping[str, Any], scales: Mapping[str, float]) -> dict[str, Any]:
     """A copy of merged profile data with each coefficient's leaves scaled (what is written)."""
     out = copy.deepcopy(dict(data))
+    scales = expand(scales)
     for coef in COEFFICIENTS:
         factor = scales.get(coef.name, 1.0)
         if factor == 1.0:
@@ -95,6 +155,7 @@ def scaled_profile(hw: HardwareProfile, scales: Mapping[str, float]) -> Hardware
     transfers = dict(hw.transfers)
     cycles_per_fractal = dict(hw.cycles_per_fractal)
     vector = {k: dict(v) for k, v in hw.vector_cycles_per_repeat.items()}
+    scales = expand(scales)
     for coef in COEFFICIENTS:
         f = float(scales.get(coef.name, 1.0))
         if f == 1.0:

@@ -34,6 +34,7 @@ from ascend_tune.base.errors import AscendTuneError, did_you_mean
 from ascend_tune.base.vocabulary import COLUMN_PIPE, PIPE_COLUMNS
 from ascend_tune.calibrate import split as row_split
 from ascend_tune.calibrate.coefficients import (
+    ALIASES,
     BY_NAME,
     COEFFICIENTS,
     SCALE_BOUNDS,
@@ -81,6 +82,8 @@ DEFAULT_HOLDOUT = 0.25
 ROWS_PER_COEFFICIENT = 3
 # Elasticity below which a row is not counted as one a coefficient was fitted on.
 ROW_SENSITIVITY = 1e-3
+# Times the fit re-screens every coefficient where its solve ended and solves again.
+REFIT_ROUNDS = 3
 
 
 # ---- predictions and errors -----------------------------------------------------------------
@@ -211,9 +214,11 @@ class FitResult:
 def _resolve(names: Sequence[str], option: str) -> set[str]:
     """Coefficient names or leaf paths (``cube.cycles_per_fractal``) -> coefficient names."""
     by_leaf = {".".join(p): c.name for c in COEFFICIENTS for p in c.leaves}
-    out = set()
+    out: set[str] = set()
     for name in names:
-        if name in BY_NAME:
+        if name in ALIASES:
+            out.update(ALIASES[name])
+        elif name in BY_NAME:
             out.add(name)
         elif name in by_leaf:
             out.add(by_leaf[name])
@@ -284,25 +289,25 @@ def compress_origins(origins: Sequence[str]) -> list[str]:
 def _together_reasons(together: Mapping[str, list[str]], not_fitted: dict[str, str]) -> None:
     for name, partners in together.items():
         not_fitted[name] = (f"{name} and {' and '.join(partners)} scale together in these rows "
-                            f"(only their product is determined; {partners[0]} is fitted)")
+                            f"(only their combination is determined; {partners[0]} is fitted)")
 
 
-def _check_counts(names: list[str], n_fit: int, not_fitted: Mapping[str, str],
-                  warnings: list[str]) -> list[str]:
-    """Refuse a fit with nothing to fit or fewer rows than coefficients; warn below
-    ``ROWS_PER_COEFFICIENT`` rows per coefficient."""
+def _check_counts(names: list[str], n_fit: int, sensitivity: Mapping[str, float],
+                  not_fitted: dict[str, str]) -> list[str]:
+    """Refuse a fit with nothing to fit; keep at most one coefficient per fit row (measured
+    pipe times let more be independent, but one kernel's pipes cannot pin down several
+    device numbers), the most sensitive."""
     if not names:
         first = next(iter(not_fitted.items()), ("", "no coefficient"))
         raise AscendTuneError(f"nothing to calibrate: no coefficient is determined by the "
                               f"{n_fit} fit row(s) (e.g. {first[0]}: {first[1]})")
     if n_fit < len(names):
-        raise AscendTuneError(
-            f"{n_fit} fit row(s) for {len(names)} identifiable coefficients "
-            f"({', '.join(names)}): give at least {len(names)} rows "
-            f"({ROWS_PER_COEFFICIENT * len(names)} for a trustworthy fit), or --exclude some")
-    if n_fit < ROWS_PER_COEFFICIENT * len(names):
-        warnings.append(f"{n_fit} fit row(s) for {len(names)} coefficients: fewer than "
-                        f"{ROWS_PER_COEFFICIENT} rows per coefficient, the fit is weak")
+        ranked = sorted(names, key=lambda n: -sensitivity.get(n, 0.0))
+        for name in ranked[n_fit:]:
+            not_fitted[name] = (f"{len(names)} coefficients are determined but only {n_fit} "
+                                "fit row(s) were measured: the least sensitive are left at 1 "
+                                "(measure more shapes or `ascend-tune probe` configurations)")
+        names = [n for n in names if n in ranked[:n_fit]]
     return names
 
 
@@ -325,6 +330,10 @@ def candidates(hw: HardwareProfile, options: FitOptions) -> tuple[list[str], dic
     not_fitted: dict[str, str] = {}
     for coef in COEFFICIENTS:
         reason = None if options.fit_all or coef.name in include else _protected(hw, coef)
+        if reason is None and not coef.default and not (options.fit_all
+                                                        or coef.name in include):
+            reason = (f"a constant of the model's form ({coef.doc}), not a device number; "
+                      f"--include {coef.name} to fit it")
         if coef.name in exclude:
             reason = "excluded (--exclude)"
         if reason:
@@ -354,37 +363,55 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
                                           rows, split.fit, start.pipes_us)
     _together_reasons(found.together, not_fitted)
     candidate_names = names
-    names = _check_counts(found.kept, len(split.fit), not_fitted, warnings)
+    names = _check_counts(found.kept, len(split.fit), found.sensitivity, not_fitted)
     sub = Problem(model, rows, split.fit, names, start)
     cols = [candidate_names.index(n) for n in names]
     # The screen's rows for the fit rows are the fit's residuals, in the same order.
     assert jac.shape[0] == len(sub.residuals_of(start)), "screen and fit residuals differ"
     solution = solve(sub, np.zeros(len(names)), sub.residuals_of(start), jac[:, cols],
                      COARSE_TOL)
-    # Where the first solve ended (it ran on secant updates, to a loose tolerance), a
-    # finite-difference Jacobian again: a coefficient that moved past a kink (a bandwidth no
-    # longer the bound) or into step with another is undetermined there and is refitted
-    # without; the rest are solved to the final tolerance from that exact Jacobian. A fit that
-    # stayed within the screening step of 1 was already probed there, by the first screen.
+    # Where the first solve ended (it ran on secant updates, to a loose tolerance), the
+    # screen again, over every candidate coefficient: the rows see a coefficient differently
+    # there (a bandwidth no longer the bound drops out; a port rate or a head the start profile
+    # hid behind another limit may bound rows now), so what is fitted is decided again and
+    # solved from that point, until the set stops changing. A fit that stayed within the
+    # screening step of 1 was already probed there, by the first screen.
     x_end = np.asarray(solution.x, dtype=np.float64)
-    keep = list(range(len(names)))
     jac_end = jac[:, cols]
-    if np.abs(x_end).max() > SCREEN_STEP:
-        t_end = sub.times(x_end)
-        at_end = screen(model, rows, split.fit, names, t_end, at=x_end)
-        again = identify(at_end.jacobian, names)
-        keep = [names.index(n) for n in again.kept]
-        jac_end = at_end.jacobian[:, keep]
-        if again.kept != names:
-            for name in again.unseen:
-                not_fitted[name] = (f"undetermined at the fitted point: scaled to "
-                                    f"x{np.exp(x_end[names.index(name)]):.3g} it no longer "
-                                    "bounds any row (left at 1)")
-            _together_reasons(again.together, not_fitted)
-            names = _check_counts(again.kept, len(split.fit), not_fitted, [])
-            sub = Problem(model, rows, split.fit, names, start)
-    solution = solve(sub, x_end[keep], sub.residuals(x_end[keep]), jac_end, FINE_TOL)
+    for _round in range(REFIT_ROUNDS):
+        if np.abs(x_end).max() <= SCREEN_STEP:
+            break
+        every = np.zeros(len(candidate_names))
+        every[[candidate_names.index(n) for n in names]] = x_end
+        t_end = Problem(model, rows, split.fit, candidate_names, start).times(every)
+        at_end = screen(model, rows, split.fit, candidate_names, t_end, at=every)
+        again = identify(at_end.jacobian, candidate_names)
+        reasons = dict(not_fitted)
+        for name in again.kept:
+            reasons.pop(name, None)
+        for name in again.unseen:
+            if name in names:
+                reasons[name] = (f"undetermined at the fitted point: scaled to "
+                                 f"x{np.exp(x_end[names.index(name)]):.3g} it no longer "
+                                 "bounds any row (left at 1)")
+        _together_reasons(again.together, reasons)
+        kept = _check_counts(again.kept, len(split.fit), again.sensitivity, reasons)
+        cols = [candidate_names.index(n) for n in kept]
+        jac_end = at_end.jacobian[:, cols]
+        if kept == names:
+            break
+        not_fitted.clear()
+        not_fitted.update(reasons)
+        names = kept
+        sub = Problem(model, rows, split.fit, names, start)
+        x_end = every[cols]
+        solution = solve(sub, x_end, sub.residuals(x_end), jac_end, COARSE_TOL)
+        x_end = np.asarray(solution.x, dtype=np.float64)
+    solution = solve(sub, x_end, sub.residuals(x_end), jac_end, FINE_TOL)
     x = np.asarray(solution.x, dtype=np.float64)
+    if len(split.fit) < ROWS_PER_COEFFICIENT * len(names):
+        warnings.append(f"{len(split.fit)} fit row(s) for {len(names)} coefficients: fewer "
+                        f"than {ROWS_PER_COEFFICIENT} rows per coefficient, the fit is weak")
     scales = {n: round(float(np.exp(v)), 6) for n, v in zip(names, x, strict=True)}
     for n, v in scales.items():
         if v <= SCALE_BOUNDS[0] * 1.001 or v >= SCALE_BOUNDS[1] * 0.999:

@@ -49,7 +49,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 # The command modules import ``app`` and ``ExitWith`` from here; the order is the help order.
-from ascend_tune.cli import search, explain, emit, measure, hil, report, check, hw  # noqa: E402, F401, I001
+from ascend_tune.cli import search, explain, emit, measure, hil, probe, report, check, hw  # noqa: E402, F401, I001
 
 
 def main() -> None:

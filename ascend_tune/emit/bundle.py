@@ -190,6 +190,10 @@ def _runners_up(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, 
         at = f"{where}: candidates[{j}]"
         if not isinstance(cand, Mapping):
             raise AscendTuneError(f"{at}: expected a mapping with 'config'")
+        if cand.get("probe") is True:
+            # A measurement probe (`ascend-tune probe`): chosen to calibrate the model, not to
+            # run; one that measured fastest is the entry's winner and ships as that.
+            continue
         config = _checked_config(spec, cand.get("config"), at, "config")
         _local, failed = first_failure(spec, env, shape, config)
         if failed is not None:

@@ -155,12 +155,12 @@ def top_candidates(model: ShapeModel, problem: Problem, winner: Mapping[str, Any
         if key in seen or not cand["valid"]:
             continue
         seen.add(key)
-        out.append({key2: cand[key2] for key2 in _CANDIDATE_KEYS if key2 in cand})
+        out.append({key2: cand[key2] for key2 in CANDIDATE_KEYS if key2 in cand})
     return out[:k]
 
 
 # What a candidate records: describe()'s output without the entry-level extras.
-_CANDIDATE_KEYS = ("config", "derived", "tiling", "block_dim", "tiling_key", "predicted")
+CANDIDATE_KEYS = ("config", "derived", "tiling", "block_dim", "tiling_key", "predicted")
 
 
 def resolve_strategy(model: ShapeModel, strategy: str, budget: int = DEFAULT_BUDGET

@@ -1,0 +1,65 @@
+"""`ascend-tune probe`: add configurations to a results file that make one device run determine
+the profile (measured by `measure`, fitted by `calibrate --from-results`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from ascend_tune import api
+from ascend_tune.cli import app, console
+
+
+@app.command()
+def probe(
+    results_path: Path = typer.Argument(..., metavar="RESULTS",
+                                        help="Results file of `search --top-k`."),
+    count: int = typer.Option(8, "--count", "-n",
+                              help="Probe configurations to add (over all shapes)."),
+    hw: str | None = typer.Option(None, "--hw",
+                                  help="Design at this profile, e.g. the one a first "
+                                       "calibration wrote (default: the file's own)."),
+    fit_all: bool = typer.Option(False, "--fit-all",
+                                 help="Aim at high-confidence coefficients too."),
+    include: list[str] | None = typer.Option(None, "--include", metavar="NAME",
+                                             help="Aim at this coefficient too. Repeatable."),
+    exclude: list[str] | None = typer.Option(None, "--exclude", metavar="NAME",
+                                             help="Never aim at this coefficient. Repeatable."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random part of the pool."),
+    as_json: bool = typer.Option(False, "--json", help="Print the design as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
+) -> None:
+    """Add probe candidates: configurations (other core counts, tile sizes, buffer depths)
+    whose measured times separate what the top-k alone cannot (the HBM rate from a core's GM
+    port, the launch head from the cube floor). `measure` then measures them with the rest;
+    `emit` ships a probe only if it measured fastest. Prints which coefficients the run will
+    determine."""
+    profile = api.load_profile(hw) if hw is not None else None
+    design = api.probe(results_path, count, hw=profile, fit_all=fit_all, include=include or [],
+                       exclude=exclude or [], seed=seed)
+    if as_json:
+        sys.stdout.write(json.dumps({"results": str(results_path), **design.document()},
+                                    indent=1) + "\n")
+        return
+    if quiet:
+        return
+    rows = [[shape, " ".join(f"{k}={v}" for k, v in config.items())]
+            for shape, configs in design.added.items() for config in configs]
+    console.table(f"{design.count} probe(s) added to {results_path}", ["shape", "config"], rows)
+    before = design.before.kept if design.before is not None else []
+    after = design.after
+    assert after is not None
+    gained = [n for n in after.kept if n not in before]
+    console.line(f"determined by the candidates alone: {', '.join(before) or 'nothing'}")
+    console.line(f"determined with the probes: {', '.join(after.kept) or 'nothing'}"
+                 + (f" (new: {', '.join(gained)})" if gained else ""))
+    for name, partners in after.together.items():
+        console.line(f"not determined: {name} moves the times together with "
+                     f"{' and '.join(partners)}")
+    if after.unseen:
+        console.line(f"not seen by any configuration of these shapes: {', '.join(after.unseen)}")
+    console.line(f"next: ascend-tune measure {results_path} --run CMD, then "
+                 f"ascend-tune calibrate --from-results {results_path} -o PROFILE.yaml")
