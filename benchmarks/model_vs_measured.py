@@ -187,6 +187,25 @@ MATMUL_STEPS = {
 }
 
 
+# The same steps on 950PR (32 AIC: the 950PR_9589 part), tiling from the sample's matmul.asc
+# constants for NPU_ARCH 3510 as the CSV's tiling column records them: base 256x256x64 from
+# case 1 on, singleM/singleN 4096/512 (case 2) and 2048/1024 (cases 3-5), MDL depthA1 =
+# depthB1 = 8 with stepKa = 4 in case 5 (case 4's MDL depths not stated: as on 910B1).
+MATMUL_STEPS_950 = {
+    "Case 0": MATMUL_STEPS["Case 0"],
+    "Case 1": {"baseM": 256, "baseN": 256, "baseK": 64, "mDim": 1, "nDim": 1, "stepKa": 1,
+               "stepKb": 1},
+    "Case 2": {"baseM": 256, "baseN": 256, "baseK": 64, "mDim": 2, "nDim": 16, "stepKa": 1,
+               "stepKb": 1},
+    "Case 3": {"baseM": 256, "baseN": 256, "baseK": 64, "mDim": 4, "nDim": 8, "stepKa": 1,
+               "stepKb": 1},
+    "Case 4": {"baseM": 256, "baseN": 256, "baseK": 64, "mDim": 4, "nDim": 8, "stepKa": 2,
+               "stepKb": 2},
+    "Case 5": {"baseM": 256, "baseN": 256, "baseK": 64, "mDim": 4, "nDim": 8, "stepKa": 4,
+               "stepKb": 4},
+}
+
+
 def _matmul_steps(rows: list[dict[str, str]], report: Report) -> None:
     """asc-devkit matmul_high_performance A2 tuning steps, held out (added after the fit; no
     leaf was set or checked against them). Cases 6-8 add an L2 split, constant tiling and
@@ -194,18 +213,23 @@ def _matmul_steps(rows: list[dict[str, str]], report: Report) -> None:
     spec, hw = load_spec("matmul:cube_only"), load_profile("ascend910b1")
     shape = {"M": 8192, "N": 8192, "K": 8192}
     for r in rows:
-        if "950" in r["chip"]:
-            report.skipped["matmul_high_performance on 950 (ascend950pr has 28 AIC, the "
-                           "sample 32)"] += 1
-            continue
         case = re.search(r"Case \d", r["kernel"])
-        steps = MATMUL_STEPS.get(case.group(0)) if case else None
+        on_950 = "950" in r["chip"]
+        steps = (MATMUL_STEPS_950 if on_950 else MATMUL_STEPS).get(case.group(0)) if case \
+            else None
         if steps is None:
             report.skipped["matmul_high_performance L2 split / constant tiling / UnitFlag "
                            "(not in the spec)"] += 1
             continue
         config = {"stepM": 1, "stepN": 1, "dbL1": 2, "dbL0A": 2, "dbL0B": 2, "dbL0C": 1,
                   "iterateOrder": 0, "kDim": 1, **steps}
+        if on_950:
+            pred = _predict(spec, load_profile("ascend950pr_9589"), shape, config)
+            report.points.append(Point(
+                "held-out", "matmul fp16 8192^3 / 950PR_9589 (asc-devkit steps)",
+                "asc-devkit matmul_high_performance / 950PR_9589", r["kernel"][:40],
+                float(r["time_us"]), pred))
+            continue
         pred = _predict(spec, hw, shape, config)
         report.points.append(Point("held-out", "matmul fp16 8192^3 / 910B1 (asc-devkit steps)",
                                    "asc-devkit matmul_high_performance / 910B1",
@@ -213,17 +237,16 @@ def _matmul_steps(rows: list[dict[str, str]], report: Report) -> None:
 
 
 def _data_copy(rows: list[dict[str, str]], report: Report) -> None:
-    """asc-devkit data_copy on A2 through benchmarks/data/data_copy*.yaml: GM->UB on 48 AIV
-    and GM->L1 ND2NZ on 24 AIC (the 910B2 profile: 48 AIV / 24 AIC at 1800 MHz)."""
-    hw = load_profile("ascend910b2")
+    """asc-devkit data_copy through benchmarks/data/data_copy*.yaml: GM->UB on every AIV and
+    GM->L1 ND2NZ on every AIC, on A2 (the 910B2 profile: 48 AIV / 24 AIC at 1800 MHz) and 950PR
+    (the 950PR_9589 profile: 64 / 32 at 1650 MHz)."""
     specs = {"ub": load_spec(str(DATA / "data_copy.yaml")),
              "l1": load_spec(str(DATA / "data_copy_l1.yaml"))}
     for r in rows:
         kernel, cores = r["kernel"], int(re.match(r"\d+", r["block_dim"]).group(0))  # type: ignore[union-attr]
-        if "950" in r["chip"]:
-            report.skipped["data_copy on 950 (ascend950pr has 56 AIV / 28 AIC, the sample "
-                           "64 / 32)"] += 1
-            continue
+        on_950 = "950" in r["chip"]
+        # 950: 64 AIV / 32 AIC launched, the 950PR_9589 part.
+        hw = load_profile("ascend950pr_9589" if on_950 else "ascend910b2")
         if "order" in kernel:
             report.skipped["data_copy same-address conflicts (address order not modelled)"] += 1
             continue
@@ -238,10 +261,18 @@ def _data_copy(rows: list[dict[str, str]], report: Report) -> None:
         config = {"tileRows": int(tile.group(1)), "tileCols": int(tile.group(2)),
                   "blockDim": cores}
         pred = _predict(specs[side], hw, shape, config, ("bufferNum",))
-        path = "GM->UB 48 AIV" if side == "ub" else "GM->L1 ND2NZ 24 AIC"
-        report.points.append(Point("dev", f"data_copy {path} / A2 (910B2 profile)",
+        path = (f"GM->UB {int(hw['vector_cores'])} AIV" if side == "ub"
+                else f"GM->L1 ND2NZ {int(hw['cube_cores'])} AIC")
+        part = "950PR (950PR_9589 profile)" if on_950 else "A2 (910B2 profile)"
+        report.points.append(Point("dev", f"data_copy {path} / {part}",
                                    f"asc-devkit data_copy {path}", kernel[10:60],
                                    float(r["time_us"]), pred))
+
+
+def _part_950(vector_cores: int) -> str:
+    """The 950PR part a sample ran on, by the AIV it launches: 950PR_9579 has 56, 950PR_9589
+    64 (ascend_hardware.md section 8, S2)."""
+    return "ascend950pr_9589" if vector_cores > 56 else "ascend950pr"
 
 
 def _add_steps(rows: list[dict[str, str]], report: Report) -> None:
@@ -252,12 +283,12 @@ def _add_steps(rows: list[dict[str, str]], report: Report) -> None:
         if "Case 0" in kernel:
             report.skipped["scalar (non-vector) kernel"] += 1
             continue
+        cores = int(r["block_dim"])
         if "950" in r["chip"]:
-            hw_name, chip = "ascend950pr", "950PR"
+            hw_name, chip = _part_950(cores), "950PR"
         else:
             hw_name, chip = "ascend910b2", "A2 (910B2 profile, 48 AIV)"
         hw = load_profile(hw_name)
-        cores = int(r["block_dim"])
         if cores > int(hw["vector_cores"]):
             report.skipped[f"{hw_name} profile has {int(hw['vector_cores'])} AIV, "
                            f"the sample launches {cores}"] += 1
@@ -279,9 +310,9 @@ def _gelu(rows: list[dict[str, str]], report: Report) -> None:
     spec = load_spec("gelu:float32")
     shape = {"totalLength": 8192 * 8192}
     for r in rows:
-        hw_name = "ascend950pr" if "950" in r["chip"] else "ascend910b2"
-        hw = load_profile(hw_name)
         cores = int(re.match(r"\d+", r["block_dim"]).group(0))  # type: ignore[union-attr]
+        hw_name = _part_950(cores) if "950" in r["chip"] else "ascend910b2"
+        hw = load_profile(hw_name)
         if cores > int(hw["vector_cores"]):
             report.skipped[f"{hw_name} profile has {int(hw['vector_cores'])} AIV, "
                            f"the sample launches {cores}"] += 1

@@ -152,7 +152,7 @@ def test_explain_and_hw_commands() -> None:
     assert lst.returncode == 0
     assert sorted(p["name"] for p in json.loads(lst.stdout)) == [
         "ascend310p3", "ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4",
-        "ascend950pr"]
+        "ascend950pr", "ascend950pr_9589"]
     show = cli("hw", "show", "ascend310p3")
     assert show.returncode == 0 and "S16" in show.stdout
 
