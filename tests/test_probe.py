@@ -137,6 +137,19 @@ def test_one_run_identifies_the_device(tmp_path: Path, searched: Path, matmul: O
         assert entry["measured"]["time_us"] == min(times)
 
 
+def test_probe_designed_at_another_profile_stays_valid_on_the_files(
+        tmp_path: Path, searched: Path) -> None:
+    # Designed at a chip with more cores (910B1: 24 AIC / 48 AIV): every probe must still be a
+    # valid candidate on the file's own profile (910B3: measure and emit re-check them there).
+    path = _copy(searched, tmp_path / "r.json")
+    design = api.probe(path, 5, hw=api.load_profile("ascend910b1"))
+    assert design.count > 0
+    doc = results.read_all(path)
+    assert load_bundle(doc, str(path)).runners_up  # loads: every candidate re-checked
+    plan = api.plan_measure(path, "true")  # checks the file as measure does
+    assert plan.spec.name == "MatmulCustom"
+
+
 def test_probe_command(tmp_path: Path, searched: Path) -> None:
     path = _copy(searched, tmp_path / "r.json")
     proc = cli("probe", str(path), "--count", "3", "--json")

@@ -118,6 +118,6 @@ def probe(results_path: PathLike, count: int = 8, *, hw: HardwareProfile | None 
 
     path = Path(results_path)
     bundle = _hil.load(path)
-    return _probe.add_probes(path, bundle.spec, hw or bundle.hw, count,
+    return _probe.add_probes(path, bundle.spec, bundle.hw, count,
                              FitOptions(0.0, seed, fit_all, tuple(include), tuple(exclude)),
-                             seed)
+                             seed, design_hw=hw)

@@ -57,6 +57,13 @@ MAX_SLOWDOWN = 50.0
 # parameter when the winner's parameters are moved one at a time.
 RANDOM_DRAWS = 4096
 VALUES_PER_PARAM = 12
+# Pool rows kept per shape (a seeded subset), and shapes the design draws probes from (evenly
+# spaced over the file): a few shapes with several probes each determine the profile, and the
+# design's cost stays flat on a results file of thousands of shapes.
+POOL_PER_SHAPE = 256
+MAX_SHAPES = 16
+# Pool rows whose eigenvalues are taken at once (each a coefficients x coefficients matrix).
+CHUNK = 1024
 # Log step of the elasticity screen (as calibrate's).
 STEP = 0.05
 # Ridge on the normalised information matrix: keeps log det finite before every coefficient
@@ -125,6 +132,8 @@ def _pool(model: ShapeModel, existing: np.ndarray, rng: np.random.Generator) -> 
     if existing.size:
         known = {tuple(r) for r in existing.tolist()}
         pool = pool[[tuple(r) not in known for r in pool.tolist()]] if len(pool) else pool
+    if len(pool) > POOL_PER_SHAPE:
+        pool = pool[np.sort(rng.choice(len(pool), POOL_PER_SHAPE, replace=False))]
     return pool.reshape(-1, existing.shape[1])
 
 
@@ -153,8 +162,9 @@ def _greedy(existing: np.ndarray, pool: np.ndarray, count: int) -> list[int]:
         inv = np.linalg.inv(info)
         d_gain = np.log1p(np.einsum("ij,jk,ik->i", pool, inv, pool))
         # Smallest eigenvalue after adding each row: information plus its outer product.
-        trial = info[None, :, :] + pool[:, :, None] * pool[:, None, :]
-        e_gain = np.linalg.eigvalsh(trial)[:, 0]
+        e_gain = np.concatenate([
+            np.linalg.eigvalsh(info[None, :, :] + part[:, :, None] * part[:, None, :])[:, 0]
+            for part in (pool[i:i + CHUNK] for i in range(0, len(pool), CHUNK))])
         score = e_gain + 1e-6 * d_gain
         score[chosen] = -np.inf
         best = int(np.argmax(score))
@@ -166,20 +176,32 @@ def _greedy(existing: np.ndarray, pool: np.ndarray, count: int) -> list[int]:
 
 
 def design(spec: OperatorSpec, hw: HardwareProfile, entries: Sequence[Mapping[str, Any]],
-           count: int, options: FitOptions | None = None, seed: int = 0) -> ProbeDesign:
-    """Choose ``count`` probe configurations over ``entries`` (results entries of ``spec`` on
-    ``hw``); nothing is written."""
+           count: int, options: FitOptions | None = None, seed: int = 0,
+           file_hw: HardwareProfile | None = None) -> ProbeDesign:
+    """Choose ``count`` probe configurations over ``entries`` (results entries of ``spec``),
+    designed at ``hw``; each is also valid on ``file_hw`` (the results file's own profile,
+    which `measure` checks candidates against; default ``hw``). Nothing is written."""
     if count < 0:
         raise AscendTuneError(f"--count {count}: give a number of probes >= 0")
     names, _why = fit_candidates(hw, options or FitOptions())
     rng = np.random.default_rng(seed)
     shapes = []
+    if len(entries) > MAX_SHAPES:
+        picks = np.unique(np.linspace(0, len(entries) - 1, MAX_SHAPES).round().astype(np.int64))
+        entries = [entries[int(i)] for i in picks]
     for entry in entries:
         model = ShapeModel(spec, hw, dict(entry["shape"]))
         existing = np.array([[c["config"][p] for p in spec.params]
                              for c in cands.candidates(entry)], dtype=np.int64)
-        shapes.append(_Shape(shape_key(entry["shape"]), model, existing,
-                             _pool(model, existing, rng)))
+        # Designed at another profile (--hw), a candidate may not fit that chip: it is not a
+        # row there, and a shape with none gives no probes.
+        existing = existing[model.evaluate(existing).valid]
+        if not len(existing):
+            continue
+        pool = _pool(model, existing, rng)
+        if file_hw is not None and file_hw is not hw and len(pool):
+            pool = pool[ShapeModel(spec, file_hw, dict(entry["shape"])).evaluate(pool).valid]
+        shapes.append(_Shape(shape_key(entry["shape"]), model, existing, pool))
     jac_existing = np.concatenate([_elasticities(s.model, hw, s.existing, names)
                                    for s in shapes]) if shapes else np.zeros((0, len(names)))
     jac_pool = [_elasticities(s.model, hw, s.pool, names) for s in shapes]
@@ -220,16 +242,17 @@ def with_probes(entry: Mapping[str, Any], model: ShapeModel,
 
 
 def add_probes(path: Path, spec: OperatorSpec, hw: HardwareProfile, count: int,
-               options: FitOptions | None = None, seed: int = 0) -> ProbeDesign:
-    """Design probes for the results file ``path`` (already checked against ``spec`` and
-    ``hw``) and save them as candidates. Probes added by an earlier run are kept and count
-    as candidates the new ones build on."""
+               options: FitOptions | None = None, seed: int = 0,
+               design_hw: HardwareProfile | None = None) -> ProbeDesign:
+    """Design probes for the results file ``path`` (already checked against ``spec`` and its
+    profile ``hw``), at ``design_hw`` (default ``hw``), and save them as candidates. Probes
+    added by an earlier run are kept and count as candidates the new ones build on."""
     head = results.read_head(path)
     with ResultsStore(path, head, fresh=False) as store:
         entries = list(store.entries())
         if not entries:
             raise AscendTuneError(f"{path}: no tuned shapes to probe")
-        found = design(spec, hw, entries, count, options, seed)
+        found = design(spec, design_hw or hw, entries, count, options, seed, file_hw=hw)
         by_key = {shape_key(e["shape"]): e for e in entries}
         for key, configs in found.added.items():
             entry = by_key[key]
