@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, overload
 from ascend_tune import report as _report
 from ascend_tune.api.measurements import (
     calibrate,
+    calibration_refusals,
     check_split,
     load_measurements,
     validate,
@@ -92,10 +93,10 @@ __all__ = [
     "CandidateOutcome", "EmitPlan", "Explanation", "FitResult", "HardwareProfile", "LockCheck",
     "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements", "OperatorSpec",
     "PlannedShape", "Prediction", "Progress", "RangeOutcome", "RangeRound", "ReportPage",
-    "SearchResult", "Selected", "Validation", "calibrate", "check", "check_locked",
-    "check_search_options", "check_split", "check_writable", "collect_shape_sources",
-    "collect_shapes", "emit", "emit_styles", "explain", "explain_results", "load_measurements",
-    "load_profile", "load_spec", "measure",
+    "SearchResult", "Selected", "Validation", "calibrate", "calibration_refusals", "check",
+    "check_locked", "check_search_options", "check_split", "check_writable",
+    "collect_shape_sources", "collect_shapes", "emit", "emit_styles", "explain",
+    "explain_results", "load_measurements", "load_profile", "load_spec", "measure",
     "measure_summary", "parse_assignments", "parse_ranges", "parse_shape", "plan",
     "plan_measure", "predict", "prepare_emit", "profile_document", "profiles", "render",
     "report", "results_inputs", "search", "search_range", "select", "shadowing_spec",

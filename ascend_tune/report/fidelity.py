@@ -39,8 +39,8 @@ class Point:
 class Sweep:
     shape_key: str
     rows: int
-    spearman: float
-    pairwise: float  # share of row pairs the model orders as measured
+    spearman: float | None  # None: undefined (no two measured times differ)
+    pairwise: float | None  # share of row pairs the model orders as measured
     regret: float  # measured time of the model's pick / measured best
 
 
@@ -53,7 +53,7 @@ class Fidelity:
     mape: float
     max_error: float
     bias: float  # mean signed error
-    spearman: float  # over all rows (mixes shapes: sweeps say more)
+    spearman: float | None  # over all rows (mixes shapes: sweeps say more); None: one row
     sweeps: tuple[Sweep, ...]
     skipped: tuple[str, ...]
 
@@ -78,10 +78,9 @@ def compare(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path],
         sel = np.array(idx)
         stats = calibrate.error_stats(predicted[sel], measured[sel])
         pick = sel[int(np.argmin(predicted[sel]))]
-        sweeps.append(Sweep(key, len(idx), float(stats.spearman),
-                            float(stats.pairwise_agreement),
+        sweeps.append(Sweep(key, len(idx), stats.spearman, stats.pairwise_agreement,
                             float(measured[pick] / measured[sel].min())))
     signed = predicted / measured - 1.0
     return Fidelity(spec.display_name, hw.name, tuple(report.files), points,
                     float(overall.mape), float(overall.max_error), float(signed.mean()),
-                    float(overall.spearman), tuple(sweeps), tuple(report.skipped))
+                    overall.spearman, tuple(sweeps), tuple(report.skipped))

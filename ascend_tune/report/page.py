@@ -171,19 +171,24 @@ def _dispatch_view(check: DispatchCheck) -> dict[str, Any]:
     }
 
 
+def _rank(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def _fidelity_view(fid: Fidelity, draw: _Charts) -> dict[str, Any]:
     return {
         "title": f"{fid.spec_name} on {fid.hw_name}", "files": ", ".join(fid.files),
         "rows": len(fid.points), "skipped": list(fid.skipped),
         "mape": pct(fid.mape), "max_error": pct(fid.max_error),
-        "bias": pct(fid.bias, signed=True), "spearman": f"{fid.spearman:.2f}",
+        "bias": pct(fid.bias, signed=True), "spearman": _rank(fid.spearman),
         "figures": [
             {**draw("fidelity-scatter", charts.fidelity_scatter, fid), "kind": "scatter",
              "caption": "Predicted against measured time per row; the line is y = x."},
             {**draw("fidelity-errors", charts.fidelity_errors, fid), "kind": "errors",
              "caption": "Prediction error by row (negative: the model is optimistic)."}],
-        "sweeps": [{"key": s.shape_key, "rows": s.rows, "spearman": f"{s.spearman:.2f}",
-                    "pairwise": pct(s.pairwise), "regret": times(s.regret)}
+        "sweeps": [{"key": s.shape_key, "rows": s.rows, "spearman": _rank(s.spearman),
+                    "pairwise": "n/a" if s.pairwise is None else pct(s.pairwise),
+                    "regret": times(s.regret)}
                    for s in fid.sweeps],
         "points": [{"n": n, "origin": p.origin, "key": p.shape_key,
                     "measured": us(p.measured_us), "predicted": us(p.predicted_us),
