@@ -432,15 +432,18 @@ def plan_measure(results_path: PathLike, run: str, *, pattern: str | None = None
 
 def measure(plan: MeasurePlan, executor: executors.Executor | None = None, *,
             fresh: bool = False, retry_failed: bool = False,
-            progress: MeasureProgress | None = None) -> MeasureOutcome:
-    """Measure the candidates not measured yet; the fastest measured wins its shape."""
+            progress: MeasureProgress | None = None, baseline: bool = True) -> MeasureOutcome:
+    """Measure the candidates not measured yet; the fastest measured wins its shape. With
+    ``baseline`` each shape's baseline configuration too, for the measured speedup."""
     engine = executor if executor is not None else executors.make("local", slots=[None])
     return _hil.run_measure(plan.results, plan.command, engine, fresh=fresh,
-                            retry_failed=retry_failed, style=plan.style, progress=progress)
+                            retry_failed=retry_failed, style=plan.style, progress=progress,
+                            baseline=baseline)
 
 
 def measure_summary(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per shape: ``shape``, ``winner`` and each candidate's predicted and measured time."""
+    """Per shape: ``shape``, ``winner``, each candidate's predicted and measured time, the
+    ``baseline``'s, and the winner's ``speedup`` over it, ``predicted`` and ``measured``."""
     return list(_cands.summary(entries))
 
 

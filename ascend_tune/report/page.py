@@ -98,8 +98,13 @@ def _shape_view(op_id: str, s: ShapeResult, draw: _Charts | None) -> dict[str, A
                         "caption": "Sensitivity: latency change with each parameter one "
                                    "domain step down or up from the winner."})
     winner = s.tuned.latency_us
+    m = s.measured
     return {
         "id": sid, "key": s.key,
+        "measured": us(m.winner_us) if m is not None and m.winner_us is not None else "-",
+        "baseline_measured": (us(m.baseline_us) if m is not None and m.baseline_us is not None
+                              else "-"),
+        "measured_speedup": times(m.speedup) if m is not None else "n/a",
         "baseline": us(s.baseline.latency_us) if s.baseline else f"invalid ({s.baseline_violates})",
         "tuned": us(winner), "speedup": times(s.speedup), "bound": s.tuned.bound,
         "efficiency": pct(s.tuned.efficiency),
@@ -141,6 +146,8 @@ def _operator_view(i: int, op: OperatorResult, draw: _Charts) -> dict[str, Any]:
                    for s in op.shapes],
         "count": len(op.shapes), "charted": len(charted),
         "geomean": times(op.geomean_speedup), "max": times(op.max_speedup),
+        "measured": op.measured_shapes,
+        "measured_geomean": times(op.measured_geomean_speedup),
         "efficiency": pct(op.median_efficiency),
         "bounds": ", ".join(f"{b} ({n})" for b, n in op.bounds),
         "top_bound": op.bounds[0][0],
