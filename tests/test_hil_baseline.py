@@ -203,3 +203,20 @@ def test_report_shows_measured_speedups_and_reads_the_results_measurements(
     other_text = re.sub(r"<[^>]+>", " ", other.read_text())
     assert f"{len(SHAPES) * (TOP_K + 1)} row(s) compared" in other_text
     assert "speedup, measured" not in other.read_text()  # its own shapes were not measured
+
+
+def test_a_hand_edited_measured_baseline_is_refused_in_one_line(
+        measured: tuple[Path, Any, list[str], str], tmp_path: Path) -> None:
+    doc = results.read_all(measured[0])
+    doc["shapes"][0]["baseline"]["measured"]["time_us"] = -1.0
+    path = tmp_path / "edited.json"
+    path.write_text(results.to_text(doc))
+    for args, message in (
+            (("report", str(path), "-o", str(tmp_path / "r.html"), "--dispatch-shapes", "0"),
+             "baseline.measured.time_us must be a finite positive number, got -1.0"),
+            (("validate", "--from-results", str(path)),
+             "baseline: measured time -1.0 is not a finite positive number")):
+        proc = cli(*args)
+        assert proc.returncode == 2, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "r.html").exists()
