@@ -220,3 +220,17 @@ def test_a_hand_edited_measured_baseline_is_refused_in_one_line(
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_search_summary_shows_the_measured_speedup(
+        measured: tuple[Path, Any, list[str], str], tmp_path: Path) -> None:
+    path = tmp_path / "add.json"
+    shutil.copy(measured[0], path)
+    proc = cli("search", "add", "--hw", "ascend910b3", "--top-k", str(TOP_K), "--budget", "500",
+               *[a for s in SHAPES for a in ("--shape", shape_key(s))], "-o", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "reused" in proc.stderr and "measured speedup" in proc.stdout
+    for entry in results.read_all(path)["shapes"]:
+        line = next(x for x in proc.stdout.splitlines() if f" {shape_key(entry['shape'])} " in x)
+        assert f"{entry['speedup']:.2f}x" in line
+        assert f"{entry['measured']['speedup']:.2f}x" in line
