@@ -6,6 +6,7 @@ measured candidates a results file holds. The device is the stand-in of test_hil
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -187,6 +188,9 @@ def test_report_shows_measured_speedups_and_reads_the_results_measurements(
     text = re.sub(r"<[^>]+>", " ", html)
     assert "speedup, measured" in html and "tuned us, measured" in html
     assert "2 of 2 shape(s) measured on a device" in text
+    geomean = math.exp(sum(math.log(e["measured"]["speedup"])
+                           for e in results.read_all(path)["shapes"]) / len(SHAPES))
+    assert f"(measured {geomean:.2f}x)" in text  # the summary table
     for entry in results.read_all(path)["shapes"]:
         row = html[html.index(f">{shape_key(entry['shape'])}</a>"):]
         row = row[:row.index("</tr>")]
