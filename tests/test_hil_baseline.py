@@ -238,3 +238,19 @@ def test_search_summary_shows_the_measured_speedup(
         line = next(x for x in proc.stdout.splitlines() if f" {shape_key(entry['shape'])} " in x)
         assert f"{entry['speedup']:.2f}x" in line
         assert f"{entry['measured']['speedup']:.2f}x" in line
+
+
+def test_fresh_measures_the_baselines_again(measured: tuple[Path, Any, list[str], str],
+                                            tmp_path: Path) -> None:
+    path = tmp_path / "add.json"
+    shutil.copy(measured[0], path)
+    counter = tmp_path / "calls.txt"
+    proc = cli("measure", str(path), "--run", standin_command(csv=False), "--repeat", "1",
+               "--fresh", "--json", env={"STANDIN_COUNTER": str(counter)})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["measured"], out["baselines_measured"]) == (len(SHAPES) * TOP_K, len(SHAPES))
+    assert len(counted(counter)) == len(SHAPES) * (TOP_K + 1)
+    # The stand-in's noise is seeded by shape, configuration and run: the same times again.
+    assert [e["measured"] for e in results.read_all(path)["shapes"]] == [
+        e["measured"] for e in results.read_all(measured[0])["shapes"]]
