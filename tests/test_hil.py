@@ -97,7 +97,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory, searched: Path
     os.environ["STANDIN_COUNTER"] = str(counter)
     try:
         out = hil_run.run_measure(path, parsed_command(),
-                                  executors.LocalExecutor(["0", "1"]))
+                                  executors.LocalExecutor(["0", "1"]), baseline=False)
     finally:
         del os.environ["STANDIN_COUNTER"]
     return path, out, counted(counter)
@@ -317,7 +317,7 @@ def test_failed_and_timed_out_candidates_are_recorded_and_skipped(tmp_path: Path
     assert hang not in [c["config"] for c in doc["shapes"][0]["candidates"]]
     counter = tmp_path / "calls.txt"
     proc = cli("measure", str(path), "--run", standin_command(csv=False), "--repeat", "1",
-               "--timeout", "1.5", "--retries", "1", "--devices", "0-1", "--json",
+               "--no-baseline", "--timeout", "1.5", "--retries", "1", "--devices", "0-1", "--json",
                env={"STANDIN_COUNTER": str(counter), "STANDIN_FAIL": json.dumps(fail),
                     "STANDIN_HANG": json.dumps(hang)})
     assert proc.returncode == 1, proc.stderr
@@ -348,14 +348,14 @@ def test_rerun_measures_nothing_and_retry_failed_only_the_failed(tmp_path: Path,
     counter = tmp_path / "calls.txt"
     env = {"STANDIN_COUNTER": str(counter)}
     first = cli("measure", str(path), "--run", standin_command(csv=False), "--repeat", "1",
-                "--retries", "0", "--devices", "0-1", "-q",
+                "--no-baseline", "--retries", "0", "--devices", "0-1", "-q",
                 env={**env, "STANDIN_FAIL": json.dumps(fail)})
     assert first.returncode == 1 and len(counted(counter)) == 8
     again = cli("measure", str(path), "--run", standin_command(csv=False), "--repeat", "1",
-                "--devices", "0-1", "-q", env=env)
+                "--no-baseline", "--devices", "0-1", "-q", env=env)
     assert again.returncode == 0 and len(counted(counter)) == 8
     retry = cli("measure", str(path), "--run", standin_command(csv=False), "--repeat", "1",
-                "--retry-failed", "-q", env=env)
+                "--no-baseline", "--retry-failed", "-q", env=env)
     assert retry.returncode == 0, retry.stderr
     assert len(counted(counter)) == 9
     assert all("time_us" in c["measured"] for e in results.read_all(path)["shapes"]
@@ -369,7 +369,7 @@ def test_a_killed_measure_run_resumes_without_remeasuring(tmp_path: Path, small:
     shutil.copy(small, path)
     counter = tmp_path / "calls.txt"
     args = [sys.executable, "-m", "ascend_tune", "measure", str(path), "--run",
-            standin_command(csv=False), "--repeat", "1", "-q"]
+            standin_command(csv=False), "--repeat", "1", "--no-baseline", "-q"]
     env = {**os.environ, "STANDIN_COUNTER": str(counter), "STANDIN_SLEEP_S": "0.3"}
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -458,7 +458,8 @@ def test_measure_and_search_on_a_ray_cluster(
     path = tmp_path / "add.json"
     shutil.copy(searched, path)
     counter = ray_cluster
-    out = hil_run.run_measure(path, parsed_command(), executors.RayExecutor(None, {"NPU": 1}))
+    out = hil_run.run_measure(path, parsed_command(), executors.RayExecutor(None, {"NPU": 1}),
+                              baseline=False)
     assert len(counted(counter)) == len(SHAPES) * TOP_K * REPEAT
     assert not out.failures and out.measured == len(SHAPES) * TOP_K
     # Ray gave each task one of the two NPUs and set ASCEND_RT_VISIBLE_DEVICES itself.

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, overload
 from ascend_tune import report as _report
 from ascend_tune.api.measurements import (
     calibrate,
+    calibration_refusals,
     check_split,
     load_measurements,
     probe,
@@ -93,10 +94,10 @@ __all__ = [
     "CandidateOutcome", "EmitPlan", "Explanation", "FitResult", "HardwareProfile", "LockCheck",
     "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements", "OperatorSpec",
     "PlannedShape", "Prediction", "Progress", "RangeOutcome", "RangeRound", "ReportPage",
-    "SearchResult", "Selected", "Validation", "calibrate", "check", "check_locked",
-    "check_search_options", "check_split", "check_writable", "collect_shape_sources",
-    "collect_shapes", "emit", "emit_styles", "explain", "explain_results", "load_measurements",
-    "load_profile", "load_spec", "measure",
+    "SearchResult", "Selected", "Validation", "calibrate", "calibration_refusals", "check",
+    "check_locked", "check_search_options", "check_split", "check_writable",
+    "collect_shape_sources", "collect_shapes", "emit", "emit_styles", "explain",
+    "explain_results", "load_measurements", "load_profile", "load_spec", "measure",
     "measure_summary", "parse_assignments", "parse_ranges", "parse_shape", "plan",
     "plan_measure", "predict", "prepare_emit", "probe", "profile_document", "profiles", "render",
     "report", "results_inputs", "search", "search_range", "select", "shadowing_spec",
@@ -432,15 +433,18 @@ def plan_measure(results_path: PathLike, run: str, *, pattern: str | None = None
 
 def measure(plan: MeasurePlan, executor: executors.Executor | None = None, *,
             fresh: bool = False, retry_failed: bool = False,
-            progress: MeasureProgress | None = None) -> MeasureOutcome:
-    """Measure the candidates not measured yet; the fastest measured wins its shape."""
+            progress: MeasureProgress | None = None, baseline: bool = True) -> MeasureOutcome:
+    """Measure the candidates not measured yet; the fastest measured wins its shape. With
+    ``baseline`` each shape's baseline configuration too, for the measured speedup."""
     engine = executor if executor is not None else executors.make("local", slots=[None])
     return _hil.run_measure(plan.results, plan.command, engine, fresh=fresh,
-                            retry_failed=retry_failed, style=plan.style, progress=progress)
+                            retry_failed=retry_failed, style=plan.style, progress=progress,
+                            baseline=baseline)
 
 
 def measure_summary(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per shape: ``shape``, ``winner`` and each candidate's predicted and measured time."""
+    """Per shape: ``shape``, ``winner``, each candidate's predicted and measured time, the
+    ``baseline``'s, and the winner's ``speedup`` over it, ``predicted`` and ``measured``."""
     return list(_cands.summary(entries))
 
 

@@ -92,11 +92,27 @@ def calibrate(spec: OperatorSpec, hw: HardwareProfile,
                FitOptions(share, seed, fit_all, tuple(include), tuple(exclude)))
 
 
-def write_profile(output: PathLike, fit: FitResult, base: str | Path, name: str,
-                  measurements: Measurements) -> Path:
-    """Write the calibrated profile ``name``: it inherits ``base`` and records the fit."""
-    from ascend_tune.calibrate.fit import write_profile as _write
+def calibration_refusals(fit: FitResult) -> list[str]:
+    """Why ``write_profile`` refuses ``fit`` (empty: it writes): a fitted scale at its bound,
+    a fitted number beyond a physical limit of the chip. One line each."""
+    from ascend_tune.calibrate.guard import refusals
 
+    return refusals(fit)
+
+
+def write_profile(output: PathLike, fit: FitResult, base: str | Path, name: str,
+                  measurements: Measurements, *, force: bool = False) -> Path:
+    """Write the calibrated profile ``name``: it inherits ``base`` and records the fit. A fit
+    with :func:`calibration_refusals` is refused (nothing written) unless ``force``; a forced
+    one records them among its warnings."""
+    from ascend_tune.calibrate.fit import write_profile as _write
+    from ascend_tune.calibrate.guard import refusal_message, refusals
+
+    problems = refusals(fit)
+    if problems and not force:
+        raise AscendTuneError(refusal_message(problems))
+    fit.warnings.extend(f"written with --force: {p}" for p in problems
+                        if f"written with --force: {p}" not in fit.warnings)
     output = Path(output)
     _write(output, fit, str(base), name, measurements.files, len(measurements.rows),
            len(measurements.skipped))

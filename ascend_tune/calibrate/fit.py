@@ -125,14 +125,19 @@ class Errors:
     n: int
     mape: float
     max_error: float
-    spearman: float
-    pairwise_agreement: float
+    # Rank statistics: None where undefined (fewer than 2 rows; no pair of distinct measured
+    # times to order), never a flattering 1.0.
+    spearman: float | None
+    pairwise_agreement: float | None
     bias: float = 0.0  # mean signed relative error: > 0 the model predicts slower than measured
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float | int | None]:
+        def r(x: float | None) -> float | None:
+            return None if x is None else round(x, 6)
+
         return {"n": self.n, "mape": round(self.mape, 6), "max_error": round(self.max_error, 6),
-                "bias": round(self.bias, 6), "spearman": round(self.spearman, 6),
-                "pairwise_agreement": round(self.pairwise_agreement, 6)}
+                "bias": round(self.bias, 6), "spearman": r(self.spearman),
+                "pairwise_agreement": r(self.pairwise_agreement)}
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -149,7 +154,9 @@ def error_stats(predicted: np.ndarray, measured: np.ndarray) -> Errors:
     signed = (predicted - measured) / measured
     rel = np.abs(signed)
     n = len(measured)
-    if n >= 2:
+    spearman: float | None = None
+    agree: float | None = None
+    if n >= 2:  # one row cannot be ranked: both stay undefined
         rp, rm = _ranks(predicted), _ranks(measured)
         sd = rp.std() * rm.std()
         spearman = float(((rp - rp.mean()) * (rm - rm.mean())).mean() / sd) if sd > 0 else 0.0
@@ -157,9 +164,7 @@ def error_stats(predicted: np.ndarray, measured: np.ndarray) -> Errors:
         dm = np.sign(measured[i] - measured[j])
         dp = np.sign(predicted[i] - predicted[j])
         keep = dm != 0
-        agree = float(np.mean(dm[keep] == dp[keep])) if keep.any() else 1.0
-    else:
-        spearman, agree = 1.0, 1.0
+        agree = float(np.mean(dm[keep] == dp[keep])) if keep.any() else None
     return Errors(n, float(rel.mean()), float(rel.max()), spearman, agree, float(signed.mean()))
 
 

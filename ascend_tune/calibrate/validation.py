@@ -49,9 +49,25 @@ def folds(n: int, holdout: float | None, kfold: int | None, seed: int
     return order, []
 
 
-def mean_errors(items: Sequence[cal.Errors]) -> dict[str, float]:
-    keys = ("mape", "max_error", "bias", "spearman", "pairwise_agreement")
-    return {k: round(float(np.mean([getattr(e, k) for e in items])), 6) for k in keys}
+def pooled_errors(items: Sequence[cal.Errors]) -> dict[str, float | int | None]:
+    """The errors of several folds' rows taken together, each row once: MAPE and bias over
+    every row (the folds' means weighted by their rows), the maximum over every row (not a
+    mean of per-fold maxima). Rank statistics compare rows of one fold (one calibration) only:
+    their mean over the folds that can rank (2+ rows, two distinct measured times), None when
+    none can; ``ranked_folds`` says how many did."""
+    n = sum(e.n for e in items)
+    spearman = [e.spearman for e in items if e.spearman is not None]
+    pairs = [e.pairwise_agreement for e in items if e.pairwise_agreement is not None]
+
+    def mean(values: Sequence[float]) -> float | None:
+        return round(float(np.mean(values)), 6) if values else None
+
+    return {"n": n,
+            "mape": round(sum(e.mape * e.n for e in items) / n, 6),
+            "max_error": round(max(e.max_error for e in items), 6),
+            "bias": round(sum(e.bias * e.n for e in items) / n, 6),
+            "spearman": mean(spearman), "pairwise_agreement": mean(pairs),
+            "ranked_folds": len(spearman)}
 
 
 @dataclass(frozen=True)
@@ -79,8 +95,9 @@ def validate(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement
              holdout: float | None = None, kfold: int | None = None, seed: int = 0,
              options: cal.FitOptions | None = None) -> Validation:
     """Errors on all rows, each row's measured and predicted time, and with ``holdout`` or
-    ``kfold`` the mean errors on held-out rows before and after calibrating on the rest (and
-    the in-sample errors of those fits, for contrast)."""
+    ``kfold`` the errors on held-out rows before and after calibrating on the rest, pooled
+    over the folds (:func:`pooled_errors`), each fold's too, and the in-sample errors of those
+    fits, for contrast."""
     options = options or cal.FitOptions()
     model = RowModel(spec, hw, rows)
     if model.invalid:
@@ -127,8 +144,10 @@ def validate(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement
         not_fitted.pop(name, None)
     out["held_out"] = {"method": method, "folds": len(tests),
                        "rows": int(sum(len(t) for t in tests)),
-                       "before": mean_errors(held_before), "after": mean_errors(held_after)}
-    out["in_sample"] = {"before": mean_errors(in_before), "after": mean_errors(in_after),
+                       "before": pooled_errors(held_before), "after": pooled_errors(held_after),
+                       "per_fold": [{"before": b.as_dict(), "after": a.as_dict()}
+                                    for b, a in zip(held_before, held_after, strict=True)]}
+    out["in_sample"] = {"before": pooled_errors(in_before), "after": pooled_errors(in_after),
                         "caveat": "in-sample: each fold's fit rows, the error flatters"}
     out["fitted"] = {name: {"scales": scales} for name, scales in fitted.items()}
     out["not_fitted"] = not_fitted

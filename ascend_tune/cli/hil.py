@@ -48,6 +48,10 @@ def measure(
                                        help="Ray cluster address (default: start a local one)."),
     style: str = typer.Option("macro", "--style", help="Headers in {headers_dir}: "
                               + " | ".join(api.emit_styles()) + "."),
+    baseline: bool = typer.Option(True, "--baseline/--no-baseline",
+                                  help="Also measure each shape's baseline configuration (the "
+                                       "spec's), for the measured speedup beside the "
+                                       "predicted one."),
     fresh: bool = typer.Option(False, "--fresh", help="Measure every candidate again."),
     retry_failed: bool = typer.Option(False, "--retry-failed",
                                       help="Measure the candidates that failed again."),
@@ -60,7 +64,8 @@ def measure(
                             repeat=repeat, timeout=timeout, retries=retries, style=style)
     engine = _executor(executor, devices, address)
     progress = _Progress(quiet or as_json)
-    out = api.measure(plan, engine, fresh=fresh, retry_failed=retry_failed, progress=progress)
+    out = api.measure(plan, engine, fresh=fresh, retry_failed=retry_failed, progress=progress,
+                      baseline=baseline)
     if out.interrupted:
         console.error(f"interrupted: {out.measured} candidate(s) measured by this run saved "
                       f"to {results_path}")
@@ -68,7 +73,8 @@ def measure(
     if as_json:
         sys.stdout.write(json.dumps({
             "results": str(results_path), "measured": out.measured,
-            "failures": out.failures, "invocations": out.invocations,
+            "baselines_measured": out.baselines, "failures": out.failures,
+            "invocations": out.invocations,
             "shapes": api.measure_summary(out.entries)}, indent=1) + "\n")
     elif not quiet:
         _print_table(plan.spec.display_name, out.entries)
@@ -106,7 +112,9 @@ class _Progress(api.MeasureProgress):
             yield
 
     def candidate_done(self, outcome: api.CandidateOutcome, entry: Mapping[str, Any]) -> None:
-        where = f"{outcome.key} #{outcome.index}"
+        # A negative index is the shape's baseline configuration (measure --baseline).
+        where = (f"{outcome.key} baseline" if outcome.index < 0
+                 else f"{outcome.key} #{outcome.index}")
         if outcome.device:
             where += f" (device {outcome.device})"
         if outcome.error is not None:
@@ -118,19 +126,60 @@ class _Progress(api.MeasureProgress):
 def _print_table(name: str, entries: Sequence[Mapping[str, Any]]) -> None:
     rows = []
     moved = 0
-    for item in api.measure_summary(entries):
+    summary = api.measure_summary(entries)
+    for item in summary:
         winner = item["winner"]
         moved += winner not in (None, 0)
         for c in item["candidates"]:
             rows.append([api.shape_key(item["shape"]) if c["candidate"] == 0 else "",
                          c["candidate"],
                          " ".join(f"{k}={v}" for k, v in c["config"].items()),
-                         f"{c['predicted_us']:.2f}" if c["predicted_us"] is not None else "",
-                         f"{c['measured_us']:.2f}" if "measured_us" in c
-                         else ("failed" if "error" in c else "-"),
+                         _us(c["predicted_us"]), _measured_cell(c),
                          "<- winner" if c["candidate"] == winner else ""])
     console.table(f"{name}: predicted vs measured (candidate 0 is the model's pick)",
                   ["shape", "#", "config", "predicted us", "measured us", ""], rows,
                   right=(1, 3, 4))
     console.line(f"the device chose another candidate than the model on {moved} of "
                  f"{len(entries)} shape(s)")
+    _print_speedups(name, summary)
+
+
+def _us(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else ""
+
+
+def _measured_cell(c: Mapping[str, Any]) -> str:
+    return (f"{c['measured_us']:.2f}" if "measured_us" in c
+            else ("failed" if "error" in c else "-"))
+
+
+def _times(value: Any) -> str:
+    return f"{value:.2f}x" if isinstance(value, (int, float)) else "-"
+
+
+def _print_speedups(name: str, summary: Sequence[Mapping[str, Any]]) -> None:
+    """The winner against the spec's baseline, by the model and on the device."""
+    rows = []
+    slower = 0
+    for item in summary:
+        base, speedup = item["baseline"], item["speedup"]
+        win = next((c for c in item["candidates"] if c["candidate"] == item["winner"]), None)
+        if base.get("valid") is not True:
+            rows.append([api.shape_key(item["shape"]), "invalid", "-", "", "", "n/a", "n/a"])
+            continue
+        measured = speedup["measured"]
+        slower += isinstance(measured, (int, float)) and measured < 1
+        rows.append([api.shape_key(item["shape"]), _us(base["predicted_us"]),
+                     _measured_cell(base) + (f" (= #{base['candidate']})"
+                                             if "candidate" in base else ""),
+                     _us(win["predicted_us"]) if win else "", _measured_cell(win) if win else "-",
+                     _times(speedup["predicted"]), _times(measured)])
+    if not any(r[2] not in ("-", "") for r in rows):
+        return  # nothing of the baselines measured (--no-baseline): no measured column
+    console.table(f"{name}: speedup of the measured winner over the spec's baseline",
+                  ["shape", "baseline predicted us", "baseline measured us",
+                   "winner predicted us", "winner measured us", "predicted speedup",
+                   "measured speedup"], rows, right=(1, 2, 3, 4, 5, 6))
+    if slower:
+        console.warn(f"the baseline measured faster than the winner on {slower} shape(s): "
+                     "the model's candidates missed it there")

@@ -34,14 +34,19 @@ def _load(files: list[Path], spec: api.OperatorSpec, hw: api.HardwareProfile,
     return report
 
 
+def _rank(value: float | None, fmt: str) -> str:
+    """A rank statistic, or n/a where it is undefined (one row; no two measured times differ)."""
+    return "n/a" if value is None else format(value, fmt)
+
+
 def _error_cells(e: Any) -> list[str]:
-    return [f"{e.mape:.1%}", f"{e.max_error:.1%}", f"{e.bias:+.1%}", f"{e.spearman:.3f}",
-            f"{e.pairwise_agreement:.0%}"]
+    return [f"{e.mape:.1%}", f"{e.max_error:.1%}", f"{e.bias:+.1%}", _rank(e.spearman, ".3f"),
+            _rank(e.pairwise_agreement, ".0%")]
 
 
-def _mean_cells(e: dict[str, float]) -> list[str]:
+def _pooled_cells(e: dict[str, Any]) -> list[str]:
     return [f"{e['mape']:.1%}", f"{e['max_error']:.1%}", f"{e['bias']:+.1%}",
-            f"{e['spearman']:.3f}", f"{e['pairwise_agreement']:.0%}"]
+            _rank(e["spearman"], ".3f"), _rank(e["pairwise_agreement"], ".0%")]
 
 
 _ERROR_COLUMNS = ["MAPE", "max error", "bias", "Spearman", "pair order"]
@@ -109,6 +114,9 @@ def calibrate(
                                              help=_INCLUDE_HELP),
     exclude: list[str] | None = typer.Option(None, "--exclude", metavar="NAME",
                                              help=_EXCLUDE_HELP),
+    force: bool = typer.Option(False, "--force",
+                               help="Write the profile even with a fitted scale at its bound "
+                                    "or a number beyond a physical limit (refused otherwise)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print the split, held-out and in-sample errors, what "
@@ -117,14 +125,16 @@ def calibrate(
     """Fit profile coefficients to measured times; write a profile that records the fit.
 
     Only coefficients the rows determine are fitted; high-confidence profile values are left
-    alone unless included. The held-out error (rows the fit did not see) is reported first."""
+    alone unless included. The held-out error (rows the fit did not see) is reported first. A
+    scale at its bound or a number beyond a physical limit is refused unless --force."""
     spec, hw = _inputs(spec_ref, hw_ref, from_results)
     base = hw_ref if hw_ref is not None else _builtin_base(hw, from_results)
     api.check_writable(output)
     report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
     fit = api.calibrate(spec, hw, report, holdout=holdout, seed=seed, fit_all=fit_all,
                         include=include or (), exclude=exclude or ())
-    api.write_profile(output, fit, base, name or f"{hw.name}_calibrated", report)
+    api.write_profile(output, fit, base, name or f"{hw.name}_calibrated", report,
+                      force=force)
     if as_json:
         sys.stdout.write(json.dumps({
             "spec": spec.display_name, "hw": hw.name, "output": str(output),
@@ -203,16 +213,21 @@ def validate(
         if not quiet:
             for warning in out["warnings"]:
                 console.warn(warning)
+        ranked = h["after"]["ranked_folds"]
+        ranks = ("Spearman and pair order: no fold can rank (each needs 2+ rows)" if not ranked
+                 else f"Spearman and pair order: mean over the {ranked} fold(s) of 2+ rows"
+                 if ranked < h["folds"] else "Spearman and pair order: mean over the folds")
         console.table(f"held-out error: {h['rows']} row(s) in {h['folds']} fold(s), each "
-                      f"unseen by its fold's calibration (split {h['method']})",
+                      f"unseen by its fold's calibration (split {h['method']}); MAPE and bias "
+                      f"over every held-out row, max error the largest of them; {ranks}",
                       ["profile", *_ERROR_COLUMNS],
-                      [[hw.name, *_mean_cells(h["before"])],
-                       ["calibrated on the rest", *_mean_cells(h["after"])]],
+                      [[hw.name, *_pooled_cells(h["before"])],
+                       ["calibrated on the rest", *_pooled_cells(h["after"])]],
                       right=(1, 2, 3, 4, 5))
         console.table("in-sample error of the same calibrations (their own fit rows: this "
                       "flatters them)", ["profile", *_ERROR_COLUMNS],
-                      [[hw.name, *_mean_cells(ins["before"])],
-                       ["calibrated", *_mean_cells(ins["after"])]], right=(1, 2, 3, 4, 5))
+                      [[hw.name, *_pooled_cells(ins["before"])],
+                       ["calibrated", *_pooled_cells(ins["after"])]], right=(1, 2, 3, 4, 5))
         fitted = ", ".join(f"{k} x{min(s):.3g}..{max(s):.3g}" if len(set(s)) > 1
                            else f"{k} x{s[0]:.3g}"
                            for k, v in out["fitted"].items()

@@ -248,5 +248,12 @@ def _print_summary(spec: api.OperatorSpec, rows: Sequence[dict[str, Any]],
         for r, row in zip(rows, table_rows, strict=True):
             row.insert(3, f"{r['measured']['time_us']:.2f}"
                        if "time_us" in r.get("measured", {}) else "-")
+        if any(isinstance(r.get("measured", {}).get("speedup"), (int, float)) for r in rows):
+            # `measure --baseline` ran: the device's speedup beside the model's.
+            columns[5:6] = ["predicted speedup", "measured speedup"]
+            right = (2, 3, 4, 5, 6, 8, 9)
+            for r, row in zip(rows, table_rows, strict=True):
+                speedup = r.get("measured", {}).get("speedup")
+                row.insert(6, f"{speedup:.2f}x" if isinstance(speedup, (int, float)) else "-")
     console.table(f"{spec.display_name}: best configuration per shape", columns, table_rows,
                   right=right)

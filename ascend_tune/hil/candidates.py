@@ -14,21 +14,27 @@ the device's choice and every report can show predicted against measured.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.calibrate.measurements import LoadReport, Measurement
+from ascend_tune.calibrate.from_results import measured_rows, read_measured_rows
+from ascend_tune.calibrate.measurements import LoadReport
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
-from ascend_tune.spec.shapes import check_shape, shape_key
+from ascend_tune.spec.shapes import shape_key
 
 Entry = dict[str, Any]
 # Fields a candidate and the entry's winner share.
 WINNER_FIELDS = ("derived", "tiling", "block_dim", "tiling_key", "predicted")
+# The job index of a shape's baseline configuration (candidates are 0, 1, ...).
+BASELINE = -1
+
+__all__ = ["BASELINE", "baseline_alone", "baseline_to_measure", "candidates", "extend_report",
+           "forget", "measured_rows", "promote", "read_measured_rows", "record",
+           "record_baseline", "same_as_baseline", "summary", "synced", "to_measure",
+           "with_candidates"]
 
 
 def candidates(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -79,10 +85,11 @@ def forget(entry: Mapping[str, Any], failed_only: bool = False) -> Entry:
     """The entry as the search left it (``measure --fresh``), or without the failed
     measurements only; the model's pick is the winner again until measuring finishes."""
     out = with_candidates(entry)
-    for cand in out["candidates"]:
-        if "measured" in cand and (not failed_only or not _timed(cand["measured"])):
-            del cand["measured"]
-    return _adopt(out, 0) if not failed_only else out
+    base = out.get("baseline")
+    for item in [*out["candidates"], *([base] if isinstance(base, dict) else [])]:
+        if "measured" in item and (not failed_only or not _timed(item["measured"])):
+            del item["measured"]
+    return _sync(_adopt(out, 0) if not failed_only else out)
 
 
 def record(entry: Mapping[str, Any], index: int, measured: Mapping[str, Any]) -> Entry:
@@ -93,6 +100,70 @@ def record(entry: Mapping[str, Any], index: int, measured: Mapping[str, Any]) ->
     if all(_timed(c.get("measured")) or _failed(c.get("measured"))
            for c in out["candidates"]):
         out = promote(out)
+    return _sync(out)
+
+
+def record_baseline(entry: Mapping[str, Any], measured: Mapping[str, Any]) -> Entry:
+    """The entry with its baseline configuration measured (``measure --baseline``)."""
+    out = with_candidates(entry)
+    out["baseline"] = {**out["baseline"], "measured": dict(measured)}
+    return _sync(out)
+
+
+def same_as_baseline(entry: Mapping[str, Any]) -> int | None:
+    """The candidate whose configuration is the shape's baseline (its measurement is the
+    baseline's: it is not run twice), or None."""
+    base = entry.get("baseline")
+    if not isinstance(base, Mapping) or not isinstance(base.get("config"), Mapping):
+        return None
+    return next((i for i, c in enumerate(candidates(entry)) if c["config"] == base["config"]),
+                None)
+
+
+def baseline_alone(entry: Mapping[str, Any]) -> bool:
+    """Whether the shape's baseline is measured by a run of its own: it is valid by the
+    search and not one of the candidates."""
+    base = entry.get("baseline")
+    return (isinstance(base, Mapping) and base.get("valid") is True
+            and same_as_baseline(entry) is None)
+
+
+def baseline_to_measure(entry: Mapping[str, Any]) -> bool:
+    """Whether the shape's baseline still needs its own run (``baseline_alone`` and no
+    measurement or failure recorded; ``forget`` clears those for a rerun)."""
+    if not baseline_alone(entry):
+        return False
+    measured = entry["baseline"].get("measured")
+    return not (_timed(measured) or _failed(measured))
+
+
+def synced(entry: Mapping[str, Any]) -> Entry:
+    """The entry with its baseline's measurement taken from the candidate it is and the
+    measured speedup filled in (a file measured before baselines were)."""
+    return _sync(with_candidates(entry))
+
+
+def _sync(out: Entry) -> Entry:
+    """The baseline's measurement taken from the candidate it is (if any), and the measured
+    speedup of the winner over it (``measured.baseline_us``, ``measured.speedup``) once both
+    are timed."""
+    base = out.get("baseline")
+    twin = same_as_baseline(out)
+    if twin is not None and isinstance(base, dict):
+        found = out["candidates"][twin].get("measured")
+        if _timed(found) or _failed(found):
+            base["measured"] = {**found, "candidate": twin}
+        else:
+            base.pop("measured", None)
+    win = out.get("measured")
+    if isinstance(win, dict):
+        win.pop("baseline_us", None)
+        win.pop("speedup", None)
+        timed = base.get("measured") if isinstance(base, Mapping) else None
+        if _timed(win) and _timed(timed):
+            assert isinstance(timed, Mapping)
+            win["baseline_us"] = timed["time_us"]
+            win["speedup"] = round(timed["time_us"] / win["time_us"], 6)
     return out
 
 
@@ -112,7 +183,7 @@ def promote(entry: Mapping[str, Any]) -> Entry:
     pick = cands[0].get("measured", {}).get("time_us")
     out["measured"] = {"time_us": time_us, "candidate": win, "model_pick_us": pick,
                        "measured": len(timed), "failed": len(cands) - len(timed)}
-    return out
+    return _sync(out)
 
 
 def _adopt(entry: Entry, index: int) -> Entry:
@@ -130,55 +201,31 @@ def _adopt(entry: Entry, index: int) -> Entry:
     return entry
 
 
-def measured_rows(doc: Mapping[str, Any], spec: OperatorSpec, origin: str
-                  ) -> list[Measurement]:
-    """Every measured candidate of a results document as a measurement row (shape, config,
-    time, per-pipe times when the CSV had them), for `calibrate` and `validate`."""
-    rows = []
-    for entry in doc.get("shapes", []):
-        shape = check_shape(spec, entry["shape"], f"{origin}: shape")
-        for i, cand in enumerate(entry.get("candidates") or []):
-            measured = cand.get("measured") if isinstance(cand, Mapping) else None
-            if not isinstance(measured, Mapping) or "time_us" not in measured:
-                continue
-            time_us = measured["time_us"]
-            if isinstance(time_us, bool) or not isinstance(time_us, (int, float)) \
-                    or not (math.isfinite(time_us) and time_us > 0):
-                raise AscendTuneError(f"{origin}: shape {shape_key(shape)} candidate {i}: "
-                                      f"measured time {time_us!r:.30} is not a finite "
-                                      "positive number")
-            pipes = {k: float(v) for k, v in (measured.get("pipes_us") or {}).items()
-                     if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            config = cand.get("config")
-            if not isinstance(config, Mapping) or not all(
-                    isinstance(v, int) and not isinstance(v, bool) for v in config.values()):
-                raise AscendTuneError(f"{origin}: shape {shape_key(shape)} candidate {i}: "
-                                      "'config' must map parameters to integers")
-            rows.append(Measurement(f"{origin}: {shape_key(shape)} candidate {i}", dict(shape),
-                                    {str(k): v for k, v in config.items()}, (),
-                                    float(time_us), pipes))
-    return rows
-
-
-def read_measured_rows(paths: Sequence[Path], spec: OperatorSpec) -> list[Measurement]:
-    """``measured_rows`` of results files; a file tuned for another spec is an error."""
-    rows: list[Measurement] = []
-    for path in paths:
-        doc = results.read_all(path)
-        name = doc["spec"].get("name")
-        if name != spec.name:
-            raise AscendTuneError(f"{path}: results of spec '{name}', not '{spec.name}'")
-        rows += measured_rows(doc, spec, str(path))
-    return rows
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def summary(entries: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
     """Per shape: every candidate's predicted and measured time, and the winner."""
     for entry in entries:
         cands = candidates(entry)
+        base = _mapping(entry.get("baseline"))
+        measured_base = _mapping(base.get("measured"))
+        won = _mapping(entry.get("measured"))
         yield {
             "shape": entry["shape"],
-            "winner": entry.get("measured", {}).get("candidate"),
+            "winner": won.get("candidate"),
+            "baseline": {
+                "config": base.get("config"), "valid": base.get("valid"),
+                "predicted_us": base.get("latency_us"),
+                **({"measured_us": measured_base["time_us"]} if "time_us" in measured_base
+                   else {}),
+                **({"error": measured_base["error"]} if "error" in measured_base else {}),
+                **({"candidate": measured_base["candidate"]} if "candidate" in measured_base
+                   else {}),
+            },
+            # Baseline over winner: the model's (its predictions) and the device's (measured).
+            "speedup": {"predicted": entry.get("speedup"), "measured": won.get("speedup")},
             "candidates": [{
                 "candidate": i, "config": c["config"],
                 "predicted_us": c.get("predicted", {}).get("latency_us"),

@@ -59,6 +59,7 @@ class Progress:
 class MeasureOutcome:
     entries: list[Entry] = field(default_factory=list)  # every entry, shape order, as saved
     measured: int = 0  # candidates measured by this run
+    baselines: int = 0  # baseline configurations measured by this run (``baseline``)
     failures: list[str] = field(default_factory=list)  # one per candidate that failed now
     invocations: int = 0  # command runs this run started
     interrupted: bool = False
@@ -77,11 +78,22 @@ def load(path: Path) -> emit.Bundle:
 
 def checked(bundle: emit.Bundle, model: ShapeModel, entry: Mapping[str, Any], index: int
             ) -> tuple[dict[str, int], dict[str, Any]]:
-    """Candidate ``index``'s configuration re-checked on the embedded spec and profile, and
-    described afresh (the file is an input: nothing in it reaches the command unchecked)."""
+    """Candidate ``index``'s configuration (``cands.BASELINE``: the spec's baseline for the
+    shape) re-checked on the embedded spec and profile, and described afresh (the file is an
+    input: nothing in it reaches the command unchecked)."""
     spec = bundle.spec
-    where = f"shape {shape_key(entry['shape'])} candidate {index}"
-    config = cands.candidates(entry)[index]["config"]
+    if index == cands.BASELINE:
+        where = f"shape {shape_key(entry['shape'])} baseline"
+        config = model.baseline_values()
+        base = entry.get("baseline")
+        recorded = base.get("config") if isinstance(base, Mapping) else None
+        if recorded != config:
+            raise AscendTuneError(f"{where}: the file's baseline {recorded!r:.80} is not the "
+                                  f"spec's {config!r:.80}; the results file is stale or was "
+                                  "edited")
+    else:
+        where = f"shape {shape_key(entry['shape'])} candidate {index}"
+        config = cands.candidates(entry)[index]["config"]
     unknown = [k for k in config if k not in spec.params]
     if unknown or any(isinstance(config.get(p), bool) or not isinstance(config.get(p), int)
                       for p in spec.params):
@@ -110,7 +122,7 @@ def job(bundle: emit.Bundle, model: ShapeModel, entry: Mapping[str, Any], index:
         "config_json": json.dumps(config, separators=(",", ":")),
         "block_dim": str(described["block_dim"]),
         "tiling_key": str(described.get("tiling_key", 0)),
-        "candidate": str(index),
+        "candidate": "baseline" if index == cands.BASELINE else str(index),
     }
     return Job(key, index, values, tiling_blob.pack(bundle.spec, described["tiling"]),
                emit.render(one, style))
@@ -126,9 +138,11 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def run_measure(path: Path, command: Command, executor: Executor, *, fresh: bool = False,
                 retry_failed: bool = False, style: str = "macro",
-                progress: Progress | None = None) -> MeasureOutcome:
+                progress: Progress | None = None, baseline: bool = True) -> MeasureOutcome:
     """Measure every candidate of ``path`` that has no measurement yet (all of them with
-    ``fresh``; failed ones again with ``retry_failed``), saving each as it finishes."""
+    ``fresh``; failed ones again with ``retry_failed``), saving each as it finishes; with
+    ``baseline`` each shape's baseline configuration too (unless it is a candidate), so the
+    winner's measured speedup over it is known."""
     progress = progress or Progress()
     bundle = load(path)
     head = results.read_head(path)
@@ -140,14 +154,18 @@ def run_measure(path: Path, command: Command, executor: Executor, *, fresh: bool
             entries: dict[str, Entry] = {}
             forgotten: list[Entry] = []
             for entry in store.entries():
-                if fresh or retry_failed:
-                    updated = cands.forget(entry, failed_only=not fresh)
-                    if updated != cands.with_candidates(entry):
-                        forgotten.append(updated)
-                    entry = updated
-                entries[shape_key(entry["shape"])] = entry
-            total = sum(len(cands.candidates(e)) for e in entries.values())
-            todo = [(key, i) for key, e in entries.items() for i in cands.to_measure(e)]
+                updated = (cands.forget(entry, failed_only=not fresh)
+                           if fresh or retry_failed else cands.synced(entry))
+                if updated != cands.with_candidates(entry):
+                    forgotten.append(updated)
+                entries[shape_key(entry["shape"])] = updated
+            # Baselines that need a run of their own (valid, not one of the candidates).
+            own = {key for key, e in entries.items() if baseline and cands.baseline_alone(e)}
+            total = sum(len(cands.candidates(e)) for e in entries.values()) + len(own)
+            todo = [(key, i) for key, e in entries.items()
+                    for i in [*cands.to_measure(e),
+                              *([cands.BASELINE] if key in own and cands.baseline_to_measure(e)
+                                else [])]]
             # Every candidate is checked and the executor started (a Ray cluster joined)
             # before anything in the file changes: a bad file or cluster loses nothing.
             for _key, i, model, entry in _with_models(bundle, todo, entries):
@@ -190,15 +208,18 @@ def _run_jobs(jobs: Iterable[tuple[Command, Job]], executor: Executor,
     try:
         for _index, outcome in executor.run(run_job, jobs):
             key = outcome.key
-            entry = cands.record(entries[key], outcome.index, _measured(outcome))
+            is_base = outcome.index == cands.BASELINE
+            entry = (cands.record_baseline(entries[key], _measured(outcome)) if is_base
+                     else cands.record(entries[key], outcome.index, _measured(outcome)))
             entries[key] = entry
             store.replace(entry)
             out.invocations += outcome.invocations
             if outcome.error is None:
-                out.measured += 1
+                out.baselines += is_base
+                out.measured += not is_base
             else:
-                out.failures.append(f"shape {key} candidate {outcome.index}: "
-                                    f"{outcome.error}")
+                what = "baseline" if is_base else f"candidate {outcome.index}"
+                out.failures.append(f"shape {key} {what}: {outcome.error}")
             progress.candidate_done(outcome, entry)
     finally:
         kill_running()  # commands of a stopped run (local threads) must not hold a device

@@ -49,8 +49,10 @@ def build(results_paths: Sequence[Path], measurements: Sequence[Path] = (),
           manifest: Path | None = None, where: str | None = None,
           chart_shapes: int = DEFAULT_CHART_SHAPES,
           dispatch_shapes: int = DEFAULT_DISPATCH_SHAPES) -> Built:
-    """The report page for ``results_paths``; with ``measurements`` a fidelity section
-    comparing the model (the first results file's spec and profile) with them."""
+    """The report page for ``results_paths``; with ``measurements`` (measurement files or
+    measured results files), or when results files of the first one's spec and profile hold
+    measured candidates, a fidelity section comparing the model (the first results file's
+    spec and profile) with them."""
     from ascend_tune.report import charts, data, page
 
     charts.require_matplotlib()  # before any work: the page cannot be drawn without it
@@ -65,12 +67,17 @@ def build(results_paths: Sequence[Path], measurements: Sequence[Path] = (),
     if not results_paths:
         raise AscendTuneError("give at least one results file")
     operators = [data.gather(path, chart_shapes, dispatch_shapes) for path in results_paths]
+    first = operators[0]
+    # Results files tuned with the first one's spec and profile whose shapes were measured
+    # (`measure`): their measured candidates are fidelity rows too.
+    measured = [op.path for op in operators
+                if op.spec.sha256 == first.spec.sha256 and op.hw.sha256 == first.hw.sha256
+                and (op.measured_shapes or any(s.measured for s in op.shapes))]
     fid = None
-    if measurements:
+    if measurements or measured:
         from ascend_tune.report import fidelity
 
-        first = operators[0]
-        fid = fidelity.compare(first.spec, first.hw, measurements, manifest, where)
+        fid = fidelity.compare(first.spec, first.hw, measurements, manifest, where, measured)
     html, chart_count = page.render(operators, fid)
     return Built(html, len(operators), sum(len(op.shapes) for op in operators), chart_count,
                  tuple(fid.skipped) if fid is not None else ())

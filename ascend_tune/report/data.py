@@ -76,6 +76,22 @@ class Roofline:
 
 
 @dataclass(frozen=True)
+class Measured:
+    """What `measure` recorded for a shape: the measured winner's time and, with
+    ``measure --baseline``, the baseline configuration's (None: not measured)."""
+
+    winner_us: float | None
+    baseline_us: float | None
+
+    @property
+    def speedup(self) -> float | None:
+        """Baseline over winner, both measured on the device."""
+        if self.winner_us is None or self.baseline_us is None:
+            return None
+        return self.baseline_us / self.winner_us
+
+
+@dataclass(frozen=True)
 class ShapeResult:
     index: int  # position in the results file (sorted by shape)
     shape: dict[str, int]
@@ -92,6 +108,7 @@ class ShapeResult:
     history: tuple[tuple[int, float], ...]  # (evaluations, best latency so far)
     sensitivity: tuple[Sensitivity, ...]
     recorded_latency_us: float | None  # what the results file says about the winner
+    measured: Measured | None = None  # None: nothing of this shape measured
 
     @property
     def speedup(self) -> float | None:
@@ -136,6 +153,19 @@ class OperatorResult:
     def max_speedup(self) -> float | None:
         s = [r.speedup for r in self.shapes if r.speedup is not None]
         return max(s) if s else None
+
+    @property
+    def measured_shapes(self) -> int:
+        """Shapes whose winner was measured on a device."""
+        return sum(r.measured is not None and r.measured.winner_us is not None
+                   for r in self.shapes)
+
+    @property
+    def measured_geomean_speedup(self) -> float | None:
+        """Geomean of the measured speedups (shapes with winner and baseline measured)."""
+        s = [r.measured.speedup for r in self.shapes
+             if r.measured is not None and r.measured.speedup is not None]
+        return float(np.exp(np.mean(np.log(s)))) if s else None
 
     @property
     def median_efficiency(self) -> float:
@@ -239,7 +269,7 @@ def _shape_result(spec: OperatorSpec, hw: HardwareProfile, index: int, entry: Ma
         space_size=model.space_size, baseline=baseline, baseline_violates=violates,
         tuned=tuned, roofline_us=model.roofline_us, work=work, gm_bytes=gm_bytes,
         history=history, sensitivity=tuple(sens),
-        recorded_latency_us=_recorded_latency(entry))
+        recorded_latency_us=_recorded_latency(entry), measured=_measured(entry, where))
 
 
 def _prediction(model: ShapeModel, ev: Evaluation, row: int, config: Mapping[str, int]
@@ -288,6 +318,26 @@ def _count(raw: Any, history: Sequence[tuple[int, float]], where: str) -> int:
         raise AscendTuneError(f"{where}: evaluations must be an integer of at least {last}, got "
                               f"{raw!r:.40}")
     return raw
+
+
+def _measured_time(node: Any, what: str, where: str) -> float | None:
+    """The ``time_us`` of a recorded measurement (None: none, or a failed run's record)."""
+    if not isinstance(node, Mapping) or "time_us" not in node:
+        return None
+    value = node["time_us"]
+    if not (_finite(value) and value > 0):
+        raise AscendTuneError(f"{where}: {what}.time_us must be a finite positive number, got "
+                              f"{value!r:.40}")
+    return float(value)
+
+
+def _measured(entry: Mapping[str, Any], where: str) -> Measured | None:
+    """The device times `measure` recorded for the shape's winner and baseline."""
+    base = entry.get("baseline")
+    found = Measured(_measured_time(entry.get("measured"), "measured", where),
+                     _measured_time(base.get("measured") if isinstance(base, Mapping) else None,
+                                    "baseline.measured", where))
+    return None if found.winner_us is None and found.baseline_us is None else found
 
 
 def _recorded_latency(entry: Mapping[str, Any]) -> float | None:

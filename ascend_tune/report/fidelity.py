@@ -1,7 +1,8 @@
 """The fidelity section: the model's predictions against measured kernel times. Pure.
 
 Rows are loaded as `validate` loads them (manifest, ``--where``, rows the model rejects
-skipped with a reason) and predicted with ``calibrate.predict``. A sweep is the rows of one
+skipped with a reason; a results file's measured candidates and baselines as
+``--from-results`` reads them) and predicted with ``calibrate.predict``. A sweep is the rows of one
 shape: the kernel run with different tilings, where what matters for tuning is whether the
 model orders the configurations as the hardware does (Spearman, pairwise order) and how much
 slower the model's pick is than the measured best (regret).
@@ -16,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ascend_tune.calibrate import fit as calibrate
+from ascend_tune.calibrate.fit import split_valid
+from ascend_tune.calibrate.from_results import is_results_file, read_measured_rows
 from ascend_tune.calibrate.rows import load_rows, require_rows
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import OperatorSpec
@@ -39,8 +42,8 @@ class Point:
 class Sweep:
     shape_key: str
     rows: int
-    spearman: float
-    pairwise: float  # share of row pairs the model orders as measured
+    spearman: float | None  # None: undefined (no two measured times differ)
+    pairwise: float | None  # share of row pairs the model orders as measured
     regret: float  # measured time of the model's pick / measured best
 
 
@@ -53,15 +56,26 @@ class Fidelity:
     mape: float
     max_error: float
     bias: float  # mean signed error
-    spearman: float  # over all rows (mixes shapes: sweeps say more)
+    spearman: float | None  # over all rows (mixes shapes: sweeps say more); None: one row
     sweeps: tuple[Sweep, ...]
     skipped: tuple[str, ...]
 
 
 def compare(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path],
-            manifest: Path | None, where: str | None) -> Fidelity:
-    report = load_rows(files, spec, hw, manifest, where)
-    require_rows(report, files)
+            manifest: Path | None, where: str | None, results: Sequence[Path] = ()
+            ) -> Fidelity:
+    """The model (``spec`` on ``hw``) against the rows of measurement ``files`` (a results
+    file among them gives its measured candidates and baselines) and the measured candidates
+    of results files ``results`` (those of the page)."""
+    tables = [f for f in files if not is_results_file(f)]
+    from_results = [*(f for f in files if is_results_file(f)), *results]
+    report = load_rows(tables, spec, hw, manifest, where)
+    if from_results:
+        rows, invalid = split_valid(spec, hw, read_measured_rows(from_results, spec))
+        report.rows += rows
+        report.skipped += invalid
+        report.files += [str(p) for p in from_results]
+    require_rows(report, [*files, *results])
     rows = report.rows
     predicted = np.asarray(calibrate.predict(spec, hw, rows).time_us, dtype=np.float64)
     measured = np.array([m.time_us for m in rows], dtype=np.float64)
@@ -78,10 +92,9 @@ def compare(spec: OperatorSpec, hw: HardwareProfile, files: Sequence[Path],
         sel = np.array(idx)
         stats = calibrate.error_stats(predicted[sel], measured[sel])
         pick = sel[int(np.argmin(predicted[sel]))]
-        sweeps.append(Sweep(key, len(idx), float(stats.spearman),
-                            float(stats.pairwise_agreement),
+        sweeps.append(Sweep(key, len(idx), stats.spearman, stats.pairwise_agreement,
                             float(measured[pick] / measured[sel].min())))
     signed = predicted / measured - 1.0
     return Fidelity(spec.display_name, hw.name, tuple(report.files), points,
                     float(overall.mape), float(overall.max_error), float(signed.mean()),
-                    float(overall.spearman), tuple(sweeps), tuple(report.skipped))
+                    overall.spearman, tuple(sweeps), tuple(report.skipped))

@@ -98,8 +98,13 @@ def _shape_view(op_id: str, s: ShapeResult, draw: _Charts | None) -> dict[str, A
                         "caption": "Sensitivity: latency change with each parameter one "
                                    "domain step down or up from the winner."})
     winner = s.tuned.latency_us
+    m = s.measured
     return {
         "id": sid, "key": s.key,
+        "measured": us(m.winner_us) if m is not None and m.winner_us is not None else "-",
+        "baseline_measured": (us(m.baseline_us) if m is not None and m.baseline_us is not None
+                              else "-"),
+        "measured_speedup": times(m.speedup) if m is not None else "n/a",
         "baseline": us(s.baseline.latency_us) if s.baseline else f"invalid ({s.baseline_violates})",
         "tuned": us(winner), "speedup": times(s.speedup), "bound": s.tuned.bound,
         "efficiency": pct(s.tuned.efficiency),
@@ -141,6 +146,8 @@ def _operator_view(i: int, op: OperatorResult, draw: _Charts) -> dict[str, Any]:
                    for s in op.shapes],
         "count": len(op.shapes), "charted": len(charted),
         "geomean": times(op.geomean_speedup), "max": times(op.max_speedup),
+        "measured": op.measured_shapes,
+        "measured_geomean": times(op.measured_geomean_speedup),
         "efficiency": pct(op.median_efficiency),
         "bounds": ", ".join(f"{b} ({n})" for b, n in op.bounds),
         "top_bound": op.bounds[0][0],
@@ -171,19 +178,24 @@ def _dispatch_view(check: DispatchCheck) -> dict[str, Any]:
     }
 
 
+def _rank(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def _fidelity_view(fid: Fidelity, draw: _Charts) -> dict[str, Any]:
     return {
         "title": f"{fid.spec_name} on {fid.hw_name}", "files": ", ".join(fid.files),
         "rows": len(fid.points), "skipped": list(fid.skipped),
         "mape": pct(fid.mape), "max_error": pct(fid.max_error),
-        "bias": pct(fid.bias, signed=True), "spearman": f"{fid.spearman:.2f}",
+        "bias": pct(fid.bias, signed=True), "spearman": _rank(fid.spearman),
         "figures": [
             {**draw("fidelity-scatter", charts.fidelity_scatter, fid), "kind": "scatter",
              "caption": "Predicted against measured time per row; the line is y = x."},
             {**draw("fidelity-errors", charts.fidelity_errors, fid), "kind": "errors",
              "caption": "Prediction error by row (negative: the model is optimistic)."}],
-        "sweeps": [{"key": s.shape_key, "rows": s.rows, "spearman": f"{s.spearman:.2f}",
-                    "pairwise": pct(s.pairwise), "regret": times(s.regret)}
+        "sweeps": [{"key": s.shape_key, "rows": s.rows, "spearman": _rank(s.spearman),
+                    "pairwise": "n/a" if s.pairwise is None else pct(s.pairwise),
+                    "regret": times(s.regret)}
                    for s in fid.sweeps],
         "points": [{"n": n, "origin": p.origin, "key": p.shape_key,
                     "measured": us(p.measured_us), "predicted": us(p.predicted_us),

@@ -487,11 +487,13 @@ def index(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def has_measurements(entry: Mapping[str, Any]) -> bool:
-    """Whether an entry holds a device measurement (``measure``: a timed or failed candidate,
-    or the measured winner): what a retune must never drop."""
+    """Whether an entry holds a device measurement (``measure``: a timed or failed candidate
+    or baseline, or the measured winner): what a retune must never drop."""
     def measured(m: Any) -> bool:
         return isinstance(m, Mapping) and ("time_us" in m or "error" in m)
 
     cands = entry.get("candidates")
+    base = entry.get("baseline")
     return measured(entry.get("measured")) or (isinstance(cands, list) and any(
-        isinstance(c, Mapping) and measured(c.get("measured")) for c in cands))
+        isinstance(c, Mapping) and measured(c.get("measured")) for c in cands)) or (
+        isinstance(base, Mapping) and measured(base.get("measured")))

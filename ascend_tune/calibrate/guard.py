@@ -1,0 +1,71 @@
+"""What a calibration may not write: a fitted number at the fit's bound, or one the chip cannot
+have. Either is refused before anything is written, unless the caller forces it.
+
+A scale that stopped at its bound (:data:`~ascend_tune.calibrate.coefficients.SCALE_BOUNDS`)
+did not fit the rows: they wanted more than the bound allows, so the written number is the
+bound, not a measurement (typically the model's form is wrong for those rows, or the rows
+cannot tell this coefficient from another). A number beyond a physical limit
+(:func:`ascend_tune.hardware.limits.physical_problems`, e.g. an HBM rate above the L2 rate)
+is wrong whatever the rows say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ascend_tune.calibrate.coefficients import BY_NAME, SCALE_BOUNDS, leaf
+from ascend_tune.calibrate.fit import FitResult
+from ascend_tune.hardware.limits import physical_problems
+
+# A scale within this factor of a bound counts as at it (the solver stops a hair inside).
+AT_BOUND = 0.001
+
+
+def _shown(value: Any) -> str:
+    """A leaf's value for a message: a number, or a bandwidth curve's peak."""
+    if isinstance(value, list):
+        peak = max(float(p[1]) for p in value)
+        return f"peak {peak:.6g} B/cycle"
+    if isinstance(value, dict):
+        return "its table"
+    return f"{float(value):.6g}"
+
+
+def at_bound(result: FitResult) -> list[str]:
+    """One line per fitted coefficient whose scale stopped at a bound: the leaf, the value
+    written, the sourced value and the bound."""
+    lo, hi = SCALE_BOUNDS
+    out = []
+    for name in result.fitted:
+        scale = result.scales[name]
+        if lo * (1 + AT_BOUND) < scale < hi * (1 - AT_BOUND):
+            continue
+        bound = lo if scale <= lo * (1 + AT_BOUND) else hi
+        path = BY_NAME[name].leaves[0]
+        value = _shown(leaf(result.data, path)["value"])
+        base = _shown(leaf(result.base_data, path)["value"]) if result.base_data else "?"
+        more = len(BY_NAME[name].leaves) - 1
+        out.append(f"{name}: {'.'.join(path)}{f' (and {more} more leaf)' if more else ''} "
+                   f"fitted to {value}, x{scale:.4g} of the sourced {base}: at the fit's "
+                   f"bound x{bound:g}")
+    return out
+
+
+def beyond_physics(result: FitResult) -> list[str]:
+    """One line per physical limit the calibrated profile breaks and its base did not."""
+    before = {str(p) for p in physical_problems(result.base_data)} if result.base_data else set()
+    return [f"physical limit: {p}" for p in physical_problems(result.data)
+            if str(p) not in before]
+
+
+def refusals(result: FitResult) -> list[str]:
+    """Why the calibrated profile must not be written (empty: it may)."""
+    return [*at_bound(result), *beyond_physics(result)]
+
+
+def refusal_message(problems: Sequence[str]) -> str:
+    """One line for the error: the first problem, how many more, and the way out."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return (f"calibration refused, nothing written: {problems[0]}{more}; check the rows or "
+            "--exclude the coefficient, or --force to write it anyway")
