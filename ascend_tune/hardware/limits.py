@@ -212,11 +212,9 @@ def _curve_problem(curve: Any) -> str | None:
 # Unlike LIMITS (sanity bounds for the arithmetic), these relate numbers of one chip that
 # physics ties together; a calibration that breaks one has fitted a number the chip cannot
 # have (docs/npu.md "Calibration and validation").
-# (transfer path, GM port leaf): a transfer between GM and a core goes through its GM port.
-PORT_OF_TRANSFER = (("gm_to_l1", "aic_gm_port_bytes_per_cycle"),
-                    ("l0c_to_gm", "aic_gm_port_bytes_per_cycle"),
-                    ("gm_to_ub", "aiv_gm_port_bytes_per_cycle"),
-                    ("ub_to_gm", "aiv_gm_port_bytes_per_cycle"))
+# Not a limit: a transfer's bandwidth curve above its core's GM port (the model takes the
+# smaller of the two, so a curve above the port never binds; the closed loop recovers ports
+# below the msKPP single-core curves, benchmarks/closed_loop.py).
 
 
 @dataclass(frozen=True)
@@ -236,28 +234,14 @@ def _number(data: Mapping[str, Any], *path: str) -> float | None:
     return float(value) if ok else None
 
 
-def _curve_peak(data: Mapping[str, Any], path: str) -> float | None:
-    present, curve = leaf_value(data, "transfers", path, "bandwidth_curve")
-    if not present or _curve_problem(curve) is not None:
-        return None
-    return float(max(rate for _size, rate in curve))
-
-
 def physical_problems(data: Mapping[str, Any]) -> list[PhysicalProblem]:
     """The physical limits a merged profile's numbers break: the aggregate HBM rate above the
-    L2 rate every GM access passes through; a GM transfer's bandwidth curve above the GM port
-    of the core that issues it. A limit whose numbers the profile lacks is not checked."""
+    L2 rate every GM access passes through. A limit whose numbers the profile lacks is not
+    checked."""
     out: list[PhysicalProblem] = []
     hbm = _number(data, "memory", "hbm_bandwidth_gbps")
     l2 = _number(data, "memory", "l2_bandwidth_gbps")
     if hbm is not None and l2 is not None and hbm > l2:
         out.append(PhysicalProblem("memory.hbm_bandwidth_gbps", hbm, l2,
                                    "memory.l2_bandwidth_gbps: GM traffic passes through L2"))
-    for path, port_key in PORT_OF_TRANSFER:
-        peak = _curve_peak(data, path)
-        port = _number(data, "memory", port_key)
-        if peak is not None and port is not None and peak > port:
-            out.append(PhysicalProblem(f"transfers.{path}.bandwidth_curve", peak, port,
-                                       f"memory.{port_key}: one core's transfers go through "
-                                       "its GM port"))
     return out
