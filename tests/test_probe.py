@@ -135,6 +135,9 @@ def test_one_run_identifies_the_device(tmp_path: Path, searched: Path, matmul: O
     for entry in doc["shapes"]:
         times = [c["measured"]["time_us"] for c in entry["candidates"]]
         assert entry["measured"]["time_us"] == min(times)
+    # The measure summary (`measure --json`, its table) marks them.
+    summary = api.measure_summary(doc["shapes"])
+    assert sum(c.get("probe", False) for s in summary for c in s["candidates"]) == 8
 
 
 def test_probe_designed_at_another_profile_stays_valid_on_the_files(

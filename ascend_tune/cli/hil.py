@@ -135,7 +135,8 @@ def _print_table(name: str, entries: Sequence[Mapping[str, Any]]) -> None:
                          c["candidate"],
                          " ".join(f"{k}={v}" for k, v in c["config"].items()),
                          _us(c["predicted_us"]), _measured_cell(c),
-                         "<- winner" if c["candidate"] == winner else ""])
+                         ("<- winner" if c["candidate"] == winner
+                          else "probe" if c.get("probe") else "")])
     console.table(f"{name}: predicted vs measured (candidate 0 is the model's pick)",
                   ["shape", "#", "config", "predicted us", "measured us", ""], rows,
                   right=(1, 3, 4))

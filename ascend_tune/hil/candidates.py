@@ -233,6 +233,7 @@ def summary(entries: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
                    if "time_us" in c.get("measured", {}) else {}),
                 **({"error": c["measured"]["error"]} if "error" in c.get("measured", {})
                    else {}),
+                **({"probe": True} if c.get("probe") is True else {}),
             } for i, c in enumerate(cands)],
         }
 
