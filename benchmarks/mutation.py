@@ -85,8 +85,6 @@ _PAIR_TABLE_CHOICE = ("a choice between two ways of filling the same table of sh
                       "the same, only time and memory differ")
 _TRUNCATION = ("int(v) and math.trunc(v) agree on every int and finite float (and both raise "
                "on inf and nan)")
-_UNIFORM_DRAW = ("a uniform draw in [0, 1) equal to the rate exactly has probability 2^-53 per "
-                 "draw: < and <= give the same choices")
 _EMPTY_PASSES = ("the early return only skips Feasible.passes for no rows or no checks; "
                  "passes gives the same empty (rows, checks) array there (the search's "
                  "CheckSet, Unconstrained and the tests' toy all do)")
@@ -128,6 +126,13 @@ EQUIVALENT: dict[str, str] = {
         "values that never change afterwards: a completed row passes every check that reads "
         "a free gene, so the re-check finds nothing (it guards a Feasible whose reads miss a "
         "gene, which breaks the Feasible contract)"),
+    "strategy_repair/_Run._cross: constant: 1 -> 2 #1": (
+        "the pinned mask made two rows instead of one: settle reads pinned only at the rows "
+        "it settles (the one child, row 0), so the extra all-False row is never read"),
+    "strategy_repair/_Run._group: constant: 0 -> 1 #2": (
+        "reads.shape[1] (the number of genes) instead of reads.shape[0] (the number of "
+        "checks) as the guard: with no checks, reads.sum(axis=1) is empty either way and no "
+        "coupled check is found; a problem always has at least one gene"),
     "calibration_split/holdout: boolop: taken >= 1 and len(held) < n -> taken >= 1 or "
     "len(held) < n #1": _SPLIT_GUARD,
     "calibration_split/holdout: compare: len(held) < n -> len(held) <= n #1": _SPLIT_GUARD,
