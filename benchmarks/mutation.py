@@ -91,6 +91,11 @@ _EMPTY_PASSES = ("the early return only skips Feasible.passes for no rows or no 
 _SPLIT_GUARD = ("holdout's 'taken >= 1 and len(held) < n' always holds where it is tested: "
                 "the target is at least one row, there are at least four groups and the loop "
                 "never takes the last group")
+_DEAD_REFINE_GUARD = (
+    "a change to the NONE selection select returns when the refined configuration fails "
+    "derive: that branch is never taken, since refine accepts only configurations whose score "
+    "is finite and select's score is inf exactly where derive fails (a guard that mirrors the "
+    "C++ kNone)")
 EQUIVALENT: dict[str, str] = {
     "costs/chip_share_bytes_per_cycle: negate: len(k_values) * len(c_values) > "
     "max(_PAIR_TABLE, pairs.size) -> not (len(k_values) * len(c_values) > "
@@ -126,6 +131,9 @@ EQUIVALENT: dict[str, str] = {
         "values that never change afterwards: a completed row passes every check that reads "
         "a free gene, so the re-check finds nothing (it guards a Feasible whose reads miss a "
         "gene, which breaks the Feasible contract)"),
+    "selection/select: unary_drop: -1 -> 1 #3": _DEAD_REFINE_GUARD,
+    "selection/select: constant: 1 -> 2 #4": _DEAD_REFINE_GUARD,
+    "selection/select: constant: 0 -> 1 #3": _DEAD_REFINE_GUARD,
     "strategy_repair/_Run._cross: constant: 1 -> 2 #1": (
         "the pinned mask made two rows instead of one: settle reads pinned only at the rows "
         "it settles (the one child, row 0), so the extra all-False row is never read"),
