@@ -85,14 +85,17 @@ _PAIR_TABLE_CHOICE = ("a choice between two ways of filling the same table of sh
                       "the same, only time and memory differ")
 _TRUNCATION = ("int(v) and math.trunc(v) agree on every int and finite float (and both raise "
                "on inf and nan)")
-_UNIFORM_DRAW = ("a uniform draw in [0, 1) equal to the rate exactly has probability 2^-53 per "
-                 "draw: < and <= give the same choices")
 _EMPTY_PASSES = ("the early return only skips Feasible.passes for no rows or no checks; "
                  "passes gives the same empty (rows, checks) array there (the search's "
                  "CheckSet, Unconstrained and the tests' toy all do)")
 _SPLIT_GUARD = ("holdout's 'taken >= 1 and len(held) < n' always holds where it is tested: "
                 "the target is at least one row, there are at least four groups and the loop "
                 "never takes the last group")
+_DEAD_REFINE_GUARD = (
+    "a change to the NONE selection select returns when the refined configuration fails "
+    "derive: that branch is never taken, since refine accepts only configurations whose score "
+    "is finite and select's score is inf exactly where derive fails (a guard that mirrors the "
+    "C++ kNone)")
 EQUIVALENT: dict[str, str] = {
     "costs/chip_share_bytes_per_cycle: negate: len(k_values) * len(c_values) > "
     "max(_PAIR_TABLE, pairs.size) -> not (len(k_values) * len(c_values) > "
@@ -128,6 +131,16 @@ EQUIVALENT: dict[str, str] = {
         "values that never change afterwards: a completed row passes every check that reads "
         "a free gene, so the re-check finds nothing (it guards a Feasible whose reads miss a "
         "gene, which breaks the Feasible contract)"),
+    "selection/select: unary_drop: -1 -> 1 #3": _DEAD_REFINE_GUARD,
+    "selection/select: constant: 1 -> 2 #4": _DEAD_REFINE_GUARD,
+    "selection/select: constant: 0 -> 1 #3": _DEAD_REFINE_GUARD,
+    "strategy_repair/_Run._cross: constant: 1 -> 2 #1": (
+        "the pinned mask made two rows instead of one: settle reads pinned only at the rows "
+        "it settles (the one child, row 0), so the extra all-False row is never read"),
+    "strategy_repair/_Run._group: constant: 0 -> 1 #2": (
+        "reads.shape[1] (the number of genes) instead of reads.shape[0] (the number of "
+        "checks) as the guard: with no checks, reads.sum(axis=1) is empty either way and no "
+        "coupled check is found; a problem always has at least one gene"),
     "calibration_split/holdout: boolop: taken >= 1 and len(held) < n -> taken >= 1 or "
     "len(held) < n #1": _SPLIT_GUARD,
     "calibration_split/holdout: compare: len(held) < n -> len(held) <= n #1": _SPLIT_GUARD,

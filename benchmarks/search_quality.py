@@ -5,6 +5,8 @@ optimum over a shape suite, several budgets and seeds.
     python benchmarks/search_quality.py --quick    # 6 shapes, 3 seeds
     python benchmarks/search_quality.py --suite hard --seeds 5 --budgets 2000
                                                    # the peer suites: main, heldout, hard
+    python benchmarks/search_quality.py --suite heldout --seeds 10 --first-seed 5 --budgets 2000
+                                                   # seeds 5-14
 
 Prints per strategy and budget: the mean fraction of optimum (optimum / found) over every
 run, the share of runs within 1.01x of the optimum and the worst run; the median and 5th
@@ -68,6 +70,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds first-seed .. first-seed + seeds - 1 (seeds the strategies "
+                    "were not tuned on: e.g. 5)")
     ap.add_argument("--hw", default="ascend910b3")
     ap.add_argument("--suite", choices=("schoonhoven", "main", "heldout", "hard"),
                     default="schoonhoven",
@@ -105,7 +110,7 @@ def main() -> None:
             args.optima.write_text(json.dumps(cache, indent=1, sort_keys=True))
         for budget in budgets:
             found: dict[str, list[float]] = {s: [] for s in strategies}
-            for seed in range(seeds):
+            for seed in range(args.first_seed, args.first_seed + seeds):
                 for strat in strategies:
                     problem = search_problem(model, strat)
                     start = time.perf_counter()

@@ -8,7 +8,7 @@ import pytest
 from ascend_tune.base.errors import NoValidConfigError
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.engine import ShapeModel
-from ascend_tune.search.problem import run
+from ascend_tune.search.problem import _rows_among, run
 from ascend_tune.search.strategies import STRATEGIES, Problem
 from ascend_tune.spec import OperatorSpec, load_spec
 from ascend_tune.tune.run import plan
@@ -318,3 +318,18 @@ def test_mirror_image_flips_the_walk_order(hw: HardwareProfile,
                                                       "iterateOrder")) for row in moves}
     assert (64, 128, 2, 4, 0) in seen
     assert (64, 128, 2, 4, 1) in seen
+
+
+def test_rows_among_finds_exactly_the_equal_rows() -> None:
+    """The mask score_all uses to leave out configurations already scored (the baseline):
+    equal rows only, wherever they differ from a near miss (first gene, middle, last)."""
+    rows = np.array([[1, 2, 3, 4], [0, 0, 0, 0]])
+    batch = np.array([[1, 2, 3, 4], [2, 2, 3, 4], [1, 2, 0, 4], [1, 2, 3, 5], [0, 0, 0, 0],
+                      [0, 0, 0, 1], [1, 2, 3, 4]])
+    # Column-major, as the enumeration's blocks are.
+    batch = np.asfortranarray(batch)
+    assert _rows_among(batch, rows).tolist() == [True, False, False, False, True, False, True]
+    assert _rows_among(batch, rows[:0]).tolist() == [False] * 7
+    assert _rows_among(batch[:, :1], rows[:, :1]).tolist() == [True, False, True, True, True,
+                                                               True, True]
+    assert _rows_among(np.zeros((3, 0), dtype=np.int64), rows[:, :0]).tolist() == [True] * 3

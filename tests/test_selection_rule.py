@@ -14,6 +14,7 @@ from ascend_tune.emit.selection import (
     EXACT,
     MODEL,
     NONE,
+    REFINED,
     WALK,
     candidate_table,
     derive,
@@ -130,9 +131,14 @@ def test_unseen_shape_takes_the_fastest_valid_candidate(bundle: emit.Bundle) -> 
              if derive(bundle.spec, env, shape, c) is not None else np.inf for c in table]
     assert sel.source == MODEL and sel.index == int(np.argmin(times))
     assert sel.config == table[sel.index] and sel.latency_us == min(times)
-    # With the descent (the default) it starts from that candidate and only gets faster.
+    # With the descent (the default) it starts from that candidate and gets faster here: a
+    # valid configuration, its derived values and its latency by the model.
     refined = bundle.select(shape)
-    assert refined.index == sel.index and refined.latency_us <= sel.latency_us
+    assert (refined.source, refined.index) == (REFINED, sel.index)
+    assert refined.latency_us < sel.latency_us and refined.config != sel.config
+    assert refined.env == derive(bundle.spec, env, shape, refined.config)
+    assert refined.latency_us == model.latency_us(
+        [3_000_000], [refined.config[p] for p in bundle.spec.params], 20, 40)
 
 
 def _no_baseline_bundle() -> emit.Bundle:

@@ -251,15 +251,20 @@ class Problem:
 
 def _rows_among(genomes: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Mask of the genomes equal to one of ``rows`` (a few): the first gene compared over the
-    batch, whole rows only for the matches (no key per row, no copy of the batch)."""
+    batch, the next genes only on the matches so far (no key per row, no copy of the batch)."""
     out = np.zeros(len(genomes), dtype=bool)
     if genomes.shape[1] == 0:
         out[:] = len(rows) > 0
         return out
     for row in rows:
+        # Column by column, on the matches so far only: the first compare is one pass over a
+        # column (contiguous in the enumeration's column-major blocks), the rest are short.
         match = np.flatnonzero(genomes[:, 0] == row[0])
-        if match.size:
-            out[match[(genomes[match] == row).all(axis=1)]] = True
+        for j in range(1, genomes.shape[1]):
+            if not match.size:
+                break
+            match = match[genomes[match, j] == row[j]]
+        out[match] = True
     return out
 
 
