@@ -108,6 +108,12 @@ class Build:
     exe: Path | None = None
     compile_error: str = ""
     warning_errors: dict[str, str] = field(default_factory=dict)
+    bundle: emit.Bundle | None = None  # the results' bundle, loaded once
+
+    def selection_bundle(self) -> emit.Bundle:
+        if self.bundle is None:
+            self.bundle = emit.load_bundle(self.doc, "results")
+        return self.bundle
 
 
 @dataclass
@@ -164,7 +170,7 @@ def _build(name: str, work: Path) -> Build:
     spec = bundle.spec
     if target.variant is not None:
         spec = load_spec_text(doc["spec"]["text"], str(results), target.variant)
-    build = Build(name, target, spec, bundle.hw, doc)
+    build = Build(name, target, spec, bundle.hw, doc, bundle=bundle)
     folder = work / name.replace(":", "_")
     # What `ascend-tune emit --style struct` writes (the struct is the same for every variant).
     emit.write(folder, emit.render(bundle, "struct"))
@@ -218,7 +224,7 @@ def _from_env(build: Build, ident: str, shape: Mapping[str, int], cores: int,
 def _selected(build: Build, ident: str, shape: Mapping[str, int], cores: int,
               seed: int) -> Case | None:
     """The tiling the emitted selection picks on a platform with ``cores`` AIV cores."""
-    sel = emit.load_bundle(build.doc, "results").select(shape, *_cores(cores))
+    sel = build.selection_bundle().select(shape, *_cores(cores))
     if sel.source == NONE:
         return None
     return _from_env(build, ident, shape, cores, sel.env, seed)
@@ -357,7 +363,7 @@ def test_selection_finds_a_tiling_for_small_shapes(name: str) -> None:
     results = ROOT / "examples" / target.folder / "results.json"
     doc = json.loads(results.read_text())
     bundle = emit.load_bundle(doc, str(results))
-    build = Build(name, target, bundle.spec, bundle.hw, doc)
+    build = Build(name, target, bundle.spec, bundle.hw, doc, bundle=bundle)
     cores = int(bundle.hw.env()["hw.vector_cores"])
     if target.rows:
         shapes = [{"rows": r, "cols": c} for r in range(1, 50, 3)
