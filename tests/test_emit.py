@@ -40,6 +40,7 @@ def docs(hw: HardwareProfile, add_spec: OperatorSpec, matmul_spec: OperatorSpec
 
 @pytest.mark.parametrize("which", ["add", "matmul"])
 @pytest.mark.parametrize("style", sorted(STYLES))
+@pytest.mark.xdist_group("emit_docs")
 def test_golden_files(which: str, style: str, docs: dict[str, dict[str, Any]],
                       update_golden: bool) -> None:
     bundle = emit.load_bundle(docs[which], "results.json")
@@ -54,6 +55,7 @@ def test_golden_files(which: str, style: str, docs: dict[str, dict[str, Any]],
     assert emit.render(bundle, style, op_host=True) == files, "deterministic"
 
 
+@pytest.mark.xdist_group("emit_docs")
 def test_check_reports_stale_and_missing(tmp_path: Path, docs: dict[str, dict[str, Any]]) -> None:
     bundle = emit.load_bundle(docs["add"], "results.json")
     files = emit.render(bundle, "macro", False)
@@ -132,6 +134,7 @@ def _python_line(bundle: emit.Bundle, shape: dict[str, int], cores: tuple[int, i
 @needs_gxx
 @pytest.mark.parametrize("which", ["add", "matmul"])
 @pytest.mark.parametrize("style", sorted(STYLES))
+@pytest.mark.xdist_group("emit_docs")
 def test_emitted_code_compiles_and_selects_like_python(
         which: str, style: str, tmp_path: Path, docs: dict[str, dict[str, Any]],
         hw: HardwareProfile) -> None:
@@ -201,6 +204,7 @@ int main() {{
 
 @needs_gxx
 @pytest.mark.parametrize("style", sorted(STYLES))
+@pytest.mark.xdist_group("emit_docs")
 def test_generated_tiling_func_fills_the_context(style: str, tmp_path: Path,
                                                  docs: dict[str, dict[str, Any]],
                                                  hw: HardwareProfile) -> None:

@@ -112,6 +112,7 @@ def expected_winner(spec: OperatorSpec, entry: Mapping[str, Any]) -> int:
 # ---- search --top-k -------------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("hil_searched")
 def test_top_k_keeps_the_k_best_distinct_configurations(tmp_path: Path, hw: HardwareProfile,
                                                         add_spec: OperatorSpec,
                                                         searched: Path) -> None:
@@ -143,6 +144,7 @@ def test_top_k_keeps_the_k_best_distinct_configurations(tmp_path: Path, hw: Hard
     assert got == pytest.approx(best.tolist(), rel=1e-6)
 
 
+@pytest.mark.xdist_group("hil_searched")
 def test_top_k_one_keeps_todays_file_and_another_k_retunes(tmp_path: Path,
                                                           hw: HardwareProfile,
                                                           add_spec: OperatorSpec,
@@ -214,6 +216,7 @@ def test_tiling_blob_refuses_a_missing_or_non_numeric_field(add_spec: OperatorSp
 # ---- measure --------------------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("hil_searched")
 def test_measuring_reranks_and_the_measured_winner_is_emitted(
         measured: tuple[Path, hil_run.MeasureOutcome, list[str]],
         add_spec: OperatorSpec) -> None:
@@ -245,6 +248,7 @@ def test_measuring_reranks_and_the_measured_winner_is_emitted(
     assert {shape_key(s): c for s, c in bundle.shapes} == winners
 
 
+@pytest.mark.xdist_group("hil_searched")
 def test_calibration_from_measured_candidates_moves_toward_the_hidden_profile(
         measured: tuple[Path, hil_run.MeasureOutcome, list[str]], hw: HardwareProfile,
         add_spec: OperatorSpec, tmp_path: Path) -> None:
@@ -306,6 +310,7 @@ def small(tmp_path_factory: pytest.TempPathFactory, hw: HardwareProfile) -> Path
     return path
 
 
+@pytest.mark.xdist_group("hil_small")
 def test_failed_and_timed_out_candidates_are_recorded_and_skipped(tmp_path: Path,
                                                                   small: Path) -> None:
     path = tmp_path / "add.json"
@@ -340,6 +345,7 @@ def test_failed_and_timed_out_candidates_are_recorded_and_skipped(tmp_path: Path
     assert len(counted(counter)) == 8 - 2 + 2 * 2  # the two failing ones ran twice
 
 
+@pytest.mark.xdist_group("hil_small")
 def test_rerun_measures_nothing_and_retry_failed_only_the_failed(tmp_path: Path,
                                                                 small: Path) -> None:
     path = tmp_path / "add.json"
@@ -363,6 +369,7 @@ def test_rerun_measures_nothing_and_retry_failed_only_the_failed(tmp_path: Path,
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+@pytest.mark.xdist_group("hil_small")
 def test_a_killed_measure_run_resumes_without_remeasuring(tmp_path: Path, small: Path,
                                                           sig: signal.Signals) -> None:
     path = tmp_path / "add.json"
@@ -396,6 +403,7 @@ def test_a_killed_measure_run_resumes_without_remeasuring(tmp_path: Path, small:
     assert not results.journal_path(path).exists()
 
 
+@pytest.mark.xdist_group("hil_small")
 def test_measure_refuses_bad_input_in_one_line(tmp_path: Path, small: Path) -> None:
     def one_line(proc: subprocess.CompletedProcess[str], contains: str) -> None:
         assert proc.returncode == 2, proc.stderr
@@ -420,6 +428,7 @@ def test_measure_refuses_bad_input_in_one_line(tmp_path: Path, small: Path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edited.json"]  # nothing left
 
 
+@pytest.mark.xdist_group("hil_searched")
 def test_search_summary_shows_predicted_and_measured(
         measured: tuple[Path, hil_run.MeasureOutcome, list[str]], tmp_path: Path) -> None:
     path, _out, _calls = measured
@@ -451,6 +460,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         ray.shutdown()
 
 
+@pytest.mark.xdist_group("hil_searched")
 def test_measure_and_search_on_a_ray_cluster(
         ray_cluster: Path, tmp_path: Path, searched: Path, hw: HardwareProfile,
         add_spec: OperatorSpec,
@@ -472,6 +482,7 @@ def test_measure_and_search_on_a_ray_cluster(
     assert spread.read_bytes() == searched.read_bytes()
 
 
+@pytest.mark.xdist_group("hil_searched")
 def test_calibrate_and_validate_read_the_measured_candidates(
         measured: tuple[Path, hil_run.MeasureOutcome, list[str]], tmp_path: Path,
         add_spec: OperatorSpec) -> None:

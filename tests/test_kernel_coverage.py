@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,6 +108,12 @@ class Build:
     exe: Path | None = None
     compile_error: str = ""
     warning_errors: dict[str, str] = field(default_factory=dict)
+    bundle: emit.Bundle | None = None  # the results' bundle, loaded once
+
+    def selection_bundle(self) -> emit.Bundle:
+        if self.bundle is None:
+            self.bundle = emit.load_bundle(self.doc, "results")
+        return self.bundle
 
 
 @dataclass
@@ -165,7 +170,7 @@ def _build(name: str, work: Path) -> Build:
     spec = bundle.spec
     if target.variant is not None:
         spec = load_spec_text(doc["spec"]["text"], str(results), target.variant)
-    build = Build(name, target, spec, bundle.hw, doc)
+    build = Build(name, target, spec, bundle.hw, doc, bundle=bundle)
     folder = work / name.replace(":", "_")
     # What `ascend-tune emit --style struct` writes (the struct is the same for every variant).
     emit.write(folder, emit.render(bundle, "struct"))
@@ -219,7 +224,7 @@ def _from_env(build: Build, ident: str, shape: Mapping[str, int], cores: int,
 def _selected(build: Build, ident: str, shape: Mapping[str, int], cores: int,
               seed: int) -> Case | None:
     """The tiling the emitted selection picks on a platform with ``cores`` AIV cores."""
-    sel = emit.load_bundle(build.doc, "results").select(shape, *_cores(cores))
+    sel = build.selection_bundle().select(shape, *_cores(cores))
     if sel.source == NONE:
         return None
     return _from_env(build, ident, shape, cores, sel.env, seed)
@@ -268,30 +273,38 @@ def _run(build: Build, cases: Sequence[Case]) -> Run:
     return Run(list(cases), proc.returncode, proc.stdout, proc.stderr)
 
 
-Results = dict[str, tuple[Build, Run | None]]
+class Results:
+    """Each target built and run once, when a test first asks for it. The tests of one target
+    carry the xdist group ``kernel_coverage_<target>`` (pytest runs with --dist=loadgroup): a
+    target is compiled by one worker, and the targets are spread over the workers."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self._done: dict[str, tuple[Build, Run | None]] = {}
+
+    def __getitem__(self, name: str) -> tuple[Build, Run | None]:
+        if name not in self._done:
+            build = _build(name, self.work)
+            run = (None if build.exe is None else
+                   _run(build, [c for c in _cases(build) if c is not None]))
+            self._done[name] = (build, run)
+        return self._done[name]
 
 
 @pytest.fixture(scope="module")
 def coverage(tmp_path_factory: pytest.TempPathFactory) -> Results:
-    """Every target built and run once, in parallel (compiles first, then runs)."""
     work = tmp_path_factory.mktemp("kernel_coverage")
     problem = _asan_problem(work)
     if problem:
         pytest.skip(problem)
-    workers = os.cpu_count() or 2
-    with ThreadPoolExecutor(workers) as pool:
-        builds = list(pool.map(lambda n: _build(n, work), TARGETS))
+    return Results(work)
 
-    def go(build: Build) -> Run | None:
-        if build.exe is None:
-            return None
-        return _run(build, [c for c in _cases(build) if c is not None])
 
-    # Biggest first, so the long runs overlap.
-    order = sorted(builds, key=lambda b: not b.target.rows)
-    with ThreadPoolExecutor(workers) as pool:
-        runs = dict(zip((b.name for b in order), pool.map(go, order), strict=True))
-    return {b.name: (b, runs[b.name]) for b in builds}
+def _target(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.xdist_group(f"kernel_coverage_{name.replace(':', '_')}")
+
+
+TARGET_PARAMS = [pytest.param(n, marks=_target(n)) for n in TARGETS]
 
 
 def _run_of(coverage: Results, name: str) -> tuple[Build, Run]:
@@ -300,7 +313,7 @@ def _run_of(coverage: Results, name: str) -> tuple[Build, Run]:
     return build, run
 
 
-@pytest.mark.parametrize("name", list(TARGETS))
+@pytest.mark.parametrize("name", TARGET_PARAMS)
 def test_kernel_compiles_warning_free(name: str, coverage: Results) -> None:
     """-std=c++11 and c++17, -Wall -Wextra -Werror, against the stand-in."""
     build, _ = coverage[name]
@@ -309,7 +322,7 @@ def test_kernel_compiles_warning_free(name: str, coverage: Results) -> None:
     assert build.exe is not None, build.compile_error
 
 
-@pytest.mark.parametrize("name", list(TARGETS))
+@pytest.mark.parametrize("name", TARGET_PARAMS)
 def test_tiling_struct_survives_get_tiling_data(name: str, coverage: Results) -> None:
     """GET_TILING_DATA copies sizeof / 8 uint64 words: a struct of another size loses its tail."""
     build, run = _run_of(coverage, name)
@@ -319,7 +332,7 @@ def test_tiling_struct_survives_get_tiling_data(name: str, coverage: Results) ->
         f"8-byte words and drops the last {size % 8} bytes")
 
 
-@pytest.mark.parametrize("name", list(TARGETS))
+@pytest.mark.parametrize("name", TARGET_PARAMS)
 def test_every_output_element_written_once(name: str, coverage: Results) -> None:
     """Tuned, fixed and random shapes: exact coverage, right values, no sanitizer report."""
     build, run = _run_of(coverage, name)
@@ -350,7 +363,7 @@ def test_selection_finds_a_tiling_for_small_shapes(name: str) -> None:
     results = ROOT / "examples" / target.folder / "results.json"
     doc = json.loads(results.read_text())
     bundle = emit.load_bundle(doc, str(results))
-    build = Build(name, target, bundle.spec, bundle.hw, doc)
+    build = Build(name, target, bundle.spec, bundle.hw, doc, bundle=bundle)
     cores = int(bundle.hw.env()["hw.vector_cores"])
     if target.rows:
         shapes = [{"rows": r, "cols": c} for r in range(1, 50, 3)
@@ -372,6 +385,7 @@ def _add_case(coverage: Results, **changes: int) -> tuple[Build, Case]:
     return build, case
 
 
+@_target("add")
 def test_harness_catches_a_last_core_overrun(coverage: Results) -> None:
     """lastBlockLength and the last tile one element too long: the last core reads past x."""
     build, case = _add_case(coverage, lastBlockLength=1, lastBlockLastTileLength=1)
@@ -380,6 +394,7 @@ def test_harness_catches_a_last_core_overrun(coverage: Results) -> None:
     assert "reads GM bytes" in run.stderr and "'input0'" in run.stderr, run.stderr[-2000:]
 
 
+@_target("add")
 def test_harness_catches_an_element_left_unwritten(coverage: Results) -> None:
     """The last tile one element short: in bounds, but the last output is never written."""
     build, case = _add_case(coverage, lastBlockLastTileLength=-1)
@@ -389,6 +404,7 @@ def test_harness_catches_an_element_left_unwritten(coverage: Results) -> None:
         "FAIL output element 100002 of 100003 written 0 times"), run.stdout
 
 
+@_target("add")
 def test_harness_catches_tiles_past_a_core_view(coverage: Results) -> None:
     """blockLength 16 short with the tiles unchanged: a full core's tiles run past the view
     it declared with SetGlobalBuffer (and into the next core's elements)."""
@@ -407,6 +423,7 @@ def selftest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return exe
 
 
+@pytest.mark.xdist_group("kernel_selftest")
 @pytest.mark.parametrize(("scenario", "message"), [
     ("unaligned_data_copy", "15 elements = 30 bytes, not a multiple of 32"),
     ("queue_depth", "AllocTensor with 1 tensors outstanding on a TQue of depth 1"),
@@ -436,9 +453,11 @@ def test_stand_in_is_strict_where_hardware_is_silent(selftest: Path, scenario: s
 
 @pytest.mark.parametrize(("name", "changes", "message"), [
     # split rows (key 11): the last column pass one column longer runs past the last row
-    ("softmax", {"tailColFactor": 1}, "of a GlobalTensor declared with"),
+    pytest.param("softmax", {"tailColFactor": 1}, "of a GlobalTensor declared with",
+                 marks=_target("softmax")),
     # one row too many on the last core: past the end of x
-    ("rmsnorm", {"lastBlockRows": 1, "lastBlockTailRowFactor": 1}, "reads GM bytes"),
+    pytest.param("rmsnorm", {"lastBlockRows": 1, "lastBlockTailRowFactor": 1}, "reads GM bytes",
+                 marks=_target("rmsnorm")),
 ])
 def test_harness_catches_row_overruns(coverage: Results, name: str, changes: dict[str, int],
                                       message: str) -> None:
@@ -454,6 +473,7 @@ def test_harness_catches_row_overruns(coverage: Results, name: str, changes: dic
 
 
 
+@_target("rmsnorm")
 def test_harness_catches_wrong_values(coverage: Results) -> None:
     """avgFactor doubled: every element is written once, in bounds, but the values are off."""
     build, _ = _run_of(coverage, "rmsnorm")

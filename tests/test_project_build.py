@@ -39,6 +39,10 @@ LIB_API_WORKSPACE = 16 * 1024 * 1024  # PlatformAscendC::GetLibApiWorkSpaceSize 
 PLATFORMS = [(20, 40, LIB_API_WORKSPACE), (24, 48, 12_345_600)]  # AIC, AIV, lib workspace
 # ge::DataType values (CANN graph/types.h), independent of the emitter's table.
 GE_DTYPE = {"float16": 1, "bfloat16": 27, "float32": 0, "hf32": 0, "int8": 2, "int32": 3}
+# The tests of each module fixture run on one xdist worker (pytest runs with --dist=loadgroup),
+# so each project is compiled once per session.
+ONE_BUILD = pytest.mark.xdist_group("project_build")
+ONE_BROKEN = pytest.mark.xdist_group("project_broken")
 CTYPES = {"int8_t": "b", "uint8_t": "B", "int16_t": "h", "uint16_t": "H", "int32_t": "i",
           "uint32_t": "I", "int64_t": "q", "uint64_t": "Q", "float": "f"}
 
@@ -350,6 +354,7 @@ def _expected_fields(spec: OperatorSpec, env: dict[str, Any]) -> dict[str, int |
 
 
 @needs_gxx
+@ONE_BUILD
 @pytest.mark.parametrize("build", BUILDS, ids=[f"{s}-{c}" for s, c in BUILDS])
 def test_every_op_registers_once_without_conflict(
         build: tuple[str, str], builds: dict[tuple[str, str], Build],
@@ -387,6 +392,7 @@ def test_every_op_registers_once_without_conflict(
 
 
 @needs_gxx
+@ONE_BUILD
 @pytest.mark.parametrize("build", BUILDS, ids=[f"{s}-{c}" for s, c in BUILDS])
 def test_registered_tiling_functions_agree_with_python(
         build: tuple[str, str], builds: dict[tuple[str, str], Build],
@@ -543,6 +549,7 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.Com
 
 
 @needs_gxx
+@ONE_BROKEN
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_broken_projects_abort_at_load(
         name: str, broken: dict[str, subprocess.CompletedProcess[str]]) -> None:
@@ -557,6 +564,7 @@ def test_broken_projects_abort_at_load(
 
 
 @needs_gxx
+@ONE_BROKEN
 @pytest.mark.parametrize("ctype", BAD_FIELD_TYPES)
 def test_field_types_the_kernel_generator_rejects_do_not_compile(
         ctype: str, broken: dict[str, subprocess.CompletedProcess[str]]) -> None:

@@ -170,6 +170,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @needs_chromium
+@pytest.mark.xdist_group("report_rendered")
 def test_the_page_renders_in_a_browser_with_every_chart_and_no_request(
         rendered: Path, tmp_path: Path) -> None:
     out = rendered
@@ -212,6 +213,7 @@ def pdf_pages(path: Path) -> int:
 
 
 @needs_chromium
+@pytest.mark.xdist_group("report_rendered")
 def test_printing_expands_the_collapsed_sections(rendered: Path, tmp_path: Path) -> None:
     as_is, opened = tmp_path / "as_is.pdf", tmp_path / "opened.pdf"
     chromium(rendered, tmp_path, f"--print-to-pdf={as_is}", "--no-pdf-header-footer")
