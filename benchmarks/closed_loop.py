@@ -41,7 +41,7 @@ import numpy as np
 
 from ascend_tune import api
 from ascend_tune.base import executors
-from ascend_tune.calibrate.coefficients import leaf
+from ascend_tune.calibrate.coefficients import leaf, leaf_number
 from ascend_tune.calibrate.fit import error_stats
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
 from ascend_tune.model.engine import ShapeModel
@@ -108,11 +108,6 @@ def perturbed(hw: HardwareProfile, factors: Mapping[tuple[str, ...], float]
             node["value"] = node["value"] * factor
     data["name"] = f"{hw.name}_standin"
     return data
-
-
-def leaf_number(data: Mapping[str, Any], path: Sequence[str]) -> float:
-    value = leaf(data, path)["value"]
-    return float(value[-1][1] if isinstance(value, list) else value)
 
 
 def held_out_rows(spec: OperatorSpec, shipped: HardwareProfile, calibrated: HardwareProfile,

@@ -17,7 +17,7 @@ import pytest
 
 from ascend_tune import api
 from ascend_tune.base.vocabulary import BOUND_NAMES, PIPE_COLUMNS
-from ascend_tune.calibrate.coefficients import BY_NAME, leaf
+from ascend_tune.calibrate.coefficients import BY_NAME, leaf_number
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from tests.conftest import DATA
@@ -385,8 +385,8 @@ def test_validate_and_calibrate(tmp_path: Path) -> None:
     (name,) = fit.fitted
     scale = fit.scales[name]
     (path,) = BY_NAME[name].leaves[:1]
-    assert _leaf_number(calibrated.data, path) == pytest.approx(
-        _leaf_number(hw.data, path) * scale, rel=1e-5)
+    assert leaf_number(calibrated.data, path) == pytest.approx(
+        leaf_number(hw.data, path) * scale, rel=1e-5)
 
 
 def test_report_and_profiles(tmp_path: Path) -> None:
@@ -407,7 +407,3 @@ def test_report_and_profiles(tmp_path: Path) -> None:
     assert {"value", "source", "confidence"} == set(doc["values"]["chip.clock_mhz"])
     assert api.check([Path(__file__).resolve().parents[1] / "operator_specs" / "add.yaml"]) == []
 
-
-def _leaf_number(data: Any, path: tuple[str, ...]) -> float:
-    value = leaf(data, path)["value"]
-    return float(value[-1][1] if isinstance(value, list) else value)

@@ -23,6 +23,7 @@ import pytest
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate import fit as calibrate
+from ascend_tune.calibrate.coefficients import leaf_number
 from ascend_tune.calibrate.fit import error_stats
 from ascend_tune.emit import blob as tiling_blob
 from ascend_tune.emit import render as emit
@@ -259,7 +260,7 @@ def test_calibration_from_measured_candidates_moves_toward_the_hidden_profile(
     fitted = load_profile_data(fit.data, "calibrated")
     hidden = standin.hidden_profile()
     for leaf in standin.HIDDEN_FACTORS:
-        before, after, truth = (_leaf(p.data, leaf) for p in (hw, fitted, hidden))
+        before, after, truth = (leaf_number(p.data, leaf) for p in (hw, fitted, hidden))
         assert abs(math.log(after / truth)) < abs(math.log(before / truth)), leaf
 
     # A second search on the calibrated profile: its picks run at least as fast on the
@@ -274,14 +275,6 @@ def test_calibration_from_measured_candidates_moves_toward_the_hidden_profile(
                 <= standin.true_time(add_spec, shape, model_pick)[0] * (1 + 1e-9))
         before, after = (_agreement(add_spec, p, shape) for p in (hw, fitted))
         assert after > before, shape
-
-
-def _leaf(data: Mapping[str, Any], path: Sequence[str]) -> float:
-    node: Any = data
-    for key in path:
-        node = node[key]
-    value = node["value"]
-    return float(value[-1][1] if isinstance(value, list) else value)
 
 
 def _agreement(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]) -> float:

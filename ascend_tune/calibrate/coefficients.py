@@ -124,6 +124,13 @@ def leaf(data: Mapping[str, Any], path: Sequence[str]) -> Any:
     return node
 
 
+def leaf_number(data: Mapping[str, Any], path: Sequence[str]) -> float:
+    """A scalar leaf's value, or a bandwidth curve's last bytes/cycle (its plateau): the one
+    number a report of a fitted leaf shows."""
+    value = leaf(data, path)["value"]
+    return float(value[-1][1] if isinstance(value, list) else value)
+
+
 def expand(scales: Mapping[str, float]) -> dict[str, float]:
     """``scales`` with each alias (:data:`ALIASES`) replaced by the coefficients it names."""
     out: dict[str, float] = {}

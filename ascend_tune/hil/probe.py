@@ -216,12 +216,10 @@ def design(spec: OperatorSpec, hw: HardwareProfile, entries: Sequence[Mapping[st
     norm = np.where(seen, scale, 1.0)
     picked = _greedy((jac_existing / norm)[:, seen], (pool_all / norm)[:, seen], count)
     out = ProbeDesign(coefficients=list(names))
+    rows = np.concatenate([s.pool for s in shapes]) if shapes else np.zeros((0, 0))
     for i in sorted(picked, key=lambda i: (int(owner[i]), i)):
-        s = shapes[int(owner[i])]
-        start = int(sum(len(j) for j in jac_pool[:int(owner[i])]))
-        row = s.pool[i - start]
-        out.added.setdefault(s.key, []).append(
-            {p: int(v) for p, v in zip(spec.params, row.tolist(), strict=True)})
+        out.added.setdefault(shapes[int(owner[i])].key, []).append(
+            {p: int(v) for p, v in zip(spec.params, rows[i].tolist(), strict=True)})
     out.before = identify(jac_existing, names)
     out.after = identify(np.concatenate([jac_existing, pool_all[picked]])
                          if picked else jac_existing, names)
