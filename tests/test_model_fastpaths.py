@@ -195,9 +195,10 @@ def _ref_transfer(hw: HardwareProfile, path: str, nbytes: Any, rows: Any, count:
         capped = share < bandwidth
         bandwidth = np.minimum(bandwidth, share)
         gm_cycles = count * moved / share
-    per_transfer = spec.latency_cycles + moved / bandwidth
+    streaming = moved / bandwidth
     if path == "gm_to_l1" and layout in ("row_major", "column_major"):
-        per_transfer = per_transfer + runs * float(hw["nd2nz_row_cycles"])
+        streaming = np.maximum(streaming, runs * float(hw["nd2nz_row_cycles"]))
+    per_transfer = spec.latency_cycles + streaming
     return {"cycles": count * per_transfer, "gm_cycles": gm_cycles,
             "bytes_per_transfer": moved, "bandwidth": bandwidth,
             "effective_bandwidth": moved / per_transfer, "share_capped": capped,

@@ -28,11 +28,10 @@ class Coefficient:
     default: bool = True
 
 
-# Every number a stage reads has a coefficient (issue 26), except ``memory.nd2nz_row_cycles``,
-# shipped at 0 (a scale of 0 stays 0) and the chip's structure (core counts, buffer sizes,
-# fractal and block sizes), which a datasheet fixes. Pipe columns say which measured busy
-# times a coefficient explains; what the fit can determine from a set of rows is decided by
-# the identifiability screen, not by this list.
+# Every number a stage reads has a coefficient (issue 26), except the chip's structure (core
+# counts, buffer sizes, fractal and block sizes), which a datasheet fixes. Pipe columns say
+# which measured busy times a coefficient explains; what the fit can determine from a set of
+# rows is decided by the identifiability screen, not by this list.
 _AIC_GM = ("aic_mte2_time_us", "aic_fixpipe_time_us")
 _AIV_GM = ("aiv_mte2_time_us", "aiv_mte3_time_us")
 COEFFICIENTS = (
@@ -40,6 +39,8 @@ COEFFICIENTS = (
                 (("transfers", "gm_to_l1", "bandwidth_curve"),), ("aic_mte2_time_us",), "mte2"),
     Coefficient("gm_to_l1_latency", "GM->L1 fixed latency",
                 (("transfers", "gm_to_l1", "latency_cycles"),), ("aic_mte2_time_us",), "mte2"),
+    Coefficient("nd2nz_run", "MTE2 cycles per ND run a GM->L1 ND2NZ copy converts",
+                (("memory", "nd2nz_row_cycles"),), ("aic_mte2_time_us",), "mte2"),
     Coefficient("gm_to_ub_bandwidth", "GM->UB bandwidth curve",
                 (("transfers", "gm_to_ub", "bandwidth_curve"),), ("aiv_mte2_time_us",), "mte2"),
     Coefficient("gm_to_ub_latency", "GM->UB fixed latency",

@@ -417,9 +417,11 @@ class _Cost:
             gm = w.tmp(f"{count} * {moved} / {share}")
         else:
             gm = "0.0"
-        per_transfer = w.tmp(f"{literal(spec.latency_cycles)} + {moved} / {bandwidth}")
+        streaming = w.tmp(f"{moved} / {bandwidth}")
         if path == "gm_to_l1" and layout in ("row_major", "column_major"):
-            per_transfer = w.tmp(f"{per_transfer} + {runs} * {self.f('nd2nz_row_cycles')}")
+            converting = w.tmp(f"{runs} * {self.f('nd2nz_row_cycles')}")
+            streaming = w.tmp(w.pick(streaming, converting, ">"))
+        per_transfer = w.tmp(f"{literal(spec.latency_cycles)} + {streaming}")
         return w.tmp(f"{count} * {per_transfer}"), gm
 
     def _chip_bytes_per_cycle(self, hit: str) -> str:
