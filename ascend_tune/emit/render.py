@@ -72,6 +72,8 @@ def _ctype(kind: Kind) -> str:
 
 
 def _literal(value: Any) -> str:
+    if type(value) is int and _INT64_MIN < value <= _INT64_MAX:
+        return f"INT64_C({value})"  # first: a large tuned table is 4-5 of these per shape
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
