@@ -24,7 +24,8 @@ from ascend_tune.base import cann, resources
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.emit import host_shape, profiles, refine, walk
 
-# Re-exported: callers read a results file through render (emit.load_bundle, emit.Bundle).
+# Bundle and load_bundle re-exported: callers read a results file through render
+# (emit.load_bundle, emit.Bundle).
 from ascend_tune.emit.bundle import ENTRY_FIELDS
 from ascend_tune.emit.bundle import Bundle as Bundle
 from ascend_tune.emit.bundle import load_bundle as load_bundle

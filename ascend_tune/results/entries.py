@@ -37,7 +37,7 @@ def check_entry(path: Path, entry: Any, line: int | None, index: int) -> dict[st
     bad = next((k for k, v in shape.items() if not is_int(v)), None)
     if bad is not None:
         raise corrupt(path, f"{where}: shape.{bad} is {show(shape[bad])}, not an integer",
-                       line)
+                      line)
     best = entry.get("best")
     if not isinstance(best, dict):
         what = ("has no 'best' (the winning configuration)" if "best" not in entry else
@@ -46,7 +46,7 @@ def check_entry(path: Path, entry: Any, line: int | None, index: int) -> dict[st
     bad = next((k for k, v in best.items() if not is_int(v)), None)
     if bad is not None:
         raise corrupt(path, f"{where} ({shape_key(shape) or 'empty shape'}): best.{bad} is "
-                             f"{show(best[bad])}, not an integer", line)
+                            f"{show(best[bad])}, not an integer", line)
     return entry
 
 

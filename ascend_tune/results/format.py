@@ -188,7 +188,7 @@ def _check_head(path: Path, doc: Any) -> dict[str, Any]:
         raise corrupt(path, "top level is not an object")
     if doc.get("schema_version") != SCHEMA_VERSION:
         raise corrupt(path, f"schema_version {doc.get('schema_version')!r:.20}, expected "
-                             f"{SCHEMA_VERSION}")
+                            f"{SCHEMA_VERSION}")
     for key in ("spec", "hw", "search"):
         if not isinstance(doc.get(key), dict):
             raise corrupt(path, f"missing '{key}'")
