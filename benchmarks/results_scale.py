@@ -2,7 +2,8 @@
 
     python benchmarks/results_scale.py            # about 3 minutes
     python benchmarks/results_scale.py --quick    # smaller sizes
-    python benchmarks/results_scale.py --big      # only 4., the 200 MB file (about a minute)
+    python benchmarks/results_scale.py --big      # only 4., the 200 MB file (about 2 minutes)
+    python benchmarks/results_scale.py --big --repeat 5   # medians of 5 runs each
 
 1. End to end: `ascend-tune search add` over N shapes with and without `-o`; the difference per
    shape is what the results file costs (journal append, merges, final write).
@@ -13,7 +14,8 @@
 4. The file a user reported (issue 27): 178 000 tuned Add shapes, 200 MB. Wall and CPU time of
    `ascend-tune emit` and of `ascend-tune search -o` adding one shape (goal: under 20 s each
    on a quiet 2-core machine), then a search killed with SIGKILL on it and the next run, which
-   must not be blocked by the lock file the killed one left.
+   must not be blocked by the lock file the killed one left. Medians of --repeat runs, with
+   the load average: on a shared machine wall time follows the load, CPU time much less.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import argparse
 import copy
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -92,6 +95,10 @@ def _timed(cmd: list[str]) -> tuple[float, float]:
     return time.perf_counter() - start, cpu
 
 
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def _big_file(path: Path, n: int) -> None:
     """``n`` Add entries as a search writes them (one tuned entry, the shape varied)."""
     head, entry = _head_and_entry()
@@ -100,17 +107,22 @@ def _big_file(path: Path, n: int) -> None:
     results.write_atomic(path, results.render_lines(head, lines))
 
 
-def large_file(folder: Path, n: int = 178_000) -> None:
+def large_file(folder: Path, n: int = 178_000, repeat: int = 1) -> None:
     print(f"\n4. a results file of {n} shapes")
     path = folder / "big.json"
     _big_file(path, n)
-    print(f"file: {path.stat().st_size / 1e6:.0f} MB")
+    print(f"file: {path.stat().st_size / 1e6:.0f} MB; {_load()}")
     search = ["search", "add", "--hw", "ascend910b3", "--strategy", "auto", "--budget", "50",
               "-q", "-o", str(path)]
-    for label, cmd in (("emit", ["emit", str(path), "-o", str(folder / "out")]),
-                       ("search -o, one new shape", [*search, "--shape", "totalLength=7"])):
-        wall, cpu = _timed(cmd)
-        print(f"{label:<26} {wall:6.1f} s wall {cpu:6.1f} s CPU")
+    emit = ["emit", str(path), "-o", str(folder / "out")]
+    # Another new shape each search run: each reads and rewrites the whole file.
+    grow = [[*search, "--shape", f"totalLength={100_000 + i}"] for i in range(repeat)]
+    for label, cmds in (("emit", [emit] * repeat), ("search -o, one new shape", grow)):
+        runs = [_timed(cmd) for cmd in cmds]
+        walls, cpus = sorted(w for w, _c in runs), sorted(c for _w, c in runs)
+        spread = f" (runs {walls[0]:.1f}-{walls[-1]:.1f} s wall)" if repeat > 1 else ""
+        print(f"{label:<26} {statistics.median(walls):6.1f} s wall "
+              f"{statistics.median(cpus):6.1f} s CPU{spread}; {_load()}")
     # SIGKILL while the search works on the file, then a normal run.
     proc = subprocess.Popen([sys.executable, "-m", "ascend_tune", *search, "--shape",
                              "totalLength=9", "--shape", "totalLength=11"], cwd=ROOT,
@@ -134,10 +146,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--big", action="store_true", help="only the 200 MB file (4.)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per command in 4. (median)")
     args = parser.parse_args()
     if args.big:
         with tempfile.TemporaryDirectory() as tmp:
-            large_file(Path(tmp))
+            large_file(Path(tmp), repeat=args.repeat)
         return
     sizes = (500, 2000) if args.quick else (1000, 4000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -167,7 +180,7 @@ def main() -> None:
                               check=True, capture_output=True, text=True).stdout.strip()
         print(f"cache {padded.stat().st_size / 1e6:.0f} MB ({n_big} shapes): peak RSS {peak} MB, "
               f"{time.perf_counter() - start:.1f} s")
-        large_file(folder, 20_000 if args.quick else 178_000)
+        large_file(folder, 20_000 if args.quick else 178_000, args.repeat)
         os.sync()
 
 

@@ -33,7 +33,9 @@ def test_the_example_loads_whole() -> None:
     assert [s for s, _b in bundle.shapes] == [e["shape"] for e in doc["shapes"]]
     assert [b for _s, b in bundle.shapes] == [e["best"] for e in doc["shapes"]]
     assert bundle.runners_up == ()
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps({"spec": doc["spec"], "hw": doc["hw"],
+                            "tuned": [[e["shape"], e["best"]] for e in doc["shapes"]],
+                            "runners_up": []}, sort_keys=True, separators=(",", ":"))
     assert bundle.digest == hashlib.sha256(canonical.encode()).hexdigest()
     assert bundle.hw.name == "ascend910b3" and bundle.spec.name == "AddCustom"
 

@@ -24,7 +24,9 @@ from ascend_tune.base import cann, resources
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.emit import host_shape, profiles, refine, walk
 
-# Re-exported: callers read a results file through render (emit.load_bundle, emit.Bundle).
+# Bundle and load_bundle re-exported: callers read a results file through render
+# (emit.load_bundle, emit.Bundle).
+from ascend_tune.emit.bundle import ENTRY_FIELDS
 from ascend_tune.emit.bundle import Bundle as Bundle
 from ascend_tune.emit.bundle import load_bundle as load_bundle
 from ascend_tune.emit.styles import emit_style
@@ -71,6 +73,8 @@ def _ctype(kind: Kind) -> str:
 
 
 def _literal(value: Any) -> str:
+    if type(value) is int and _INT64_MIN < value <= _INT64_MAX:
+        return f"INT64_C({value})"  # first: a large tuned table is 4-5 of these per shape
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -446,7 +450,7 @@ def prepare(results_paths: Path | Sequence[Path], out_dir: Path, style: str = "m
     paths = [results_paths] if isinstance(results_paths, Path) else list(results_paths)
     if not paths:
         raise AscendTuneError("emit: give at least one results file")
-    bundles = [load_bundle(results.read_all(p), str(p)) for p in paths]
+    bundles = [load_bundle(results.read_all(p, ENTRY_FIELDS), str(p)) for p in paths]
     if out_dir.exists() and not out_dir.is_dir():
         raise AscendTuneError(f"{out_dir}: exists and is not a folder")
     snake = bundles[0].spec.snake_name

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 import tempfile
@@ -26,6 +25,7 @@ from typing import IO, Any
 from ascend_tune import __version__
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.yamlio import ReadError, parse_json
+from ascend_tune.results.entries import check_entry, corrupt, entry_json, is_int, kind, parse_text
 from ascend_tune.spec.shapes import shape_key
 
 SCHEMA_VERSION = 1
@@ -183,112 +183,16 @@ def journal_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.journal")
 
 
-def _corrupt(path: Path, why: str, line: int | None = None) -> AscendTuneError:
-    where = f"{path}:{line}" if line else str(path)
-    return AscendTuneError(f"{where}: corrupt results file ({why}); move it away or pass "
-                           "another -o")
-
-
 def _check_head(path: Path, doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict):
-        raise _corrupt(path, "top level is not an object")
+        raise corrupt(path, "top level is not an object")
     if doc.get("schema_version") != SCHEMA_VERSION:
-        raise _corrupt(path, f"schema_version {doc.get('schema_version')!r:.20}, expected "
-                             f"{SCHEMA_VERSION}")
+        raise corrupt(path, f"schema_version {doc.get('schema_version')!r:.20}, expected "
+                            f"{SCHEMA_VERSION}")
     for key in ("spec", "hw", "search"):
         if not isinstance(doc.get(key), dict):
-            raise _corrupt(path, f"missing '{key}'")
+            raise corrupt(path, f"missing '{key}'")
     return doc
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_entry(path: Path, entry: Any, line: int | None, index: int) -> dict[str, Any]:
-    """An entry with an integer shape and a winner; otherwise an error naming the entry (its
-    index in 'shapes' and its shape) and the field, so a hand edit is found at once."""
-    where = f"shapes[{index}]"
-    if not isinstance(entry, dict):
-        raise _corrupt(path, f"{where} is {_kind(entry)}, not a shape result object", line)
-    shape = entry.get("shape")
-    if not isinstance(shape, dict):
-        what = "has no 'shape'" if shape is None else f"'shape' is {_kind(shape)}"
-        raise _corrupt(path, f"{where} {what}, expected an object of integers", line)
-    bad = next((k for k, v in shape.items() if not _is_int(v)), None)
-    if bad is not None:
-        raise _corrupt(path, f"{where}: shape.{bad} is {_show(shape[bad])}, not an integer",
-                       line)
-    best = entry.get("best")
-    if not isinstance(best, dict):
-        what = ("has no 'best' (the winning configuration)" if "best" not in entry else
-                f"'best' is {_kind(best)}, expected an object of integers")
-        raise _corrupt(path, f"{where} ({shape_key(shape) or 'empty shape'}) {what}", line)
-    bad = next((k for k, v in best.items() if not _is_int(v)), None)
-    if bad is not None:
-        raise _corrupt(path, f"{where} ({shape_key(shape) or 'empty shape'}): best.{bad} is "
-                             f"{_show(best[bad])}, not an integer", line)
-    return entry
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(value), "a number")
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _json(text: str, path: Path, line: int | None = None) -> Any:
-    try:
-        return parse_json(text, str(path), first_line=line or 1)
-    except ReadError as exc:
-        raise _corrupt(path, exc.problem, exc.line or line) from None
-
-
-def _no_constant(literal: str) -> Any:
-    raise ValueError(literal)
-
-
-def _entry_json(text: str, path: Path, line: int) -> Any:
-    """One entry line. The C parser alone when that is safe: every key of the text is in the
-    result (so none was given twice: the text's '":' count equals the keys parsed; a quote
-    inside a string only makes the count larger) and every number is finite. Anything else
-    (a hand edit) takes the careful parser, which names the problem. Reading a 178 000-entry
-    file drops from ~25 s to a few seconds."""
-    try:
-        entry = json.loads(text, parse_constant=_no_constant)
-    except (ValueError, RecursionError):
-        return _json(text, path, line)
-    if _clean_keys(entry) == text.count('":'):
-        return entry
-    return _json(text, path, line)
-
-
-def _clean_keys(node: Any) -> int:
-    """Keys in ``node``, all levels; -1 if it holds a number that is not finite."""
-    if isinstance(node, dict):
-        total = len(node)
-        for value in node.values():
-            if isinstance(value, (dict, list, float)):
-                sub = _clean_keys(value)
-                if sub < 0:
-                    return -1
-                total += sub
-        return total
-    if isinstance(node, list):
-        total = 0
-        for value in node:
-            sub = _clean_keys(value)
-            if sub < 0:
-                return -1
-            total += sub
-        return total
-    if isinstance(node, float):
-        return 0 if math.isfinite(node) else -1
-    return 0
 
 
 def _open(path: Path) -> IO[str]:
@@ -328,7 +232,7 @@ def stream(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
         head_text = "".join(head_lines).rstrip()
         if not head_text.endswith(","):
             raise ValueError("not the line layout")
-        head = _check_head(path, _json(head_text[:-1] + "\n}", path))
+        head = _check_head(path, parse_text(head_text[:-1] + "\n}", path))
     except (ValueError, UnicodeDecodeError, RecursionError):
         fh.close()
         return _stream_whole(path)
@@ -356,7 +260,7 @@ class _LineEntries:
 
     def _parse(self) -> Iterator[dict[str, Any]]:
         for index, (line_no, text) in enumerate(self._numbered()):
-            yield _check_entry(self._path, _entry_json(text, self._path, line_no), line_no,
+            yield check_entry(self._path, entry_json(text, self._path, line_no), line_no,
                                index)
 
     def summaries(self) -> Iterator[tuple[dict[str, int], bool]]:
@@ -369,10 +273,10 @@ class _LineEntries:
             if m and '"measured"' not in text:
                 with contextlib.suppress(ValueError, RecursionError):
                     shape = json.loads(m.group(1))
-            if isinstance(shape, dict) and shape and all(_is_int(v) for v in shape.values()):
+            if isinstance(shape, dict) and shape and all(is_int(v) for v in shape.values()):
                 yield shape, False
                 continue
-            entry = _check_entry(self._path, _entry_json(text, self._path, line_no), line_no,
+            entry = check_entry(self._path, entry_json(text, self._path, line_no), line_no,
                                  index)
             yield entry["shape"], has_measurements(entry)
 
@@ -396,9 +300,9 @@ class _LineEntries:
                         break
                     yield line_no, text.rstrip(",")
             except UnicodeDecodeError:
-                raise _corrupt(self._path, "not UTF-8", line_no) from None
+                raise corrupt(self._path, "not UTF-8", line_no) from None
             if not closed:
-                raise _corrupt(self._path, "truncated", line_no)
+                raise corrupt(self._path, "truncated", line_no)
 
 
 def _chain(first: str, rest: Iterable[str]) -> Iterator[str]:
@@ -413,12 +317,12 @@ def _stream_whole(path: Path) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]
         with fh:
             text = fh.read()
     except UnicodeDecodeError:
-        raise _corrupt(path, "not UTF-8") from None
-    doc = _check_head(path, _json(text, path))
+        raise corrupt(path, "not UTF-8") from None
+    doc = _check_head(path, parse_text(text, path))
     shapes = doc.pop("shapes", [])
     if not isinstance(shapes, list):
-        raise _corrupt(path, f"'shapes' is {_kind(shapes)}, not a list of shape results")
-    checked = [_check_entry(path, e, None, i) for i, e in enumerate(shapes)]
+        raise corrupt(path, f"'shapes' is {kind(shapes)}, not a list of shape results")
+    checked = [check_entry(path, e, None, i) for i, e in enumerate(shapes)]
     return doc, iter(sorted(checked, key=sort_key))
 
 
@@ -457,7 +361,7 @@ def read_journal(path: Path, head: Mapping[str, Any]) -> list[tuple[int, int, di
                 return []
             first = False
             continue
-        out.append((start, len(raw), _check_entry(jpath, item, None, len(out))))
+        out.append((start, len(raw), check_entry(jpath, item, None, len(out))))
     return out
 
 
@@ -466,19 +370,24 @@ def journal_identity(head: Mapping[str, Any]) -> dict[str, Any]:
                            "search": head["search"]}}
 
 
-def read_all(path: Path) -> dict[str, Any]:
-    """The whole document (header and every entry, a leftover journal merged) in memory."""
+def read_all(path: Path, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The whole document (header and every entry, a leftover journal merged) in memory;
+    with ``fields``, each entry (checked whole) keeps only those (what emit reads of a
+    178 000-shape file: 1.7 GB of parsed entries otherwise)."""
     head, entries = stream(path)
+    if fields is not None:
+        entries = ({k: e[k] for k in fields if k in e} for e in entries)
     by_key: dict[str, dict[str, Any]] = {}
     for entry in entries:
         key = shape_key(entry["shape"])
         if key in by_key:
-            raise _corrupt(path, f"shape {key} is listed twice")
+            raise corrupt(path, f"shape {key} is listed twice")
         by_key[key] = entry
     for _offset, _length, entry in read_journal(path, head):
         # A journal line is newer than the file's entry for its shape (`measure` journals
         # whole entries it updated); later lines are newer than earlier ones.
-        by_key[shape_key(entry["shape"])] = entry
+        by_key[shape_key(entry["shape"])] = (entry if fields is None else
+                                             {k: entry[k] for k in fields if k in entry})
     return {**head, "shapes": sorted(by_key.values(), key=sort_key)}
 
 
