@@ -71,7 +71,10 @@ def emit(
             console.line(f"{len(files)} file(s) up to date in {out_dir}"
                          + (f", {len(extra)} leftover" if extra else ""))
         return
-    written = plan.write()
+    removed: list[Path] = []
+    written = plan.write(removed)
+    for temp in removed:  # data-loss-free housekeeping, but say so even with --quiet
+        console.note(f"removed {temp}, a temp file left by an emit that was killed")
     if as_json:
         _print_json({"files": sorted(str(out_dir / r) for r in files), "written": written,
                      "leftovers": [str(out_dir / r) for r in extra]})

@@ -413,10 +413,12 @@ def leftovers(out_dir: Path, files: Mapping[str, str], snake: str) -> list[str]:
     return [rel for rel in generated_here(out_dir, snake) if rel not in files]
 
 
-def write(out_dir: Path, files: Mapping[str, str]) -> list[str]:
+def write(out_dir: Path, files: Mapping[str, str],
+          removed_temps: list[Path] | None = None) -> list[str]:
     """Write files whose content changed (unchanged files keep their timestamps). Nothing is
-    written through a symlink that leads outside ``out_dir``."""
-    from ascend_tune.results.format import write_atomic
+    written through a symlink that leads outside ``out_dir``. Temp files a killed emit left
+    beside these files are removed first (appended to ``removed_temps``)."""
+    from ascend_tune.results.format import remove_dead_writers_temps, write_atomic
 
     root = out_dir.resolve()
     for rel in sorted(files):
@@ -431,6 +433,9 @@ def write(out_dir: Path, files: Mapping[str, str]) -> list[str]:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise AscendTuneError(f"{path.parent}: cannot create folder: {exc.strerror}") from None
+        left = remove_dead_writers_temps(path)
+        if removed_temps is not None:
+            removed_temps.extend(left)
         if path.exists() and path.read_text(encoding="utf-8", errors="replace") == text:
             continue
         write_atomic(path, text)
@@ -481,6 +486,7 @@ class EmitPlan:
         """One report per stale or missing file (``stale: PATH`` + a short diff)."""
         return check(self.out_dir, self.files)
 
-    def write(self) -> list[str]:
-        """Write the files whose content changed; the paths written."""
-        return write(self.out_dir, self.files)
+    def write(self, removed_temps: list[Path] | None = None) -> list[str]:
+        """Write the files whose content changed; the paths written. Temp files a killed emit
+        left beside them are removed (and appended to ``removed_temps``)."""
+        return write(self.out_dir, self.files, removed_temps)

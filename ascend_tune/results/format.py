@@ -30,7 +30,9 @@ from ascend_tune.spec.shapes import shape_key
 
 SCHEMA_VERSION = 1
 _SHAPES_OPEN = ' "shapes": ['
-_TEMP_SUFFIX = re.compile(r"[a-z0-9_]{8}")
+# A temp file beside its target: ``.NAME.PID.XXXXXXXX`` (mkstemp's 8 characters after the
+# writer's pid; releases before the pid was added wrote ``.NAME.XXXXXXXX``).
+_TEMP_SUFFIX = re.compile(r"(?:([0-9]+)\.)?[a-z0-9_]{8}")
 
 
 def header(spec_name: str, spec_sha: str, spec_text: str, hw_name: str, hw_sha: str,
@@ -142,7 +144,8 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
     mode = _file_mode(path)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+        # The pid in the name lets a later run tell a killed writer's temp from a live one's.
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for chunk in [text] if isinstance(text, str) else text:
                 fh.write(chunk)
@@ -173,6 +176,36 @@ def remove_stale_temps(path: Path) -> list[Path]:
             except OSError:
                 pass
     return removed
+
+
+def remove_dead_writers_temps(path: Path) -> list[Path]:
+    """Temp files beside ``path`` left by writers that no longer run (a SIGKILLed ``emit``):
+    safe without a lock, since only temps naming a process that is gone are removed."""
+    folder = path.parent if str(path.parent) else Path(".")
+    prefix = f".{path.name}."
+    removed = []
+    for candidate in folder.glob(f".{glob_escape(path.name)}.*"):
+        match = _TEMP_SUFFIX.fullmatch(candidate.name[len(prefix):])
+        if match is None or match.group(1) is None or not candidate.is_file():
+            continue
+        if _process_alive(int(match.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            candidate.unlink()
+            removed.append(candidate)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # another user's process, or a pid the OS cannot test: keep its file
+    return True
 
 
 def glob_escape(name: str) -> str:
