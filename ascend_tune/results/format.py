@@ -18,7 +18,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -164,35 +164,29 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> None:
 
 def remove_stale_temps(path: Path) -> list[Path]:
     """Temp files a killed writer left beside ``path`` (call only while holding its lock)."""
-    folder = path.parent if str(path.parent) else Path(".")
-    prefix = f".{path.name}."
-    removed = []
-    for candidate in folder.glob(f".{glob_escape(path.name)}.*"):
-        suffix = candidate.name[len(prefix):]
-        if _TEMP_SUFFIX.fullmatch(suffix) and candidate.is_file():
-            try:
-                candidate.unlink()
-                removed.append(candidate)
-            except OSError:
-                pass
-    return removed
+    return _remove_temps(path, lambda pid: True)
 
 
 def remove_dead_writers_temps(path: Path) -> list[Path]:
     """Temp files beside ``path`` left by writers that no longer run (a SIGKILLed ``emit``):
     safe without a lock, since only temps naming a process that is gone are removed."""
+    return _remove_temps(path, lambda pid: pid is not None and not _process_alive(pid))
+
+
+def _remove_temps(path: Path, stale: Callable[[int | None], bool]) -> list[Path]:
+    """Remove the temp files beside ``path`` whose writer's pid (None: not in the name)
+    ``stale`` accepts; the paths removed."""
     folder = path.parent if str(path.parent) else Path(".")
     prefix = f".{path.name}."
     removed = []
     for candidate in folder.glob(f".{glob_escape(path.name)}.*"):
         match = _TEMP_SUFFIX.fullmatch(candidate.name[len(prefix):])
-        if match is None or match.group(1) is None or not candidate.is_file():
+        if match is None or not candidate.is_file():
             continue
-        if _process_alive(int(match.group(1))):
-            continue
-        with contextlib.suppress(OSError):
-            candidate.unlink()
-            removed.append(candidate)
+        if stale(None if match.group(1) is None else int(match.group(1))):
+            with contextlib.suppress(OSError):
+                candidate.unlink()
+                removed.append(candidate)
     return removed
 
 
