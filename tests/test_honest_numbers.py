@@ -52,13 +52,13 @@ def test_pooled_errors_take_the_largest_row_and_rank_only_folds_that_can() -> No
 def test_kfold_with_one_row_folds_reports_rank_statistics_as_undefined(
         tmp_path: Path, hw: HardwareProfile, add_spec: OperatorSpec) -> None:
     truth = _perturbed(hw, {"vector_time": 1.3, "head_overhead": 1.5})
-    shapes = [{"totalLength": 1 << k} for k in range(14, 24)]
+    shapes = [{"totalLength": 1 << k} for k in range(14, 24, 2)]
     path = _synthetic(tmp_path, add_spec, truth, shapes)
-    args = ("validate", str(path), "--spec", "add", "--hw", "ascend910b3", "--kfold", "10")
+    args = ("validate", str(path), "--spec", "add", "--hw", "ascend910b3", "--kfold", "5")
     proc = cli(*args, "--json")
     assert proc.returncode == 0, proc.stderr
     held = json.loads(proc.stdout)["held_out"]
-    assert held["folds"] == 10 and held["rows"] == 10 and held["method"].startswith("by row")
+    assert held["folds"] == 5 and held["rows"] == 5 and held["method"].startswith("by row")
     for side in ("before", "after"):
         assert held[side]["spearman"] is None and held[side]["pairwise_agreement"] is None
         assert held[side]["ranked_folds"] == 0

@@ -358,7 +358,12 @@ def test_every_output_element_written_once(name: str, coverage: Results) -> None
 
 @pytest.mark.parametrize("name", [n for n in TARGETS if ":" not in n])
 def test_selection_finds_a_tiling_for_small_shapes(name: str) -> None:
-    """Every small shape on the tuned profile gets a tiling (else the kernel never runs)."""
+    """Every small shape on the tuned profile gets a tiling (else the kernel never runs).
+
+    Selected without the run-time descent (refine_evals=0): whether a shape gets a tiling is
+    settled before the descent starts (select returns NONE before refining; the descent only
+    moves a valid pick to a faster valid configuration), so the property is the same, at a
+    fraction of the time (45 s of CPU for the 8 items with the descent)."""
     target = TARGETS[name]
     results = ROOT / "examples" / target.folder / "results.json"
     doc = json.loads(results.read_text())
@@ -370,7 +375,8 @@ def test_selection_finds_a_tiling_for_small_shapes(name: str) -> None:
                   for c in (1, 15, 17, 100, 333, 4097, 70_001)]
     else:
         shapes = [{"totalLength": n} for n in range(1, 513, 3)]
-    missing = [s for s in shapes if _selected(build, "probe", s, cores, 0) is None]
+    missing = [s for s in shapes
+               if build.selection_bundle().select(s, *_cores(cores), 0).source == NONE]
     assert not missing, f"{len(missing)} shapes without a tiling on {cores} cores: {missing[:8]}"
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from ascend_tune.emit import render as emit
 from ascend_tune.emit.render import Bundle
-from ascend_tune.emit.selection import BASELINE, EXACT, NEAREST, NONE, field_value
+from ascend_tune.emit.selection import BASELINE, EXACT, NEAREST, NONE, Selection, field_value
 from ascend_tune.emit.styles import STYLES
 from ascend_tune.spec import OperatorSpec, spec_paths
 from tests.conftest import ROOT, STUB, needs_gxx
@@ -245,6 +245,33 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Bundle], dic
     return bundles, roots
 
 
+# Pre-parsed once per standard for the project's translation units (half of an op_host
+# file's compile time is parsing these). No header with a load-time registration
+# (tiling/tiling_api.h registers TCubeTiling): including it in every file would change what
+# registers. Each emitted file compiling on its own, without anything pre-included, is
+# tests/test_operator_library.py's check (both styles, C++11 and C++17).
+PRECOMPILED = ["<algorithm>", "<cmath>", "<cstddef>", "<cstdint>", "<cstdio>", "<cstdlib>",
+               "<cstring>", "<limits>", "<map>", "<mutex>", "<string>", "<utility>", "<vector>",
+               '"register/tilingdata_base.h"', '"register/op_def_registry.h"',
+               '"tiling/platform/platform_ascendc.h"']
+
+
+def _precompiled(out_dir: Path, stds: Sequence[str]) -> dict[str, list[str]]:
+    """std -> the g++ flags that pre-include the precompiled header built for it (with the
+    project's flags; -Winvalid-pch with -Werror fails the build if g++ cannot use it)."""
+    cmds, flags = [], {}
+    for std in stds:
+        folder = out_dir / f"pch_{std}"
+        folder.mkdir()
+        header = folder / "stand_ins.h"
+        header.write_text("".join(f"#include {h}\n" for h in PRECOMPILED))
+        cmds.append(["g++", f"-std={std}", *FLAGS, "-x", "c++-header", str(header),
+                     "-o", f"{header}.gch"])
+        flags[std] = ["-include", str(header), "-Winvalid-pch"]
+    _run_all(cmds)
+    return flags
+
+
 @pytest.fixture(scope="module")
 def builds(project: tuple[list[Bundle], dict[str, Path]],
            tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Build]:
@@ -256,6 +283,7 @@ def builds(project: tuple[list[Bundle], dict[str, Path]],
     driver.write_text(DRIVER)
     objects: dict[tuple[str, str], list[Path]] = {}
     compile_cmds: list[list[str]] = []
+    pch = _precompiled(out_dir, sorted({std for _, std in BUILDS}))
     for style, std in BUILDS:
         host = roots[style] / "op_host"
         sources = sorted(host.glob("*.cpp"))
@@ -263,8 +291,8 @@ def builds(project: tuple[list[Bundle], dict[str, Path]],
         objs = []
         for src in sources:
             obj = out_dir / f"{style}_{std}_{src.stem}.o"
-            compile_cmds.append(["g++", f"-std={std}", *FLAGS, f"-I{host}", "-c", str(src),
-                                 "-o", str(obj)])
+            compile_cmds.append(["g++", f"-std={std}", *FLAGS, *pch[std], f"-I{host}", "-c",
+                                 str(src), "-o", str(obj)])
             objs.append(obj)
         objects[(style, std)] = objs
     for std in sorted({std for _, std in BUILDS}):
@@ -294,6 +322,14 @@ def builds(project: tuple[list[Bundle], dict[str, Path]],
                                       proc.stdout[-2000:])
         out[(style, std)] = _parse(proc.stdout, cases)
     return out
+
+
+@pytest.fixture(scope="module")
+def selections(builds: dict[tuple[str, str], Build]) -> list[Selection]:
+    """What ``selection.select`` picks for each case, in case order: every build runs the same
+    cases, so the Python side (with its run-time descent) is computed once, not per build."""
+    return [case.bundle.select(case.shape, case.platform[0], case.platform[1])
+            for case, _, _ in builds[BUILDS[0]].cases]
 
 
 def _parse_tiling_header(text: str) -> dict[str, list[tuple[str, str, str]]]:
@@ -396,7 +432,7 @@ def test_every_op_registers_once_without_conflict(
 @pytest.mark.parametrize("build", BUILDS, ids=[f"{s}-{c}" for s, c in BUILDS])
 def test_registered_tiling_functions_agree_with_python(
         build: tuple[str, str], builds: dict[tuple[str, str], Build],
-        project: tuple[list[Bundle], dict[str, Path]]) -> None:
+        project: tuple[list[Bundle], dict[str, Path]], selections: list[Selection]) -> None:
     """Each op's registered TilingFunc, called with input shapes built from the spec's
     ``from:`` mapping on two platforms: status, block dim and tiling key as
     ``selection.select`` predicts, one workspace entry (user bytes plus the platform's
@@ -410,10 +446,11 @@ def test_registered_tiling_functions_agree_with_python(
         headers.update(_parse_tiling_header(header.read_text()))
     sizes: dict[str, set[int]] = {}
     sources: set[int] = set()
-    for case, result, infer in builds[build].cases:
-        b, spec = case.bundle, case.bundle.spec
-        aic, aiv, libws = case.platform
-        sel = b.select(case.shape, aic, aiv)
+    assert all(a is b for (a, _, _), (b, _, _) in zip(builds[build].cases, builds[BUILDS[0]].cases,
+                                                      strict=True))
+    for (case, result, infer), sel in zip(builds[build].cases, selections, strict=True):
+        spec = case.bundle.spec
+        libws = case.platform[2]
         _, _, status, block_dim, key, ws_num, ws0, size, data = result.split()
         where = (spec.name, case.shape, case.platform, result[:160])
         sources.add(sel.source)
