@@ -315,14 +315,14 @@ def test_failed_and_timed_out_candidates_are_recorded_and_skipped(tmp_path: Path
     assert hang not in [c["config"] for c in doc["shapes"][0]["candidates"]]
     counter = tmp_path / "calls.txt"
     proc = cli("measure", str(path), "--run", standin_command(csv=False), "--repeat", "1",
-               "--no-baseline", "--timeout", "1.5", "--retries", "1", "--devices", "0-1", "--json",
+               "--no-baseline", "--timeout", "4", "--retries", "1", "--devices", "0-1", "--json",
                env={"STANDIN_COUNTER": str(counter), "STANDIN_FAIL": json.dumps(fail),
                     "STANDIN_HANG": json.dumps(hang)})
     assert proc.returncode == 1, proc.stderr
     summary = json.loads(proc.stdout)
     assert len(summary["failures"]) == 2
     assert "exit status 3: aclrtSynchronizeStream failed" in proc.stderr
-    assert "timed out after 1.5 s" in proc.stderr
+    assert "timed out after 4 s" in proc.stderr
     after = results.read_all(path)
     first, second = after["shapes"]
     assert first["candidates"][0]["measured"]["attempts"] == 2  # retried once
@@ -370,7 +370,10 @@ def test_a_killed_measure_run_resumes_without_remeasuring(tmp_path: Path, small:
     counter = tmp_path / "calls.txt"
     args = [sys.executable, "-m", "ascend_tune", "measure", str(path), "--run",
             standin_command(csv=False), "--repeat", "1", "--no-baseline", "-q"]
-    env = {**os.environ, "STANDIN_COUNTER": str(counter), "STANDIN_SLEEP_S": "0.3"}
+    scratch = tmp_path / "tmp"  # the runs' temp folders (blob, headers) go here
+    scratch.mkdir()
+    env = {**os.environ, "STANDIN_COUNTER": str(counter), "STANDIN_SLEEP_S": "0.3",
+           "TMPDIR": str(scratch)}
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -378,11 +381,15 @@ def test_a_killed_measure_run_resumes_without_remeasuring(tmp_path: Path, small:
         time.sleep(0.05)
     proc.send_signal(sig)
     _stdout, stderr = proc.communicate(timeout=60)
+    left = sorted(scratch.glob("ascend-tune-measure-*"))
     if sig == signal.SIGTERM:
         assert proc.returncode == 130, stderr
-        assert "interrupted" in stderr
+        # The user's stop is not an error; the run cleans up after itself.
+        assert stderr.startswith("interrupted: ") and "error" not in stderr, stderr
+        assert left == []
     else:
         assert proc.returncode == -signal.SIGKILL
+        assert len(left) == 1, "the killed run's temp folder (it cannot remove it)"
     kept = sum("measured" in c for e in results.read_all(path)["shapes"]
                for c in e["candidates"])
     assert 3 <= kept < 8
@@ -390,6 +397,10 @@ def test_a_killed_measure_run_resumes_without_remeasuring(tmp_path: Path, small:
     rerun = subprocess.run(args, cwd=ROOT, env={**env, "STANDIN_SLEEP_S": "0"},
                            capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr
+    # -q silences progress, not housekeeping: the killed run's folder is removed and said so.
+    assert rerun.stderr == "".join(f"note: removed {folder}, the temp folder of a measure run "
+                                   "that was killed\n" for folder in left)
+    assert list(scratch.iterdir()) == []
     assert len(counted(counter)) - before == 8 - kept  # nothing measured twice
     final = results.read_all(path)
     assert all("time_us" in c["measured"] for e in final["shapes"] for c in e["candidates"])

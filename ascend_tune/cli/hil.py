@@ -66,9 +66,12 @@ def measure(
     progress = _Progress(quiet or as_json)
     out = api.measure(plan, engine, fresh=fresh, retry_failed=retry_failed, progress=progress,
                       baseline=baseline)
+    for folder in out.removed_run_dirs:
+        console.note(f"removed {folder}, the temp folder of a measure run that was killed")
     if out.interrupted:
-        console.error(f"interrupted: {out.measured} candidate(s) measured by this run saved "
-                      f"to {results_path}")
+        # The user asked for the stop: not an error.
+        console.interrupted(f"{out.measured} candidate(s) measured by this run saved to "
+                            f"{results_path}")
         raise ExitWith(130)
     if as_json:
         sys.stdout.write(json.dumps({

@@ -44,6 +44,7 @@ from pathlib import Path
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.base.yamlio import LIMIT_MEASUREMENTS, ReadError, csv_rows, read_text
+from ascend_tune.results.format import process_alive
 
 DEFAULT_PATTERN = r"time_us:\s*([-+0-9.eE]+)"
 # Filled by the worker, not by the job.
@@ -182,6 +183,29 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+RUN_DIR_PREFIX = "ascend-tune-measure-"
+_RUN_DIR = re.compile(re.escape(RUN_DIR_PREFIX) + r"([0-9]+)-[A-Za-z0-9_]{8}")
+
+
+def remove_killed_run_dirs() -> list[Path]:
+    """The temp folders (tiling blob, headers, run folders) of measure workers that were
+    killed before they could remove them: this user's, named by a pid that no longer runs."""
+    removed = []
+    for folder in sorted(Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*")):
+        match = _RUN_DIR.fullmatch(folder.name)
+        try:
+            mine = folder.is_dir() and not folder.is_symlink() \
+                and folder.stat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if match is None or not mine or process_alive(int(match.group(1))):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            removed.append(folder)
+    return removed
+
+
 def run_job(command: Command, job: Job, *, slot: str | None = None) -> Outcome:
     """Measure one candidate: up to ``1 + retries`` attempts of ``repeat`` runs each; the
     first attempt whose runs all succeed gives the median. Never raises for a failing
@@ -192,7 +216,8 @@ def run_job(command: Command, job: Job, *, slot: str | None = None) -> Outcome:
     env = dict(os.environ)
     if slot is not None:
         env["ASCEND_RT_VISIBLE_DEVICES"] = slot
-    root = Path(tempfile.mkdtemp(prefix="ascend-tune-measure-"))
+    # The worker's pid in the name: a later run removes the folders of killed workers.
+    root = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
     try:
         blob = root / "tiling.bin"
         blob.write_bytes(job.blob)

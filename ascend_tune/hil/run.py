@@ -29,6 +29,7 @@ from ascend_tune.hil.command import (
     Job,
     Outcome,
     kill_running,
+    remove_killed_run_dirs,
     run_job,
 )
 from ascend_tune.model.engine import ShapeModel
@@ -63,6 +64,7 @@ class MeasureOutcome:
     failures: list[str] = field(default_factory=list)  # one per candidate that failed now
     invocations: int = 0  # command runs this run started
     interrupted: bool = False
+    removed_run_dirs: list[Path] = field(default_factory=list)  # left by killed workers
 
 
 def names(bundle: emit.Bundle) -> list[str]:
@@ -171,6 +173,7 @@ def run_measure(path: Path, command: Command, executor: Executor, *, fresh: bool
             for _key, i, model, entry in _with_models(bundle, todo, entries):
                 checked(bundle, model, entry, i)
             if todo:
+                out.removed_run_dirs = remove_killed_run_dirs()
                 stack.enter_context(executor)
             for entry in forgotten:
                 store.replace(entry)  # a killed --fresh run must not keep the old times

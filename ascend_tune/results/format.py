@@ -170,7 +170,7 @@ def remove_stale_temps(path: Path) -> list[Path]:
 def remove_dead_writers_temps(path: Path) -> list[Path]:
     """Temp files beside ``path`` left by writers that no longer run (a SIGKILLed ``emit``):
     safe without a lock, since only temps naming a process that is gone are removed."""
-    return _remove_temps(path, lambda pid: pid is not None and not _process_alive(pid))
+    return _remove_temps(path, lambda pid: pid is not None and not process_alive(pid))
 
 
 def _remove_temps(path: Path, stale: Callable[[int | None], bool]) -> list[Path]:
@@ -190,7 +190,9 @@ def _remove_temps(path: Path, stale: Callable[[int | None], bool]) -> list[Path]
     return removed
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (or cannot be tested: another user's process counts as running,
+    so nothing of it is removed)."""
     if pid == os.getpid():
         return True
     try:
