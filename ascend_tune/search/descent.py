@@ -10,7 +10,7 @@ set, and every configuration it scores counts against the problem's budget.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -49,14 +49,17 @@ class TierMoves:
 
 
 def descend(problem: Problem, start: np.ndarray, latency: float, rng: np.random.Generator,
-            chunk: int, moves_of: TierMoves | None = None) -> tuple[np.ndarray, float]:
-    """Randomised first-improvement descent from ``start`` through the move tiers; returns
-    the local optimum reached (or where the budget ran out) and its latency."""
+            chunk: int, moves_of: TierMoves | None = None,
+            tiers: Sequence[int] | None = None) -> tuple[np.ndarray, float]:
+    """Randomised first-improvement descent from ``start`` through the move tiers (``tiers``:
+    those of :data:`TIERS` to use, in order; all by default); returns the local optimum
+    reached (or where the budget ran out) and its latency."""
     moves_of = moves_of or TierMoves(problem)
     cur, cur_lat = start.copy(), latency
+    tiers = range(len(TIERS)) if tiers is None else tiers
     while problem.left > 0:
         moved = False
-        for tier in range(len(TIERS)):
+        for tier in tiers:
             moves = moves_of(tier, cur, rng)
             if len(moves) == 0:
                 continue
