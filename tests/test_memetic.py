@@ -58,14 +58,15 @@ def test_members_entered_by_descent_are_local_optima(
 
 def test_descents_use_only_the_tiers_asked(hw: HardwareProfile,
                                            matmul_spec: OperatorSpec) -> None:
-    """The GA's descents build the moves of its tiers only (not the coupled tier, whose
-    evaluations did not pay), and a descent limited to one tier ends at a local optimum of
-    that tier without building another."""
+    """The GA's descents build the moves of its tiers only (one-gene, mirror, ratio, shifted:
+    not the coupled tier, whose evaluations did not pay, nor local_moves, which it splits),
+    and a descent limited to one tier ends at a local optimum of that tier without building
+    another."""
     model = ShapeModel(matmul_spec, hw, SHAPE)
     state = _run(model, 1200, 2)
-    assert DESCENT_TIERS == (0, 2, 3) and state.ga.tiers == DESCENT_TIERS
+    assert DESCENT_TIERS == (4, 5, 2, 3) and state.ga.tiers == DESCENT_TIERS
     built = {tier for tier, _genome in state.moves._built}
-    assert built == {0, 2, 3}, built
+    assert built == {2, 3, 4, 5}, built
     problem = search_problem(model, "ga")
     problem.budget = 100_000
     start = problem.sample(1, np.random.default_rng(3))[0]
