@@ -31,7 +31,7 @@ import numpy as np
 
 from ascend_tune.hardware import load_profile
 from ascend_tune.model.engine import ShapeModel
-from ascend_tune.search.problem import run
+from ascend_tune.search.problem import NoValidFound, run
 from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.search.strategies.exhaustive import Exhaustive
 from ascend_tune.spec import load_spec
@@ -114,10 +114,16 @@ def main() -> None:
                 for strat in strategies:
                     problem = search_problem(model, strat)
                     start = time.perf_counter()
-                    res = run(STRATEGIES[strat](), problem, budget, np.random.default_rng(seed))
+                    try:
+                        latency = run(STRATEGIES[strat](), problem, budget,
+                                      np.random.default_rng(seed)).latency_us
+                    except NoValidFound:
+                        # Random search can miss every valid configuration where few are
+                        # valid (matmul 64x64x65536): it found nothing, fraction 0.
+                        latency = np.inf
                     times.setdefault((strat, budget), []).append(time.perf_counter() - start)
-                    found[strat].append(res.latency_us)
-                    runs.setdefault((strat, budget), []).append(best / res.latency_us)
+                    found[strat].append(latency)
+                    runs.setdefault((strat, budget), []).append(best / latency)
             rnd_f = best / np.median(found["random"])
             for strat in strategies:
                 f = best / float(np.median(found[strat]))

@@ -7,7 +7,7 @@ import numpy as np
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.search.descent import TierMoves, descend
-from ascend_tune.search.strategies.genetic import OPERATORS, Genetic, _Run
+from ascend_tune.search.strategies.genetic import DESCENT_TIERS, OPERATORS, Genetic, _Run
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.tune.shape import search_problem
 
@@ -50,9 +50,32 @@ def test_members_entered_by_descent_are_local_optima(
     moves = TierMoves(problem)
     improved = 0
     for member, lat in zip(state.members, state.latency.tolist(), strict=True):
-        _genome, after = descend(problem, member, lat, np.random.default_rng(0), 8, moves)
+        _genome, after = descend(problem, member, lat, np.random.default_rng(0), 8, moves,
+                                 state.ga.tiers)
         improved += after < lat
     assert len(state.members) >= 3 and improved <= 1
+
+
+def test_descents_use_only_the_tiers_asked(hw: HardwareProfile,
+                                           matmul_spec: OperatorSpec) -> None:
+    """The GA's descents build the moves of its tiers only (one-gene, mirror, ratio, shifted:
+    not the coupled tier, whose evaluations did not pay, nor local_moves, which it splits),
+    and a descent limited to one tier ends at a local optimum of that tier without building
+    another."""
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    state = _run(model, 1200, 2)
+    assert DESCENT_TIERS == (4, 5, 2, 3) and state.ga.tiers == DESCENT_TIERS
+    built = {tier for tier, _genome in state.moves._built}
+    assert built == {2, 3, 4, 5}, built
+    problem = search_problem(model, "ga")
+    problem.budget = 100_000
+    start = problem.sample(1, np.random.default_rng(3))[0]
+    moves = TierMoves(problem)
+    end, lat = descend(problem, start, float(problem.evaluate(start[None, :])[0]),
+                       np.random.default_rng(3), 8, moves, (0,))
+    assert {tier for tier, _genome in moves._built} == {0}
+    assert lat <= problem.evaluate(moves(0, end, np.random.default_rng(0))).min()
+    assert lat < float(problem.evaluate(start[None, :])[0])
 
 
 def test_crowding_replaces_only_the_nearest_member(

@@ -4,18 +4,28 @@ Randomised first improvement through tiers of moves (:mod:`ascend_tune.search.mo
 moves of the cheapest tier (one-gene and mirror moves), shuffled, are scored ``chunk`` at a
 time and the descent takes the best of a chunk as soon as it improves; when a tier has nothing
 better the next tier is tried (coupled moves, ratio moves, then shifted moves with repair);
-with nothing better in any tier it is at a local optimum. Every move is built inside the valid
-set, and every configuration it scores counts against the problem's budget.
+with nothing better in any tier it is at a local optimum. That is ``ils``'s descent
+(:data:`DEFAULT_TIERS`); the memetic ``ga`` walks one-gene moves, then mirror moves, as tiers of
+their own and leaves out the coupled moves (its ``DESCENT_TIERS``, measured there). Every move is
+built inside the valid set, and every configuration it scores counts against the problem's
+budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ascend_tune.search import construct
-from ascend_tune.search.moves import coupled_moves, local_moves, ratio_moves, shift_moves
+from ascend_tune.search.moves import (
+    coupled_moves,
+    local_moves,
+    mirror_moves,
+    one_gene_moves,
+    ratio_moves,
+    shift_moves,
+)
 from ascend_tune.search.problem import Problem
 
 Tier = Callable[[Problem, np.ndarray, np.random.Generator], np.ndarray]
@@ -25,7 +35,12 @@ TIERS: tuple[Tier, ...] = (
     lambda p, g, rng: coupled_moves(p, g),
     lambda p, g, rng: ratio_moves(p, g),
     lambda p, g, rng: shift_moves(p, g),
+    # The two halves of local_moves as tiers of their own: one-gene moves, then mirror moves.
+    lambda p, g, rng: one_gene_moves(p, g),
+    lambda p, g, rng: mirror_moves(p, g),
 )
+# The tiers a descent walks unless told otherwise (ils's): local, coupled, ratio, shifted.
+DEFAULT_TIERS = (0, 1, 2, 3)
 
 
 class TierMoves:
@@ -49,14 +64,17 @@ class TierMoves:
 
 
 def descend(problem: Problem, start: np.ndarray, latency: float, rng: np.random.Generator,
-            chunk: int, moves_of: TierMoves | None = None) -> tuple[np.ndarray, float]:
-    """Randomised first-improvement descent from ``start`` through the move tiers; returns
-    the local optimum reached (or where the budget ran out) and its latency."""
+            chunk: int, moves_of: TierMoves | None = None,
+            tiers: Sequence[int] | None = None) -> tuple[np.ndarray, float]:
+    """Randomised first-improvement descent from ``start`` through the move tiers (``tiers``:
+    those of :data:`TIERS` to use, in order; all by default); returns the local optimum
+    reached (or where the budget ran out) and its latency."""
     moves_of = moves_of or TierMoves(problem)
     cur, cur_lat = start.copy(), latency
+    tiers = DEFAULT_TIERS if tiers is None else tiers
     while problem.left > 0:
         moved = False
-        for tier in range(len(TIERS)):
+        for tier in tiers:
             moves = moves_of(tier, cur, rng)
             if len(moves) == 0:
                 continue
