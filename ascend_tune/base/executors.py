@@ -25,6 +25,7 @@ and Ray itself sets ``ASCEND_RT_VISIBLE_DEVICES`` for the task).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import concurrent.futures.process as cf_process
 import contextlib
 import importlib
 import os
@@ -158,11 +159,23 @@ class LocalExecutor(Executor):
             pool.shutdown()
             return
         workers = list((getattr(pool, "_processes", None) or {}).values())
+        manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
         pool.shutdown(wait=False, cancel_futures=True)
         # Python 3.11 has no public way to stop running pool processes (3.14 adds
         # terminate_workers); they would finish their task for nothing.
         for proc in workers:
             proc.terminate()
+        # Tear the pool down before returning: left to the interpreter's exit hook, Python
+        # 3.11 wakes the pool's manager thread through a pipe that thread may have closed
+        # already ("OSError: Bad file descriptor" printed after an interrupted search's last
+        # line) or joins it while it still waits on a killed worker (an interrupted search
+        # that never exits).
+        for proc in workers:
+            proc.join(timeout=_TEARDOWN_S)
+        if manager is not None:
+            manager.join(timeout=_TEARDOWN_S)
+            if not manager.is_alive():
+                getattr(cf_process, "_threads_wakeups", {}).pop(manager, None)
 
     def _restore_env(self) -> None:
         for k in self._added_env:
@@ -187,6 +200,9 @@ class LocalExecutor(Executor):
         for h in handles:
             h.cancel()
 
+
+# How long an aborted pool's workers and manager thread get to end (each).
+_TEARDOWN_S = 5.0
 
 # A worker process runs on one core. numpy's BLAS (OpenBLAS) otherwise starts a thread per core
 # in every worker, and those threads spin between calls on the cores the other workers need
