@@ -116,8 +116,8 @@ def test_emit_leaves_unmeasured_probes_out_of_the_dispatch_table(
     assert runners_up(probed) == runners_up(searched) and runners_up(searched)
 
 
-def test_one_run_identifies_the_device(tmp_path: Path, searched: Path, matmul: OperatorSpec,
-                                       hw: HardwareProfile) -> None:
+def test_two_probe_rounds_identify_the_device(tmp_path: Path, searched: Path,
+                                              matmul: OperatorSpec, hw: HardwareProfile) -> None:
     truth = _truth(hw)
     alone = _copy(searched, tmp_path / "alone.json")
     _measure_in_process(alone, matmul, truth)
@@ -125,8 +125,16 @@ def test_one_run_identifies_the_device(tmp_path: Path, searched: Path, matmul: O
     api.probe(probed, 8)
     _measure_in_process(probed, matmul, truth)
     fit_alone = cal.fit(matmul, hw, _rows(alone, matmul), cal.FitOptions(holdout=0.0))
-    fit = cal.fit(matmul, hw, _rows(probed, matmul), cal.FitOptions(holdout=0.0))
+    first = cal.fit(matmul, hw, _rows(probed, matmul), cal.FitOptions(holdout=0.0))
     assert "aic_gm_port" not in fit_alone.fitted
+    # At the shipped numbers the ND2NZ conversion, not the port, limits most GM->L1 copies,
+    # and the port moves together with the L2 rate in what the first probes show; designed
+    # at the first calibration (`probe --hw calibrated.yaml`) a second round separates them.
+    assert "aic_gm_port" not in first.fitted
+    api.probe(probed, 8, hw=load_profile_data(first.data, "calibrated"))
+    _measure_in_process(probed, matmul, truth)
+    fit = cal.fit(matmul, hw, _rows(probed, matmul), cal.FitOptions(holdout=0.0))
+    assert "aic_gm_port" in fit.fitted
     for path, factor in TRUTH.items():
         got = leaf(fit.data, path)["value"] / leaf(hw.data, path)["value"]
         assert got == pytest.approx(factor, rel=0.1), path
@@ -137,7 +145,7 @@ def test_one_run_identifies_the_device(tmp_path: Path, searched: Path, matmul: O
         assert entry["measured"]["time_us"] == min(times)
     # The measure summary (`measure --json`, its table) marks them.
     summary = api.measure_summary(doc["shapes"])
-    assert sum(c.get("probe", False) for s in summary for c in s["candidates"]) == 8
+    assert sum(c.get("probe", False) for s in summary for c in s["candidates"]) == 16
 
 
 def test_probe_designed_at_another_profile_stays_valid_on_the_files(

@@ -160,6 +160,7 @@ class LocalExecutor(Executor):
             return
         workers = list((getattr(pool, "_processes", None) or {}).values())
         manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
+        calls = getattr(pool, "_call_queue", None)
         pool.shutdown(wait=False, cancel_futures=True)
         # Python 3.11 has no public way to stop running pool processes (3.14 adds
         # terminate_workers); they would finish their task for nothing.
@@ -168,10 +169,17 @@ class LocalExecutor(Executor):
         # Tear the pool down before returning: left to the interpreter's exit hook, Python
         # 3.11 wakes the pool's manager thread through a pipe that thread may have closed
         # already ("OSError: Bad file descriptor" printed after an interrupted search's last
-        # line) or joins it while it still waits on a killed worker (an interrupted search
-        # that never exits).
+        # line) and joins the call queue's feeder thread (below).
         for proc in workers:
             proc.join(timeout=_TEARDOWN_S)
+        if calls is not None:
+            # A queued task (a spec and profile pickle, ~80 KB) may sit half-written in the
+            # call pipe that no worker reads any more: its feeder thread blocks, and so would
+            # the manager thread joining it and the exit hooks joining both. Closing the read
+            # end unblocks the write (what CPython does for a broken pool, gh-94777).
+            with contextlib.suppress(OSError, AttributeError):
+                calls._reader.close()
+            calls.cancel_join_thread()
         if manager is not None:
             manager.join(timeout=_TEARDOWN_S)
             if not manager.is_alive():
