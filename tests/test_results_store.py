@@ -125,7 +125,7 @@ def test_interrupt_saves_finished_shapes_and_stops_workers(tmp_path: Path, how: 
         [sys.executable, "-m", "ascend_tune", "search", "matmul", "--hw", "ascend910b3",
          "--shapes", str(shapes), "--jobs", "2", "--budget", "3000", "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=_default_sigint)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _journal_entries(out):
         time.sleep(0.2)
@@ -169,6 +169,13 @@ def test_workers_die_with_a_killed_parent(tmp_path: Path) -> None:
     # What was flushed is not lost, and the next run resumes from it.
     kept = len(results.read_all(out)["shapes"])
     assert kept >= 1
+
+
+def _default_sigint() -> None:
+    # A suite started in the background by a non-interactive shell (`pytest ... &`) inherits
+    # SIGINT ignored, and Python keeps an inherited SIG_IGN: the search would ignore the
+    # signal this test sends (it did, in three such runs). The search as a user starts it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _journal_entries(out: Path) -> int:
