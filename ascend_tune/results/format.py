@@ -199,7 +199,7 @@ def process_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OverflowError, OSError):
+    except (OverflowError, OSError):
         return True  # another user's process, or a pid the OS cannot test: keep its file
     return True
 

@@ -67,8 +67,8 @@ def descend(problem: Problem, start: np.ndarray, latency: float, rng: np.random.
             chunk: int, moves_of: TierMoves | None = None,
             tiers: Sequence[int] | None = None) -> tuple[np.ndarray, float]:
     """Randomised first-improvement descent from ``start`` through the move tiers (``tiers``:
-    those of :data:`TIERS` to use, in order; all by default); returns the local optimum
-    reached (or where the budget ran out) and its latency."""
+    those of :data:`TIERS` to use, in order; :data:`DEFAULT_TIERS`, ils's, by default);
+    returns the local optimum reached (or where the budget ran out) and its latency."""
     moves_of = moves_of or TierMoves(problem)
     cur, cur_lat = start.copy(), latency
     tiers = DEFAULT_TIERS if tiers is None else tiers
