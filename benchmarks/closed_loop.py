@@ -41,7 +41,7 @@ import numpy as np
 
 from ascend_tune import api
 from ascend_tune.base import executors
-from ascend_tune.calibrate.coefficients import leaf, leaf_number
+from ascend_tune.calibrate.coefficients import COEFFICIENTS, leaf, leaf_number
 from ascend_tune.calibrate.fit import error_stats
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
 from ascend_tune.model.engine import ShapeModel
@@ -190,8 +190,13 @@ def run_loop(name: str, scenario: Scenario, noise: float, probes: int, top_k: in
     t_all = np.concatenate(truth_all)
     before = error_stats(np.concatenate(before_all), t_all)
     after = error_stats(np.concatenate(after_all), t_all)
-    leaves = {".".join(p): (leaf_number(shipped.data, p), leaf_number(truth_data, p),
-                            leaf_number(fit.data, p)) for p in scenario.factors}
+    owner = {leaf_path: c.name for c in COEFFICIENTS for leaf_path in c.leaves}
+    leaves = {}
+    for p in scenario.factors:
+        interval = fit.intervals.get(owner.get(p, ""))
+        leaves[".".join(p)] = (leaf_number(shipped.data, p), leaf_number(truth_data, p),
+                               leaf_number(fit.data, p),
+                               None if interval is None else interval.percent)
     return {"scenario": name, "noise": noise, "probes": probes * rounds, "rows": len(rows.rows),
             "mape": (before.mape, after.mape),
             "spearman": (float(np.mean(rho_before)), float(np.mean(rho_after))),
@@ -208,10 +213,16 @@ def print_run(r: Mapping[str, Any]) -> None:
           f"rows {r['rows']:>3}  held-out MAPE {mb * 100:5.1f} % -> {ma * 100:5.1f} %   "
           f"Spearman {sb:5.2f} -> {sa:5.2f}   worst regret {gb:5.3f}x -> {ga:5.3f}x   "
           f"({r['loop_s']:.0f} s)")
-    for path, (shipped, true, got) in r["leaves"].items():
+    for path, (shipped, true, got, within) in r["leaves"].items():
         miss = got / true - 1.0
+        if within is None:
+            band = "not fitted"
+        else:
+            # Inside the 95 % interval: the truth is within the factor of what was recovered.
+            inside = abs(np.log(got / true)) <= np.log1p(within / 100.0)
+            band = f"95 % ±{within:4.1f} %, truth {'inside' if inside else 'OUTSIDE'}"
         print(f"    {path:<44} shipped {shipped:>9.4g}  true {true:>9.4g}  "
-              f"recovered {got:>9.4g}  ({miss * 100:+5.1f} %)")
+              f"recovered {got:>9.4g}  ({miss * 100:+5.1f} %; {band})")
     print(f"    fitted: {', '.join(r['fitted'])}")
     if r["determined"]:
         print(f"    probe design determines: {', '.join(r['determined'])}")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -354,6 +355,10 @@ def test_calibrate_and_validate_json(tmp_path: Path, hw: HardwareProfile,
         assert doc["fitted"][name]["scale"] == pytest.approx(1.3, rel=0.02)
         assert doc["fitted"][name]["leaves"] == [leaf_path]
         assert doc["fitted"][name]["rows"][0].startswith(f"{path}:")
+        # Exact synthetic times: what is left is the model's own rounding, so the 95 %
+        # interval is tight around the scale and holds the truth.
+        interval = doc["fitted"][name]["interval95"]
+        assert interval["low"] <= 1.3 <= interval["high"] and interval["percent"] < 2.0
     assert "high-confidence" in doc["not_fitted"]["cube_rate"]
     assert all(w.endswith("the fit is weak") for w in doc["warnings"])
     written = load_profile(str(out))
@@ -362,6 +367,8 @@ def test_calibrate_and_validate_json(tmp_path: Path, hw: HardwareProfile,
     assert text.returncode == 0, text.stderr
     assert text.stdout.index("held-out error on 6 row(s)") < text.stdout.index("in-sample")
     assert "not fitted: cube_rate: high-confidence" in text.stdout
+    assert re.search(r"fitted \(scale, 95 % interval, rows\): .*vector_issue x1\.3 ±<0\.1 % "
+                     r"\(\d+ rows\)", text.stdout), text.stdout
     proc = cli("validate", str(path), "--spec", "add", "--hw", "ascend910b3", "--kfold", "3",
                "--json")
     assert proc.returncode == 0, proc.stderr

@@ -168,9 +168,15 @@ def test_probe_command(tmp_path: Path, searched: Path) -> None:
     doc: dict[str, Any] = json.loads(proc.stdout)
     assert doc["added"] == 3 and sum(len(v) for v in doc["probes"].values()) == 3
     assert set(doc["candidates_alone"]["determined"]) <= set(doc["with_probes"]["determined"])
+    # Every determined coefficient has a planned precision; none is negative or zero.
+    planned = doc["planned_precision"]
+    assert planned["noise"] == 0.01
+    assert set(planned["percent95"]) == set(doc["with_probes"]["determined"])
+    assert all(v is None or v > 0 for v in planned["percent95"].values())
     text = cli("probe", str(path), "--count", "2")
     assert text.returncode == 0, text.stderr
     assert "determined with the probes:" in text.stdout
+    assert "planned precision (95 %, at 1 % noise per measured row): " in text.stdout
     assert "ascend-tune measure" in text.stdout
     one_line_error(cli("probe", str(path), "--count", "-1"), "--count -1")
     one_line_error(cli("probe", str(tmp_path / "missing.json")), "missing.json")

@@ -51,6 +51,7 @@ from ascend_tune.calibrate.solver import (
     screen,
     solve,
 )
+from ascend_tune.calibrate.uncertainty import Interval, fitted_intervals
 from ascend_tune.calibrate.written import compress_origins, profile_document, write_profile
 from ascend_tune.hardware import HardwareProfile, load_profile_data
 from ascend_tune.spec import OperatorSpec
@@ -190,6 +191,8 @@ class FitResult:
     rows_by_coefficient: dict[str, list[str]]  # fitted coefficient -> origins of its rows
     data: dict[str, Any]  # the calibrated merged profile
     base_data: dict[str, Any] = field(default_factory=dict)  # the starting profile
+    # fitted coefficient -> its 95 % interval (empty: no more residuals than coefficients)
+    intervals: dict[str, Interval] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
         """The fit as JSON-ready data: held-out errors first, in-sample second."""
@@ -204,6 +207,8 @@ class FitResult:
                           "after": self.after.as_dict(),
                           "caveat": "in-sample: these rows were fitted, the error flatters"},
             "fitted": {name: {"scale": self.scales[name],
+                              "interval95": (self.intervals[name].as_dict()
+                                             if name in self.intervals else None),
                               "leaves": [".".join(p) for p in BY_NAME[name].leaves],
                               "rows": compress_origins(self.rows_by_coefficient[name])}
                        for name in self.fitted},
@@ -388,6 +393,12 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
         warnings.append(f"{len(split.fit)} fit row(s) for {len(names)} coefficients: fewer "
                         f"than {ROWS_PER_COEFFICIENT} rows per coefficient, the fit is weak")
     scales = {n: round(float(np.exp(v)), 6) for n, v in zip(names, x, strict=True)}
+    # The last screen's Jacobian was taken where the coarse solve ended, within its ~0.1 %
+    # of this solution: close enough for an interval, and no new model evaluations.
+    intervals = fitted_intervals(jac_end, np.asarray(solution.fun, dtype=np.float64), x, names)
+    for n, v in scales.items():
+        if n in intervals:
+            intervals[n] = Interval(v, intervals[n].factor)
     for n, v in scales.items():
         if v <= SCALE_BOUNDS[0] * 1.001 or v >= SCALE_BOUNDS[1] * 0.999:
             warnings.append(f"{n} stopped at its bound (x{v:.3g}): the rows want more than a "
@@ -413,4 +424,4 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
         held_out_before=errors(start, held) if held.size else None,
         held_out_after=errors(end, held) if held.size else None,
         split=split, warnings=warnings, rows_by_coefficient=rows_by, data=calibrated,
-        base_data=copy.deepcopy(dict(hw.data)))
+        base_data=copy.deepcopy(dict(hw.data)), intervals=intervals)

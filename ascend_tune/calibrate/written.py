@@ -67,10 +67,13 @@ def profile_document(result: FitResult, base_ref: str, name: str, files: Sequenc
             for key in path[:-1]:
                 target = target.setdefault(key, {})
             base_leaf = leaf(result.base_data, path) if result.base_data else {}
+            interval = result.intervals.get(coef_name)
+            within = (f" (95 % interval x{interval.low:.4g}..x{interval.high:.4g})"
+                      if interval is not None and interval.percent < 1e6 else "")
             target[path[-1]] = {
                 "value": leaf(result.data, path)["value"],
                 "source": f"calibrated: {coef.doc} x{factor:.4g} of {base_ref}, fitted on "
-                          f"{len(origins)} of {rows_used} measurement(s)",
+                          f"{len(origins)} of {rows_used} measurement(s){within}",
                 "confidence": "med",
                 "note": f"sourced value in {base_ref}: {_short(base_leaf.get('value'))} "
                         f"({str(base_leaf.get('source', '')).strip()[:120]}); fit rows: "

@@ -116,3 +116,13 @@ class Reporter:
         else:
             sys.stderr.write(f"[{self.done}/{self.total}] {text}\n")
             sys.stderr.flush()
+
+
+def percent_text(value: float) -> str:
+    """A precision in percent as a reader wants it: ``<0.1 %``, ``2.3 %``, ``12 %``,
+    ``>100 %`` (beyond that the number says nothing but "not determined")."""
+    if value < 0.1:
+        return "<0.1 %"
+    if value < 10:
+        return f"{value:.1f} %"
+    return f"{value:.0f} %" if value < 99.5 else ">100 %"

@@ -156,12 +156,20 @@ def calibrate(
                   "fit has seen these rows, so this flatters it)", ["profile", *_ERROR_COLUMNS],
                   [[f"before ({hw.name})", *_error_cells(fit.before)],
                    [f"after ({output.name})", *_error_cells(fit.after)]], right=(1, 2, 3, 4, 5))
-    console.line("fitted: " + ", ".join(
-        f"{k} x{fit.scales[k]:.3g} ({len(fit.rows_by_coefficient[k])} rows)"
+    console.line("fitted (scale, 95 % interval, rows): " + ", ".join(
+        f"{k} x{fit.scales[k]:.3g}{_within(fit, k)} ({len(fit.rows_by_coefficient[k])} rows)"
         for k in fit.fitted))
     for k, reason in fit.not_fitted.items():
         console.line(f"not fitted: {k}: {reason}")
     console.line(f"wrote {output}")
+
+
+def _within(fit: api.FitResult, name: str) -> str:
+    """`` ±3.1 %``: the 95 % interval of a fitted scale, as a ratio either way."""
+    interval = fit.intervals.get(name)
+    if interval is None:
+        return ""
+    return f" ±{console.percent_text(interval.percent)}"
 
 
 @app.command()

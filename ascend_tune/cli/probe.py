@@ -12,6 +12,9 @@ import typer
 from ascend_tune import api
 from ascend_tune.cli import app, console
 
+# A coefficient planned wider than this is reported as weakly determined.
+WEAK_PERCENT = 10.0
+
 
 @app.command()
 def probe(
@@ -56,6 +59,16 @@ def probe(
     console.line(f"determined by the candidates alone: {', '.join(before) or 'nothing'}")
     console.line(f"determined with the probes: {', '.join(after.kept) or 'nothing'}"
                  + (f" (new: {', '.join(gained)})" if gained else ""))
+    if design.precision:
+        weak = [n for n, v in design.precision.items() if v > WEAK_PERCENT]
+        planned = ", ".join(f"{n} ±{console.percent_text(v)}"
+                            for n, v in design.precision.items())
+        console.line(f"planned precision (95 %, at {design.noise * 100:.0f} % noise per "
+                     f"measured row): {planned}")
+        if weak:
+            console.line(f"weakly determined (wider than ±{WEAK_PERCENT:.0f} %): "
+                         f"{', '.join(weak)}; more probes (--count), or shapes where they "
+                         "matter more in the results file, narrow them")
     for name, partners in after.together.items():
         console.line(f"not determined: {name} moves the times together with "
                      f"{' and '.join(partners)}")

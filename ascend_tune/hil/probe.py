@@ -28,6 +28,7 @@ table unless one won.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from ascend_tune.calibrate.coefficients import scaled_profile
 from ascend_tune.calibrate.fit import FitOptions
 from ascend_tune.calibrate.fit import candidates as fit_candidates
 from ascend_tune.calibrate.identifiability import MIN_SENSITIVITY, Identified, identify
+from ascend_tune.calibrate.uncertainty import planned_percent
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.hil import candidates as cands
 from ascend_tune.model.engine import ShapeModel
@@ -69,6 +71,9 @@ STEP = 0.05
 # Ridge on the normalised information matrix: keeps log det finite before every coefficient
 # is seen.
 RIDGE = 1e-3
+# The run-to-run noise the planned precision is stated at: log-normal, per measured row (a
+# row of `measure --repeat N` is a median, about this or better on a quiet device).
+PLANNED_NOISE = 0.01
 
 
 @dataclass
@@ -80,6 +85,10 @@ class ProbeDesign:
     coefficients: list[str] = field(default_factory=list)  # what the fit may move
     before: Identified | None = None  # the candidates alone
     after: Identified | None = None  # candidates and probes
+    # determined coefficient -> 95 % half-width in percent its fit would have from the
+    # candidates and probes' times at PLANNED_NOISE (infinite: not separable in practice)
+    precision: dict[str, float] = field(default_factory=dict)
+    noise: float = PLANNED_NOISE
 
     @property
     def determined(self) -> list[str]:
@@ -98,7 +107,10 @@ class ProbeDesign:
 
         return {"added": self.count, "probes": {k: list(v) for k, v in self.added.items()},
                 "coefficients": list(self.coefficients), "candidates_alone": part(self.before),
-                "with_probes": part(self.after)}
+                "with_probes": part(self.after),
+                "planned_precision": {"noise": self.noise, "percent95": {
+                    k: (round(v, 3) if math.isfinite(v) else None)
+                    for k, v in self.precision.items()}}}
 
 
 @dataclass
@@ -220,9 +232,11 @@ def design(spec: OperatorSpec, hw: HardwareProfile, entries: Sequence[Mapping[st
     for i in sorted(picked, key=lambda i: (int(owner[i]), i)):
         out.added.setdefault(shapes[int(owner[i])].key, []).append(
             {p: int(v) for p, v in zip(spec.params, rows[i].tolist(), strict=True)})
+    planned = np.concatenate([jac_existing, pool_all[picked]]) if picked else jac_existing
     out.before = identify(jac_existing, names)
-    out.after = identify(np.concatenate([jac_existing, pool_all[picked]])
-                         if picked else jac_existing, names)
+    out.after = identify(planned, names)
+    kept = [names.index(n) for n in out.after.kept]
+    out.precision = planned_percent(planned[:, kept], out.after.kept, PLANNED_NOISE)
     return out
 
 

@@ -1,0 +1,109 @@
+"""The 95 % intervals of fitted scales and the planned precision of a probe design
+(calibrate/uncertainty.py)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ascend_tune.calibrate import fit as cal
+from ascend_tune.calibrate.coefficients import expand
+from ascend_tune.calibrate.uncertainty import (
+    Z95,
+    fitted_intervals,
+    log_standard_errors,
+    planned_percent,
+)
+from ascend_tune.hardware import HardwareProfile
+from ascend_tune.spec import OperatorSpec
+from tests.test_calibrate import _perturbed, _rows, _synthetic
+
+
+def test_standard_errors_hand_worked() -> None:
+    # x1 is seen by two rows of elasticity 1: var = s^2 / 2; x2 by one row of elasticity 2:
+    # var = s^2 / 4.
+    jac = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 2.0]])
+    se = log_standard_errors(jac, 0.1)
+    assert se == pytest.approx([0.1 / math.sqrt(2), 0.05])
+    # Rows that move both only together cannot tell them apart: no finite error for either.
+    assert np.isinf(log_standard_errors(np.array([[1.0, 1.0], [2.0, 2.0]]), 0.1)).all()
+    # A correlated pair: the covariance is s^2 (J^T J)^-1, not the per-column variances.
+    corr = np.array([[1.0, 0.5], [0.5, 1.0], [1.0, 1.0]])
+    expected = 0.1 * np.sqrt(np.diag(np.linalg.inv(corr.T @ corr)))
+    assert log_standard_errors(corr, 0.1) == pytest.approx(expected)
+
+
+def test_interval_from_residual_scatter() -> None:
+    # Residuals of scatter s per degree of freedom (4 rows, 1 coefficient: 3), elasticity 1.
+    jac = np.ones((4, 1))
+    residuals = np.array([0.02, -0.02, 0.01, -0.01])
+    s = math.sqrt(float(residuals @ residuals) / 3)
+    (interval,) = fitted_intervals(jac, residuals, np.array([math.log(1.5)]), ["a"]).values()
+    assert interval.scale == pytest.approx(1.5)
+    # Student's t for 3 degrees of freedom: 3.182 (the scatter is estimated from 4 rows).
+    assert interval.factor == pytest.approx(math.exp(3.182446 * s / 2))
+    assert interval.low == pytest.approx(1.5 / interval.factor)
+    assert interval.percent == pytest.approx(100 * (interval.factor - 1))
+    # No scatter left to estimate from: no interval rather than a made-up one.
+    assert fitted_intervals(np.ones((1, 1)), np.zeros(1), np.zeros(1), ["a"]) == {}
+    # Planned at a stated noise instead: 1 % noise, 4 rows of elasticity 1.
+    assert planned_percent(jac, ["a"], 0.01)["a"] == pytest.approx(
+        100 * (math.exp(Z95 * 0.01 / 2) - 1))
+
+
+def _noisy(path: Path, sigma: float, seed: int) -> None:
+    """Multiply every measured time in the CSV by log-normal noise of ``sigma``."""
+    rng = np.random.default_rng(seed)
+    lines = path.read_text().splitlines()
+    col = lines[0].split(",").index("time_us")
+    out = [lines[0]]
+    for line in lines[1:]:
+        cells = line.split(",")
+        cells[col] = repr(float(cells[col]) * math.exp(sigma * rng.standard_normal()))
+        out.append(",".join(cells))
+    path.write_text("\n".join(out) + "\n")
+
+
+# Every perturbed number is one the fit moves on these rows (a coefficient left at 1 while the
+# truth moved it would bias the others, which no interval can be asked to cover).
+TRUTH = {"gm_to_ub_bandwidth": 0.7, "head_overhead": 1.6, "vector_rate": 1.3}
+
+
+def _fit(tmp_path: Path, hw: HardwareProfile, spec: OperatorSpec, sigma: float,
+         noise_seed: int) -> cal.FitResult:
+    # 12 shapes, 2 configurations each: the fit's cost grows with the shapes (one model
+    # evaluation per shape and trial profile), its information with the rows.
+    shapes = [{"totalLength": int(n)} for n in np.geomspace(6e4, 4e7, 12).round()]
+    path = _synthetic(tmp_path, spec, _perturbed(hw, TRUTH), shapes, per_shape=2, pipes=False,
+                      name=f"noisy{sigma}_{noise_seed}.csv")
+    _noisy(path, sigma, noise_seed)
+    return cal.fit(spec, hw, _rows(path, spec), cal.FitOptions(holdout=0))
+
+
+def test_intervals_hold_the_truth_and_grow_with_the_noise(
+        tmp_path: Path, hw: HardwareProfile, add_spec: OperatorSpec) -> None:
+    truth = expand(TRUTH)
+    inside = total = 0
+    fits = [_fit(tmp_path, hw, add_spec, 0.02, seed) for seed in range(4)]
+    for result in fits:
+        for name, scale in truth.items():
+            if name not in result.intervals:
+                continue
+            interval = result.intervals[name]
+            total += 1
+            inside += interval.low <= scale <= interval.high
+    # Nominally 95 % each. The head's base and per-core parts are estimated against each
+    # other, so a draw that misses one tends to miss both: two misses in 16 are allowed.
+    assert total == 16 and inside >= total - 2, (inside, total)
+    # The same noise draws at a quarter of the size: the intervals shrink with the scatter,
+    # about 4x. Not exactly, nor for every coefficient: the fitted point moves with the
+    # noise, and with it which limit binds each row (a bandwidth under a port's min()), so
+    # the Jacobian differs too; the median over the coefficients shows the scaling.
+    small = _fit(tmp_path, hw, add_spec, 0.005, 0)
+    large = fits[0]
+    ratios = [math.log(large.intervals[n].factor) / math.log(small.intervals[n].factor)
+              for n in set(small.intervals) & set(large.intervals)]
+    assert len(ratios) >= 6 and 3.0 < float(np.median(ratios)) < 5.5, sorted(ratios)
