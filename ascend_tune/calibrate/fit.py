@@ -81,6 +81,9 @@ ROWS_PER_COEFFICIENT = 3
 ROW_SENSITIVITY = 1e-3
 # Times the fit re-screens every coefficient where its solve ended and solves again.
 REFIT_ROUNDS = 3
+# A fitted scale whose 95 % interval spans more than this factor either way is reported as
+# not pinned (a guess the rows allowed, not a measurement).
+LOOSE_FACTOR = 2.0
 
 
 # ---- predictions and errors -----------------------------------------------------------------
@@ -399,6 +402,12 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
     for n, v in scales.items():
         if n in intervals:
             intervals[n] = Interval(v, intervals[n].factor)
+            if intervals[n].factor > LOOSE_FACTOR:
+                low, high = intervals[n].low, intervals[n].high
+                warnings.append(
+                    f"{n} x{v:.3g} is not pinned by these rows (95 % interval x{low:.2g}.."
+                    f"x{high:.2g}): its value is a guess; measure shapes where it matters, "
+                    f"add `ascend-tune probe` rows, or --exclude {n}")
     for n, v in scales.items():
         if v <= SCALE_BOUNDS[0] * 1.001 or v >= SCALE_BOUNDS[1] * 0.999:
             warnings.append(f"{n} stopped at its bound (x{v:.3g}): the rows want more than a "
