@@ -41,7 +41,7 @@ import numpy as np
 
 from ascend_tune import api
 from ascend_tune.base import executors
-from ascend_tune.calibrate.coefficients import COEFFICIENTS, leaf, leaf_number
+from ascend_tune.calibrate.coefficients import COEFFICIENTS, leaf_number, scale_leaves
 from ascend_tune.calibrate.fit import error_stats
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
 from ascend_tune.model.engine import ShapeModel
@@ -99,13 +99,7 @@ SCENARIOS = {
 
 def perturbed(hw: HardwareProfile, factors: Mapping[tuple[str, ...], float]
               ) -> dict[str, Any]:
-    data = json.loads(json.dumps(hw.data))
-    for path, factor in factors.items():
-        node = leaf(data, path)
-        if path[-1] == "bandwidth_curve":
-            node["value"] = [[size, bw * factor] for size, bw in node["value"]]
-        else:
-            node["value"] = node["value"] * factor
+    data = scale_leaves(hw.data, factors)
     data["name"] = f"{hw.name}_standin"
     return data
 

@@ -15,7 +15,7 @@ import pytest
 
 from ascend_tune import api
 from ascend_tune.calibrate import fit as cal
-from ascend_tune.calibrate.coefficients import leaf
+from ascend_tune.calibrate.coefficients import leaf, scale_leaves
 from ascend_tune.calibrate.measurements import Measurement
 from ascend_tune.emit.bundle import load_bundle
 from ascend_tune.hardware import HardwareProfile, load_profile_data
@@ -52,11 +52,7 @@ def _copy(src: Path, dst: Path) -> Path:
 
 
 def _truth(hw: HardwareProfile) -> HardwareProfile:
-    data = json.loads(json.dumps(hw.data))
-    for path, factor in TRUTH.items():
-        node = leaf(data, path)
-        node["value"] = node["value"] * factor
-    return load_profile_data(data, "truth")
+    return load_profile_data(scale_leaves(hw.data, TRUTH), "truth")
 
 
 def _measure_in_process(path: Path, spec: OperatorSpec, truth: HardwareProfile) -> None:

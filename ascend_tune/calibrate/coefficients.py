@@ -141,18 +141,23 @@ def expand(scales: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
+def scale_leaves(data: Mapping[str, Any], factors: Mapping[tuple[str, ...], float]
+                 ) -> dict[str, Any]:
+    """A copy of merged profile data with each leaf at key path scaled by its factor (a
+    bandwidth curve: its bytes/cycle column): a calibrated profile, or a stand-in device
+    that differs from the shipped one."""
+    out = copy.deepcopy(dict(data))
+    for path, factor in factors.items():
+        node = leaf(out, path)
+        node["value"] = _scale_value(node["value"], factor, path[-1] == "bandwidth_curve")
+    return out
+
+
 def apply(data: Mapping[str, Any], scales: Mapping[str, float]) -> dict[str, Any]:
     """A copy of merged profile data with each coefficient's leaves scaled (what is written)."""
-    out = copy.deepcopy(dict(data))
     scales = expand(scales)
-    for coef in COEFFICIENTS:
-        factor = scales.get(coef.name, 1.0)
-        if factor == 1.0:
-            continue
-        for path in coef.leaves:
-            node = leaf(out, path)
-            node["value"] = _scale_value(node["value"], factor, path[-1] == "bandwidth_curve")
-    return out
+    return scale_leaves(data, {path: scales[coef.name] for coef in COEFFICIENTS
+                               if scales.get(coef.name, 1.0) != 1.0 for path in coef.leaves})
 
 
 def scaled_profile(hw: HardwareProfile, scales: Mapping[str, float]) -> HardwareProfile:

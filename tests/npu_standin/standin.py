@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ascend_tune.calibrate.coefficients import scale_leaves
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.spec import OperatorSpec, load_spec
@@ -51,15 +52,7 @@ BASE_PROFILE = "ascend910b3"
 
 @cache
 def hidden_profile() -> HardwareProfile:
-    data = json.loads(json.dumps(load_profile(BASE_PROFILE).data))
-    for path, factor in HIDDEN_FACTORS.items():
-        node = data
-        for key in path:
-            node = node[key]
-        if path[-1] == "bandwidth_curve":
-            node["value"] = [[size, bw * factor] for size, bw in node["value"]]
-        else:
-            node["value"] = node["value"] * factor
+    data = scale_leaves(load_profile(BASE_PROFILE).data, HIDDEN_FACTORS)
     return load_profile_data(data, "hidden stand-in profile")
 
 
