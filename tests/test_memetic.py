@@ -63,10 +63,16 @@ def test_descents_use_only_the_tiers_asked(hw: HardwareProfile,
     and a descent limited to one tier ends at a local optimum of that tier without building
     another."""
     model = ShapeModel(matmul_spec, hw, SHAPE)
-    state = _run(model, 1200, 2)
+    state = _run(model, 1200, 2, escape=False)
     assert DESCENT_TIERS == (4, 5, 2, 3) and state.ga.tiers == DESCENT_TIERS
     built = {tier for tier, _genome in state.moves._built}
     assert built == {2, 3, 4, 5}, built
+    # The trade neighbourhood (tier 6) is built only at converged parents, once each.
+    state = _run(model, 1200, 2)
+    built = {tier for tier, _genome in state.moves._built}
+    assert built <= {2, 3, 4, 5, 6} and {2, 3, 4, 5} <= built, built
+    traded = [genome for tier, genome in state.moves._built if tier == 6]
+    assert len(traded) == len(state.escaped)
     problem = search_problem(model, "ga")
     problem.budget = 100_000
     start = problem.sample(1, np.random.default_rng(3))[0]
