@@ -131,3 +131,26 @@ def test_descent_share_follows_reward_per_evaluation(
     assert state._descent_share() == 0.2  # the floor
     state.pay[0] = [0.0, 100.0]
     assert state._descent_share() == 1.0
+
+
+def test_a_former_parent_resumes_its_failures(hw: HardwareProfile,
+                                              matmul_spec: OperatorSpec) -> None:
+    """Offspring that did not beat a parent count for its genome: when the search falls back
+    into it, the stall goes on from there (a basin that failed is not kicked again from 0)."""
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    problem = search_problem(model, "ga")
+    problem.budget = 100
+    state = _Run(Genetic(), problem, np.random.default_rng(0))
+    a, b = problem.sample(2, np.random.default_rng(1))
+    state._adopt(a, 2.0)
+    state.fails = 5
+    state._adopt(b, 1.0)
+    assert state.fails == 0
+    state._adopt(a, 2.0)
+    assert state.fails == 5
+    off = _Run(Genetic(keep_fails=False), problem, np.random.default_rng(0))
+    off._adopt(a, 2.0)
+    off.fails = 5
+    off._adopt(b, 1.0)
+    off._adopt(a, 2.0)
+    assert off.fails == 0
