@@ -6,7 +6,7 @@ import numpy as np
 
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.engine import ShapeModel
-from ascend_tune.search.descent import TierMoves, descend
+from ascend_tune.search.descent import TRADE_TIER, TierMoves, descend
 from ascend_tune.search.strategies.genetic import DESCENT_TIERS, OPERATORS, Genetic, _Run
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.tune.shape import search_problem
@@ -67,11 +67,11 @@ def test_descents_use_only_the_tiers_asked(hw: HardwareProfile,
     assert DESCENT_TIERS == (4, 5, 2, 3) and state.ga.tiers == DESCENT_TIERS
     built = {tier for tier, _genome in state.moves._built}
     assert built == {2, 3, 4, 5}, built
-    # The trade neighbourhood (tier 6) is built only at converged parents, once each.
+    # The trade neighbourhood (TRADE_TIER) is built only at converged parents, once each.
     state = _run(model, 1200, 2)
     built = {tier for tier, _genome in state.moves._built}
-    assert built <= {2, 3, 4, 5, 6} and {2, 3, 4, 5} <= built, built
-    traded = [genome for tier, genome in state.moves._built if tier == 6]
+    assert built <= {2, 3, 4, 5, TRADE_TIER} and {2, 3, 4, 5} <= built, built
+    traded = [genome for tier, genome in state.moves._built if tier == TRADE_TIER]
     assert len(traded) == len(state.escaped)
     problem = search_problem(model, "ga")
     problem.budget = 100_000

@@ -43,6 +43,7 @@ TIERS: tuple[Tier, ...] = (
     # memetic ga scores them once at a converged parent, not as a tier of every descent.
     lambda p, g, rng: trade_moves(p, g),
 )
+TRADE_TIER = 6  # trade_moves' index in TIERS
 # The tiers a descent walks unless told otherwise (ils's): local, coupled, ratio, shifted.
 DEFAULT_TIERS = (0, 1, 2, 3)
 

@@ -43,11 +43,11 @@ kicked another ``stall`` times on each return (on int8 512x8192x2048 the baselin
 Once per parent, at convergence, its whole trade neighbourhood is scored first
 (:func:`~ascend_tune.search.moves.trade_moves`: two genes a check reads together, the buffer
 budgets included, traded keeping their product, the rest repaired); the best trade, when
-faster, is descended and becomes the parent. Where a tight
-budget blocks every gene alone, a kick's repair takes the cheapest way back (halving the
-mirrored base size) and a restart's descent falls into the same wide basin again: on Matmul
-1024x576x6144 a third of all descents end at 0.969 of the optimum and 28 % of runs did, one
-trade (baseN up a step against stepKb, B's L1 panel kept) leads out. Too many moves (50-80)
+faster, is descended and becomes the parent. Where a tight budget blocks every gene alone, a
+kick's repair takes the cheapest way back (halving the mirrored base size) and a restart's
+descent falls into the same wide basin again: on Matmul 1024x576x6144 a third of all descents
+end at 0.969 of the optimum and 28 % of runs did, one trade (baseN up a step against stepKb,
+B's L1 panel kept) leads out. Too many moves (50-80)
 for every local optimum of every descent (as a fifth descent tier: 96.8 % of 400 runs within
 1.01x on 8 shapes where runs miss, int8 512x8192x2048 down from 88 % to 78 %), they pay once
 per converged parent (98.3 %, against 92.3 % without; docs/benchmarks.md). Otherwise a fresh
@@ -65,7 +65,7 @@ from __future__ import annotations
 import numpy as np
 
 from ascend_tune.search import construct
-from ascend_tune.search.descent import TierMoves, descend, kick
+from ascend_tune.search.descent import TRADE_TIER, TierMoves, descend, kick
 from ascend_tune.search.moves import mirror_moves
 from ascend_tune.search.problem import Problem
 
@@ -183,11 +183,13 @@ class _Run:
         if key in self.escaped:
             return False
         self.escaped.add(key)
-        moves = self.moves(6, parent, self.rng)
+        moves = self.moves(TRADE_TIER, parent, self.rng)
         if len(moves) == 0:
             return False
         fit = self.problem.evaluate(moves)
         j = int(np.argmin(fit))
+        # Only a faster trade: descending from the best 2 or 4 trades whatever their latency
+        # (a guided kick) cost more than it found (docs/benchmarks.md).
         if not fit[j] < lat:
             return False
         child, clat = descend(self.problem, moves[j].copy(), float(fit[j]), self.rng,
