@@ -7,6 +7,8 @@ optimum over a shape suite, several budgets and seeds.
                                                    # the peer suites: main, heldout, hard
     python benchmarks/search_quality.py --suite heldout --seeds 10 --first-seed 5 --budgets 2000
                                                    # seeds 5-14
+    python benchmarks/search_quality.py --suite hard --shapes 6,9,10 --seeds 50 --first-seed 100
+                                                   # three shapes of a suite
 
 Prints per strategy and budget: the mean fraction of optimum (optimum / found) over every
 run, the share of runs within 1.01x of the optimum and the worst run; the median and 5th
@@ -78,6 +80,8 @@ def main() -> None:
                     default="schoonhoven",
                     help="schoonhoven: 54 add and matmul shapes; main, heldout, hard: the "
                     "suites of benchmarks/search_vs_peers.py")
+    ap.add_argument("--shapes", default="",
+                    help="comma-separated indices into the suite (default: every shape)")
     ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     ap.add_argument("--strategies", default="ga,ils",
                     help="compared with random search at the same budget")
@@ -92,6 +96,8 @@ def main() -> None:
     else:
         suite = [(n, s) for n, s, _ in {"main": SUITE, "heldout": HELDOUT,
                                         "hard": HARD}[args.suite]]
+    if args.shapes:
+        suite = [suite[int(i)] for i in args.shapes.split(",")]
     seeds = args.seeds
     if args.quick:
         suite = suite[2:5] + suite[len(ADD): len(ADD) + 3] if args.suite == "schoonhoven" \

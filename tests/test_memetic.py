@@ -6,7 +6,7 @@ import numpy as np
 
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.engine import ShapeModel
-from ascend_tune.search.descent import TierMoves, descend
+from ascend_tune.search.descent import TRADE_TIER, TierMoves, descend
 from ascend_tune.search.strategies.genetic import DESCENT_TIERS, OPERATORS, Genetic, _Run
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.tune.shape import search_problem
@@ -63,10 +63,16 @@ def test_descents_use_only_the_tiers_asked(hw: HardwareProfile,
     and a descent limited to one tier ends at a local optimum of that tier without building
     another."""
     model = ShapeModel(matmul_spec, hw, SHAPE)
-    state = _run(model, 1200, 2)
+    state = _run(model, 1200, 2, escape=False)
     assert DESCENT_TIERS == (4, 5, 2, 3) and state.ga.tiers == DESCENT_TIERS
     built = {tier for tier, _genome in state.moves._built}
     assert built == {2, 3, 4, 5}, built
+    # The trade neighbourhood (TRADE_TIER) is built only at converged parents, once each.
+    state = _run(model, 1200, 2)
+    built = {tier for tier, _genome in state.moves._built}
+    assert built <= {2, 3, 4, 5, TRADE_TIER} and {2, 3, 4, 5} <= built, built
+    traded = [genome for tier, genome in state.moves._built if tier == TRADE_TIER]
+    assert len(traded) == len(state.escaped)
     problem = search_problem(model, "ga")
     problem.budget = 100_000
     start = problem.sample(1, np.random.default_rng(3))[0]
@@ -125,3 +131,26 @@ def test_descent_share_follows_reward_per_evaluation(
     assert state._descent_share() == 0.2  # the floor
     state.pay[0] = [0.0, 100.0]
     assert state._descent_share() == 1.0
+
+
+def test_a_former_parent_resumes_its_failures(hw: HardwareProfile,
+                                              matmul_spec: OperatorSpec) -> None:
+    """Offspring that did not beat a parent count for its genome: when the search falls back
+    into it, the stall goes on from there (a basin that failed is not kicked again from 0)."""
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    problem = search_problem(model, "ga")
+    problem.budget = 100
+    state = _Run(Genetic(), problem, np.random.default_rng(0))
+    a, b = problem.sample(2, np.random.default_rng(1))
+    state._adopt(a, 2.0)
+    state.fails = 5
+    state._adopt(b, 1.0)
+    assert state.fails == 0
+    state._adopt(a, 2.0)
+    assert state.fails == 5
+    off = _Run(Genetic(keep_fails=False), problem, np.random.default_rng(0))
+    off._adopt(a, 2.0)
+    off.fails = 5
+    off._adopt(b, 1.0)
+    off._adopt(a, 2.0)
+    assert off.fails == 0

@@ -287,6 +287,33 @@ def test_ratio_moves_trade_a_core_split(hw: HardwareProfile) -> None:
     assert all(m * n * b <= 40 for m, n, b in splits)
 
 
+
+def test_trade_moves_trade_through_a_buffer_budget(hw: HardwareProfile,
+                                                   matmul_spec: OperatorSpec) -> None:
+    """baseN up a step against stepKb down (B's L1 panel kept: L1's budget reads 8 genes,
+    beyond ratio_moves' pairs), the rest repaired: L0C's double buffer dropped, nDim 5 -> 3.
+    A shift of baseN alone is repaired by halving baseM instead."""
+    from ascend_tune.search import construct
+    from ascend_tune.search.moves import shift_moves, trade_moves
+
+    model = ShapeModel(matmul_spec, hw, {"M": 1024, "N": 576, "K": 6144})
+    problem = search_problem(model, "ga")
+    names = list(matmul_spec.params)
+    config = {"baseM": 128, "baseN": 128, "baseK": 64, "stepM": 1, "stepN": 1, "stepKa": 8,
+              "stepKb": 8, "dbL1": 2, "dbL0A": 2, "dbL0B": 2, "dbL0C": 2, "iterateOrder": 0,
+              "mDim": 8, "nDim": 5, "kDim": 1}
+    genome = model.nearest_indices(config)
+    want = dict(config, baseN=192, stepKb=4, dbL0C=1, nDim=3)
+    key = ("baseM", "baseN", "stepKb", "dbL0C", "nDim")
+
+    def picked(rows: np.ndarray) -> set[tuple[int, ...]]:
+        return {tuple(int(row[names.index(p)]) for p in key) for row in model.values(rows)}
+
+    trades = trade_moves(problem, genome)
+    assert not construct.violated(problem.feasible, trades).any()
+    assert tuple(want[p] for p in key) in picked(trades)
+    assert tuple(want[p] for p in key) not in picked(shift_moves(problem, genome))
+
 def test_exhaustive_top_k_are_the_best_of_the_valid_set(
         hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
     from ascend_tune.search.space import valid_indices

@@ -25,6 +25,7 @@ from ascend_tune.search.moves import (
     one_gene_moves,
     ratio_moves,
     shift_moves,
+    trade_moves,
 )
 from ascend_tune.search.problem import Problem
 
@@ -38,7 +39,11 @@ TIERS: tuple[Tier, ...] = (
     # The two halves of local_moves as tiers of their own: one-gene moves, then mirror moves.
     lambda p, g, rng: one_gene_moves(p, g),
     lambda p, g, rng: mirror_moves(p, g),
+    # Trades between any two genes a check reads (the buffer budgets too), repaired: the
+    # memetic ga scores them once at a converged parent, not as a tier of every descent.
+    lambda p, g, rng: trade_moves(p, g),
 )
+TRADE_TIER = 6  # trade_moves' index in TIERS
 # The tiers a descent walks unless told otherwise (ils's): local, coupled, ratio, shifted.
 DEFAULT_TIERS = (0, 1, 2, 3)
 
