@@ -11,11 +11,12 @@ from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.calibrate import fit as cal
 from ascend_tune.calibrate import split as row_split
-from ascend_tune.calibrate.coefficients import BY_NAME, expand, leaf
+from ascend_tune.calibrate.coefficients import BY_NAME, expand, leaf, scaled_profile
 from ascend_tune.calibrate.identifiability import identify
 from ascend_tune.calibrate.measurements import Measurement, load_manifest, read_files
+from ascend_tune.calibrate.row_model import RowModel, _candidates
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
-from ascend_tune.model.engine import ShapeModel
+from ascend_tune.model.engine import ShapeModel, evaluate_valid_rows
 from ascend_tune.spec import OperatorSpec
 from tests.conftest import DATA
 from tests.test_cli import cli
@@ -417,3 +418,31 @@ def test_row_model_batches_by_shape_and_matches_one_row_at_a_time(
                                                     "head_overhead": 2.0}), "written")
     assert model.evaluate(written).time_us[:3] == pytest.approx(
         model.evaluate(faster).time_us[:3], rel=1e-5)
+
+
+def test_a_trial_evaluates_every_shape_in_one_batch_with_the_same_bits(
+        tmp_path: Path, hw: HardwareProfile, add_spec: OperatorSpec,
+        matmul_spec: OperatorSpec) -> None:
+    """RowModel evaluates a trial profile's candidates of all shapes in one batch
+    (engine.evaluate_valid_rows): each row's time and pipe times must be the bits its own
+    shape's ShapeModel gives on that profile (built from scratch here), for rows of one
+    candidate (add) and rows with free parameters (the matmul manifest: 196 candidates)."""
+    trial = scaled_profile(hw, {"gm_to_ub_bandwidth": 0.8, "head_base": 1.3, "vector_rate": 1.1,
+                                "cube_rate": 0.9, "hbm_bandwidth": 1.2})
+    add_rows = _rows(_synthetic(tmp_path, add_spec, hw, per_shape=2), add_spec)
+    manifest = load_manifest(M / "manifest.yaml")
+    matmul_rows = read_files([M / "op_summary_block_dim.csv", M / "kernel_details.csv",
+                              M / "PipeUtilization.csv"], matmul_spec, manifest).rows
+    for spec, rows in ((add_spec, add_rows), (matmul_spec, matmul_rows)):
+        model = RowModel(spec, hw, rows)
+        got = model.evaluate(trial)
+        for i in model.valid_rows.tolist():
+            own = ShapeModel(spec, trial, rows[i].shape)
+            ev = own.evaluate(_candidates(spec, own, own.baseline_values(), rows[i]))
+            k = int(np.argmin(ev.latency_us))
+            assert got.time_us[i] == ev.latency_us[k], (spec.name, i)
+            assert got.pipes_us[i].tolist() == [ev.pipes_us[c][k] for c in PIPE_COLUMNS]
+    # The batch is taken (not the shape-by-shape fallback) on a scaled profile.
+    models = [ShapeModel(add_spec, hw, r.shape) for r in add_rows[:3]]
+    values = [np.array([[r.config[p] for p in add_spec.params]]) for r in add_rows[:3]]
+    assert evaluate_valid_rows(models, values, trial) is not None

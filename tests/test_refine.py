@@ -7,12 +7,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from ascend_tune.emit import refine as refine_mod
 from ascend_tune.emit.refine import domains, neighbour, refine
-from ascend_tune.emit.selection import derive, runtime_env
+from ascend_tune.emit.selection import derive, first_failure, runtime_env, valid_rows
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.dispatch import dispatch_model
-from ascend_tune.spec import OperatorSpec, load_spec
+from ascend_tune.spec import OperatorSpec, evaluate_baseline, launch, load_spec
 
 
 def _scorer(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int], aic: int, aiv: int,
@@ -118,3 +120,40 @@ def test_a_bad_domain_skips_the_descent(hw: HardwareProfile) -> None:
                                                      "bufferNum": 1}, 1.0,
                   lambda c: calls.append(1) or 0.0) is None
     assert calls == []
+
+
+def test_batched_validity_is_derive_one_by_one(hw: HardwareProfile) -> None:
+    """select() scores each descent step's configurations in one numpy pass
+    (selection.valid_rows): every configuration's verdict must be derive()'s, and an
+    evaluation that raises on any of them hands the step back to derive(), which raises (or
+    not) where it always did."""
+    rng = np.random.default_rng(5)
+    failed: set[str | None] = set()
+    for ref, shape in (("matmul", {"M": 300, "N": 5000, "K": 700}),
+                       ("layernorm", {"rows": 188, "cols": 7168}),
+                       ("add", {"totalLength": 12_345})):
+        spec = load_spec(ref)
+        env = runtime_env(spec, hw, 8, 7)
+        # Values from the profile's 20/40-core domains: the core limits of 8/7 fail some.
+        doms = domains(spec, runtime_env(spec, hw, 20, 40), shape)
+        assert doms is not None
+        # What the descent asks: one or two parameters moved from the baseline.
+        base = [evaluate_baseline(spec, {**env, **shape})[p] for p in spec.params]
+        configs = []
+        for _ in range(300):
+            c = list(base)
+            for j in rng.choice(len(doms), size=min(2, len(doms)), replace=False):
+                c[j] = int(rng.choice(doms[j]))
+            configs.append(c)
+        ok = valid_rows(spec, env, shape, configs)
+        assert ok is not None
+        want = [derive(spec, env, shape, dict(zip(spec.params, c, strict=True))) is not None
+                for c in configs]
+        assert ok.tolist() == want and any(want), ref
+        failed |= {first_failure(spec, env, shape, dict(zip(spec.params, c, strict=True)))[1]
+                   for c in configs} & set(launch.check_names(spec))
+    assert failed, "some configurations fail a launch check first"
+    spec = load_spec("matmul")
+    env = runtime_env(spec, hw, 20, 40)
+    huge = [1 << 61, 256, 64, 1, 1, 4, 4, 2, 2, 2, 1, 0, 4, 10, 1]  # baseM * baseK overflows
+    assert valid_rows(spec, env, {"M": 300, "N": 5000, "K": 700}, [huge]) is None

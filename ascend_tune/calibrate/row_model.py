@@ -11,7 +11,7 @@ reloaded, re-validated or re-hashed per residual (docs/model.md "Calibration").
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +20,7 @@ from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.calibrate.measurements import Measurement
 from ascend_tune.hardware import HardwareProfile
-from ascend_tune.model.engine import ShapeModel
+from ascend_tune.model.engine import ShapeModel, evaluate_valid_rows
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
 
@@ -33,6 +33,7 @@ class _Group:
     rows: np.ndarray  # row indices (into the RowModel's rows)
     values: np.ndarray  # (candidates, params)
     starts: np.ndarray  # first candidate of each row; a row's candidates are contiguous
+    valid: np.ndarray  # per candidate: valid on the model's profile
 
 
 @dataclass(frozen=True)
@@ -74,15 +75,18 @@ class RowModel:
                 self.invalid.append((i, f"{rows[i].origin}: the measured configuration breaks "
                                         f"constraint '{name}' ("
                                         f"{', '.join(f'{k}={v}' for k, v in config.items())})"))
+            valid = ev.valid
             if len(keep) < len(indices):
                 kept = [blocks[indices.index(i)] for i in keep]
                 if not kept:
                     continue
+                valid = np.concatenate([ev.valid[starts[indices.index(i)]:
+                                                  ends[indices.index(i)]] for i in keep])
                 values = np.concatenate(kept)
                 ends = np.cumsum([len(b) for b in kept])
                 starts = ends - np.array([len(b) for b in kept])
             groups.append(_Group(model, np.array(keep, dtype=np.int64), values,
-                                 np.asarray(starts, dtype=np.int64)))
+                                 np.asarray(starts, dtype=np.int64), valid))
         self.invalid.sort()
         self._groups = groups
         self.n_rows = len(rows)
@@ -105,16 +109,40 @@ class RowModel:
         time_us = np.full(self.n_rows, np.nan)
         pipes_us = np.full((self.n_rows, len(PIPE_COLUMNS)), np.nan)
         chosen = self._groups if groups is None else [self._groups[k] for k in groups]
-        for g in chosen:
-            model = g.model if hw is None or hw is self.hw else g.model.with_profile(hw)
-            ev = model.evaluate(g.values)
-            latency = ev.latency_us
+        for g, latency, pipes in self._costs(chosen, hw):
             # Best candidate of each row: reduceat gives the minimum per contiguous slice.
             best = np.minimum.reduceat(latency, g.starts)
             pick = _first_argmin(latency, g.starts, best)
             time_us[g.rows] = best
-            pipes_us[g.rows] = np.stack([ev.pipes_us[c][pick] for c in PIPE_COLUMNS], axis=1)
+            pipes_us[g.rows] = np.stack([pipes[c][pick] for c in PIPE_COLUMNS], axis=1)
         return RowTimes(time_us, pipes_us)
+
+    def _costs(self, chosen: Sequence[_Group], hw: HardwareProfile | None
+               ) -> Iterator[tuple[_Group, np.ndarray, Mapping[str, np.ndarray]]]:
+        """Each group's candidate latencies (inf where invalid) and per-pipe times (0 where
+        invalid), as ``model.evaluate`` gives them: the valid candidates of every group in
+        one batch (:func:`evaluate_valid_rows`, the same bits), or group by group where that
+        cannot stand in."""
+        stacked = evaluate_valid_rows([g.model for g in chosen],
+                                      [g.values[g.valid] for g in chosen], hw)
+        if stacked is None:
+            for g in chosen:
+                model = g.model if hw is None or hw is self.hw else g.model.with_profile(hw)
+                ev = model.evaluate(g.values)
+                yield g, ev.latency_us, ev.pipes_us
+            return
+        latency, pipes = stacked
+        at = 0
+        for g in chosen:
+            k = int(np.count_nonzero(g.valid))
+            lat = np.full(len(g.values), np.inf)
+            lat[g.valid] = latency[at:at + k]
+            busy = {}
+            for c in PIPE_COLUMNS:
+                busy[c] = np.zeros(len(g.values))
+                busy[c][g.valid] = pipes[c][at:at + k]
+            at += k
+            yield g, lat, busy
 
 
 def _candidates(spec: OperatorSpec, model: ShapeModel, base: dict[str, int],

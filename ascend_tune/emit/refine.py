@@ -36,6 +36,9 @@ from ascend_tune.spec import OperatorSpec
 # compiles with -DASCEND_TUNE_REFINE_EVALS=<n> and asks ``api.select(..., refine_evals=n)``.
 MAX_EVALS = 256
 
+# Latencies of several configurations (values in parameter order), inf where invalid.
+Scores = Callable[[Sequence[Sequence[int]]], Sequence[float]]
+
 # Pair moves, in order: (step of the first parameter, step of the second).
 PAIR_STEPS = ((-1, -1), (-1, 1), (1, -1), (1, 1))
 
@@ -60,15 +63,25 @@ def neighbour(domain: Sequence[int], value: int, step: int) -> int | None:
 
 def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
            start: Mapping[str, int], start_us: float, score: Callable[[Sequence[int]], float],
-           max_evals: int = MAX_EVALS) -> tuple[dict[str, int], float] | None:
+           max_evals: int = MAX_EVALS, scores: Scores | None = None
+           ) -> tuple[dict[str, int], float] | None:
     """A strictly faster configuration than ``start`` (latency ``start_us``) and its latency,
     or None. ``score`` gives a configuration's latency in parameter order, inf if it is
     invalid on this shape; ``env`` holds the profile constants with the platform's cores;
     at most ``max_evals`` configurations are looked at (the C++ macro
-    ``ASCEND_TUNE_REFINE_EVALS``, default :data:`MAX_EVALS`; 0 turns the descent off)."""
+    ``ASCEND_TUNE_REFINE_EVALS``, default :data:`MAX_EVALS`; 0 turns the descent off).
+    ``scores``, if given, is ``score`` of several configurations at once (the same values,
+    in order): each step's configurations are all known before any is scored, so they are
+    scored in one call, then taken in the order the C++ takes them."""
     doms = domains(spec, env, shape)
     if doms is None:
         return None
+
+    def batch(configs: list[list[int]]) -> Sequence[float]:
+        if scores is None or not configs:
+            return [score(c) for c in configs]
+        return scores(configs)
+
     cur = [int(start[p]) for p in spec.params]
     best = start_us
     evals = 0
@@ -78,15 +91,13 @@ def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
         for j, dom in enumerate(doms):
             was = cur[j]
             pick: int | None = None
-            for v in dom:
-                if v == was:
-                    continue
-                if evals >= max_evals:
-                    spent = True
-                    break
-                evals += 1
-                cur[j] = v
-                us = score(cur)
+            values = [v for v in dom if v != was]
+            if len(values) > max_evals - evals:  # the value past the budget ends the descent
+                values = values[:max_evals - evals]
+                spent = True
+            evals += len(values)
+            trials = [[*cur[:j], v, *cur[j + 1:]] for v in values]
+            for v, us in zip(values, batch(trials), strict=True):
                 if us < best:
                     best, pick = us, v
             cur[j] = was if pick is None else pick
@@ -97,6 +108,7 @@ def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
         if improved or spent:
             continue
         moved: list[int] | None = None
+        pairs: list[list[int]] = []
         for i in range(len(doms)):
             for j in range(i + 1, len(doms)):
                 for di, dj in PAIR_STEPS:
@@ -109,13 +121,14 @@ def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
                     evals += 1
                     trial = list(cur)
                     trial[i], trial[j] = a, b
-                    us = score(trial)
-                    if us < best:
-                        best, moved = us, trial
+                    pairs.append(trial)
                 if spent:
                     break
             if spent:
                 break
+        for trial, us in zip(pairs, batch(pairs), strict=True):
+            if us < best:
+                best, moved = us, trial
         if moved is None:
             break
         cur, changed = moved, True

@@ -72,6 +72,32 @@ def derive(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
     return None if failed is not None else local
 
 
+def valid_rows(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
+               configs: Sequence[Sequence[int]]) -> np.ndarray | None:
+    """Which of ``configs`` (values in parameter order) pass every check on ``shape``: what
+    :func:`derive` decides one configuration at a time, decided for all at once (each
+    parameter an array, one element per configuration; the expressions are numpy
+    elementwise either way, so each element is the scalar evaluation's value). None when the
+    evaluation raises (an integer overflow on any of them, perhaps on one the scalar order
+    stops before): the caller then asks :func:`derive` one by one, which raises, or not,
+    exactly where it always did."""
+    local: dict[str, Any] = {**env, **shape}
+    for j, p in enumerate(spec.params):
+        local[p] = np.asarray([c[j] for c in configs], dtype=np.int64)
+    ok = np.ones(len(configs), dtype=bool)
+    rules = launch.rules(spec, env["hw.cube_cores"], env["hw.vector_cores"])
+    try:
+        for name, e in spec.derive:
+            local[name] = e.evaluate(local)
+        checks = [e.evaluate(local) for _, e in spec.constraints]
+        checks += [check.passes(local) for check in rules.checks]
+        for passed in checks:
+            ok &= np.broadcast_to(np.asarray(passed, dtype=bool), ok.shape)
+    except Exception:  # any failure at all: the scalar path decides, as it always did
+        return None
+    return ok
+
+
 def candidate_table(tuned_configs: Sequence[Mapping[str, int]],
                     runners_up: Sequence[Mapping[str, int]], params: Sequence[str]
                     ) -> list[dict[str, int]]:
@@ -135,7 +161,15 @@ def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Seque
         valid = derive(spec, env, shape, dict(zip(spec.params, config, strict=True)))
         return math.inf if valid is None else latency(config)
 
-    better = refine(spec, env, shape, best.config, best.latency_us, score, refine_evals)
+    def scores(configs: Sequence[Sequence[int]]) -> list[float]:
+        ok = valid_rows(spec, env, shape, configs)
+        if ok is None:
+            return [score(c) for c in configs]
+        return [latency(c) if passed else math.inf
+                for c, passed in zip(configs, ok.tolist(), strict=True)]
+
+    better = refine(spec, env, shape, best.config, best.latency_us, score, refine_evals,
+                    scores)
     if better is None:
         return best
     local = derive(spec, env, shape, better[0])

@@ -357,6 +357,51 @@ class ShapeModel:
             walk(side.body)
 
 
+def evaluate_valid_rows(models: Sequence[ShapeModel], values: Sequence[np.ndarray],
+                        hw: HardwareProfile | None = None
+                        ) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """Latency and per-pipe busy time (us) of configurations of several shapes of one spec in
+    one batch: ``values[i]`` holds rows that ``models[i].evaluate`` found valid, evaluated on
+    ``hw`` (default: the models' profile) as ``models[i].with_profile(hw).evaluate`` would,
+    row for row the same bits (the shape variables become per-row arrays; every step is
+    elementwise). One batch instead of one per shape: a calibration trial evaluates a few
+    rows of each of dozens of shapes, where the per-call cost is most of the time. None when
+    it cannot stand in for the per-shape evaluations (models of other specs or profiles, a
+    profile that changes what their construction read and so perhaps validity, an
+    evaluation that raises): the caller then evaluates shape by shape."""
+    if not models:
+        return None
+    first = models[0]
+    if any(m.spec is not first.spec or m.hw is not first.hw or m.shape.keys() != first.shape.keys()
+           for m in models):
+        return None
+    # with_profile shares the construction (base_env) only when the validity of every
+    # configuration is unchanged on hw; it also raises where hw lacks a cost the spec uses.
+    trial = first if hw is None or hw is first.hw else first.with_profile(hw)
+    if trial.base_env is not first.base_env:
+        return None
+    spec = first.spec
+    counts = [len(v) for v in values]
+    n = sum(counts)
+    stacked = np.concatenate([np.asarray(v, dtype=np.int64).reshape(-1, len(spec.params))
+                              for v in values])
+    env: dict[str, Any] = dict(first.base_env)
+    for name in first.shape:
+        env[name] = np.repeat(np.array([m.shape[name] for m in models], dtype=np.int64),
+                              counts)
+    for j, p in enumerate(spec.params):
+        env[p] = stacked[:, j]
+    try:
+        for name, e in spec.derive:
+            env[name] = e.evaluate(env)
+        if not n:
+            return np.zeros(0), {c: np.zeros(0) for c in PIPE_COLUMNS}
+        latency, pipes, _gm, _head, _st = batch_cost(spec, trial.hw, env, n, False)
+    except Exception:  # any failure at all: the per-shape evaluation decides, as before
+        return None
+    return latency, pipes
+
+
 def _expression_steps(spec: OperatorSpec, rules: launch.LaunchRules
                       ) -> Iterator[tuple[str | None, Expr]]:
     """Every expression one evaluation runs, in order; derived values carry their name (later
