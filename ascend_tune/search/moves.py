@@ -99,18 +99,26 @@ def ratio_moves(problem: Problem, genome: np.ndarray, reach: int = 3,
     split moved from nDim to bDim (nDim 4 -> 2, bDim 8 -> 16), a base tile traded against its
     K depth. Each gene moves up to ``reach`` domain steps; its partner takes the domain value
     nearest (in ratio) to the product over it, kept where every check passes."""
-    feasible, sizes, grids = problem.feasible, problem.sizes, problem.grids
-    if grids is None:
-        return np.zeros((0, sizes.size), dtype=np.int64)
+    if problem.grids is None:
+        return np.zeros((0, problem.sizes.size), dtype=np.int64)
+    return _kept(problem.feasible, genome, _ratio_changes(problem, genome, reach, max_reads))
+
+
+def _ratio_changes(problem: Problem, genome: np.ndarray, reach: int,
+                   max_reads: int) -> list[tuple[int, int, int, int]]:
+    """(gene a, new value index, gene b, new value index) of every product-keeping trade
+    between two genes a check reading at most ``max_reads`` genes reads together."""
+    grids = problem.grids
+    assert grids is not None
     g = genome.tolist()
     changes = []
-    for a, b in check_pairs(feasible, max_reads):
+    for a, b in check_pairs(problem.feasible, max_reads):
         key = ("ratio", a, b, g[a], g[b], reach)
         trades = problem.scratch.get(key)
         if trades is None:
             trades = problem.scratch[key] = _trades(grids[a], grids[b], g[a], g[b], reach)
         changes += [(a, na, b, nb) for na, nb in trades]
-    return _kept(feasible, genome, changes)
+    return changes
 
 
 def _trades(ga: np.ndarray, gb: np.ndarray, ia: int, ib: int,
@@ -133,13 +141,23 @@ def _kept(feasible: construct.Feasible, genome: np.ndarray,
     order, duplicates and rows failing a check dropped."""
     if not changes:
         return np.zeros((0, genome.size), dtype=np.int64)
-    a, va, b, vb = np.array(changes, dtype=np.int64).T
-    out = np.repeat(genome[None, :], len(changes), axis=0)
-    rows = np.arange(len(changes))
-    out[rows, a] = va
-    out[rows, b] = vb
+    out = _applied(genome, changes)[0]
     out = out[~duplicated(out)]
     return np.asarray(out[~construct.violated(feasible, out).any(axis=1)], dtype=np.int64)
+
+
+def _applied(genome: np.ndarray, changes: list[tuple[int, int, int, int]]
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """One row per change: ``genome`` with it applied; and which genes each row changed."""
+    a, va, b, vb = np.array(changes, dtype=np.int64).T
+    rows = np.repeat(genome[None, :], len(changes), axis=0)
+    index = np.arange(len(changes))
+    rows[index, a] = va
+    rows[index, b] = vb
+    moved = np.zeros(rows.shape, dtype=bool)
+    moved[index, a] = True
+    moved[index, b] = True
+    return rows, moved
 
 
 def trade_moves(problem: Problem, genome: np.ndarray, reach: int = 2) -> np.ndarray:
@@ -151,29 +169,15 @@ def trade_moves(problem: Problem, genome: np.ndarray, reach: int = 2) -> np.ndar
     while baseN 128 -> 192 against stepKb 8 -> 4 (B's L1 panel kept) is repaired by dropping
     L0C's double buffer and nDim 5 -> 3: the optimum, from a local optimum at 0.969 that
     attracts a third of all descents."""
-    feasible, sizes, grids = problem.feasible, problem.sizes, problem.grids
-    if grids is None:
+    sizes = problem.sizes
+    if problem.grids is None:
         return np.zeros((0, sizes.size), dtype=np.int64)
-    g = genome.tolist()
-    changes = []
-    for a, b in check_pairs(feasible, sizes.size):
-        key = ("ratio", a, b, g[a], g[b], reach)
-        trades = problem.scratch.get(key)
-        if trades is None:
-            trades = problem.scratch[key] = _trades(grids[a], grids[b], g[a], g[b], reach)
-        changes += [(a, na, b, nb) for na, nb in trades]
+    changes = _ratio_changes(problem, genome, reach, sizes.size)
     if not changes:
         return np.zeros((0, sizes.size), dtype=np.int64)
-    a, va, b, vb = np.array(changes, dtype=np.int64).T
-    rows = np.repeat(genome[None, :], len(changes), axis=0)
-    index = np.arange(len(changes))
-    rows[index, a] = va
-    rows[index, b] = vb
-    pinned = np.zeros(rows.shape, dtype=bool)
-    pinned[index, a] = True
-    pinned[index, b] = True
+    rows, pinned = _applied(genome, changes)
     first = ~duplicated(rows)
-    rows, ok = construct.settle(feasible, sizes, rows[first], pinned[first])
+    rows, ok = construct.settle(problem.feasible, sizes, rows[first], pinned[first])
     out = rows[ok]
     out = out[(out != genome[None, :]).any(axis=1)]
     return np.asarray(out[~duplicated(out)], dtype=np.int64)
