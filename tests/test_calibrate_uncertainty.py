@@ -4,18 +4,23 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate import fit as cal
 from ascend_tune.calibrate.coefficients import expand
+from ascend_tune.calibrate.from_results import measured_rows
 from ascend_tune.calibrate.uncertainty import (
     Z95,
     fitted_intervals,
     log_standard_errors,
     planned_percent,
+    residual_scatter,
+    run_scatter,
 )
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.spec import OperatorSpec
@@ -112,3 +117,60 @@ def test_intervals_hold_the_truth_and_grow_with_the_noise(
     ratios = [math.log(large.intervals[n].factor) / math.log(small.intervals[n].factor)
               for n in set(small.intervals) & set(large.intervals)]
     assert len(ratios) >= 6 and 3.0 < float(np.median(ratios)) < 5.5, sorted(ratios)
+
+
+def test_run_scatter_hand_worked() -> None:
+    # Two rows of 3 and 2 runs: pooled variance of the logs (weights 2 and 1), then over the
+    # square root of the mean run count (a row's time is its runs' median).
+    a = np.log([100.0, 102.0, 98.0])
+    b = np.log([50.0, 51.0])
+    pooled = (2 * np.var(a, ddof=1) + 1 * np.var(b, ddof=1)) / 3
+    got = run_scatter([[100.0, 102.0, 98.0], [50.0, 51.0], [7.0]])
+    assert got == pytest.approx(math.sqrt(pooled / 2.5))
+    assert run_scatter([[7.0], []]) is None  # no row kept two runs
+    assert residual_scatter(np.array([0.03, -0.04]), 2) is None
+    assert residual_scatter(np.array([0.03, -0.04, 0.0]), 1) == pytest.approx(
+        math.sqrt(0.0025 / 2))
+
+
+def test_a_fit_that_leaves_more_than_the_runs_scatter_says_the_form_misses_something(
+        tmp_path: Path, hw: HardwareProfile, add_spec: OperatorSpec) -> None:
+    shapes = [{"totalLength": int(n)} for n in np.geomspace(6e4, 4e7, 12).round()]
+    path = _synthetic(tmp_path, add_spec, _perturbed(hw, TRUTH), shapes, per_shape=2,
+                      pipes=False)
+    rng = np.random.default_rng(1)
+    rows = []
+    for i, row in enumerate(_rows(path, add_spec)):
+        # Three runs at 0.5 % noise around a time that is the truth's, or, for every third
+        # row, 25 % slower than any profile of this spec can say (a cost the form lacks).
+        time_us = row.time_us * (1.25 if i % 3 == 0 else 1.0)
+        runs = tuple(time_us * math.exp(0.005 * z) for z in rng.standard_normal(3))
+        rows.append(replace(row, time_us=float(np.median(runs)), runs_us=runs))
+    honest = [replace(r, time_us=float(np.median(r.runs_us) / (1.25 if i % 3 == 0 else 1.0)),
+                      runs_us=tuple(t / (1.25 if i % 3 == 0 else 1.0) for t in r.runs_us))
+              for i, r in enumerate(rows)]
+    fits = {name: cal.fit(add_spec, hw, these, cal.FitOptions(holdout=0))
+            for name, these in (("missing form", rows), ("right form", honest))}
+    for name, result in fits.items():
+        assert result.scatter_runs == pytest.approx(0.005 / math.sqrt(3), rel=0.5), name
+        assert result.document()["scatter"]["between_runs"] == pytest.approx(
+            result.scatter_runs, abs=1e-6)
+    said = [w for w in fits["missing form"].warnings if "misses something" in w]
+    assert len(said) == 1 and said[0].startswith("the fit leaves "), said
+    missing_left = fits["missing form"].scatter_left
+    assert missing_left is not None and missing_left > 0.03
+    assert not any("misses something" in w for w in fits["right form"].warnings)
+
+
+def test_runs_come_from_the_results_file_and_a_bad_run_is_refused(
+        add_spec: OperatorSpec) -> None:
+    config = {"blockDim": 8, "tileLength": 4096, "bufferNum": 2}
+    doc = {"shapes": [{"shape": {"totalLength": 1 << 20}, "candidates": [
+        {"config": config, "measured": {"time_us": 12.0, "runs_us": [11.9, 12.0, 12.4]}}]}]}
+    (row,) = measured_rows(doc, add_spec, "r.json")
+    assert row.runs_us == (11.9, 12.0, 12.4)
+    for bad in (float("nan"), -1.0, "12", True):
+        doc["shapes"][0]["candidates"][0]["measured"]["runs_us"] = [12.0, bad]
+        with pytest.raises(AscendTuneError, match=r"r\.json: shape totalLength=1048576 "
+                                                  r"candidate 0: 'runs_us' holds a value"):
+            measured_rows(doc, add_spec, "r.json")

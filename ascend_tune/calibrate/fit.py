@@ -51,7 +51,12 @@ from ascend_tune.calibrate.solver import (
     screen,
     solve,
 )
-from ascend_tune.calibrate.uncertainty import Interval, fitted_intervals
+from ascend_tune.calibrate.uncertainty import (
+    Interval,
+    fitted_intervals,
+    residual_scatter,
+    run_scatter,
+)
 from ascend_tune.calibrate.written import compress_origins, profile_document, write_profile
 from ascend_tune.hardware import HardwareProfile, load_profile_data
 from ascend_tune.spec import OperatorSpec
@@ -84,6 +89,10 @@ REFIT_ROUNDS = 3
 # A fitted scale whose 95 % interval spans more than this factor either way is reported as
 # not pinned (a guess the rows allowed, not a measurement).
 LOOSE_FACTOR = 2.0
+# The fit leaving more than this many times the rows' run-to-run scatter (and more than
+# FORM_FLOOR) says the model's form misses something the rows show.
+FORM_FACTOR = 3.0
+FORM_FLOOR = 0.01
 
 
 # ---- predictions and errors -----------------------------------------------------------------
@@ -196,6 +205,10 @@ class FitResult:
     base_data: dict[str, Any] = field(default_factory=dict)  # the starting profile
     # fitted coefficient -> its 95 % interval (empty: no more residuals than coefficients)
     intervals: dict[str, Interval] = field(default_factory=dict)
+    # Log-error per fit row the fit could not explain, and the rows' run-to-run scatter
+    # (None: no degrees of freedom left / no row kept 2+ runs).
+    scatter_left: float | None = None
+    scatter_runs: float | None = None
 
     def document(self) -> dict[str, Any]:
         """The fit as JSON-ready data: held-out errors first, in-sample second."""
@@ -216,8 +229,14 @@ class FitResult:
                               "rows": compress_origins(self.rows_by_coefficient[name])}
                        for name in self.fitted},
             "not_fitted": dict(self.not_fitted),
+            "scatter": {"left_by_fit": _rounded(self.scatter_left),
+                        "between_runs": _rounded(self.scatter_runs)},
             "warnings": list(self.warnings),
         }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 def _resolve(names: Sequence[str], option: str) -> set[str]:
@@ -398,7 +417,15 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
     scales = {n: round(float(np.exp(v)), 6) for n, v in zip(names, x, strict=True)}
     # The last screen's Jacobian was taken where the coarse solve ended, within its ~0.1 %
     # of this solution: close enough for an interval, and no new model evaluations.
-    intervals = fitted_intervals(jac_end, np.asarray(solution.fun, dtype=np.float64), x, names)
+    residuals = np.asarray(solution.fun, dtype=np.float64)
+    intervals = fitted_intervals(jac_end, residuals, x, names)
+    left = residual_scatter(residuals, len(names))
+    between = run_scatter([rows[i].runs_us for i in split.fit])
+    if left is not None and between is not None and left > max(FORM_FACTOR * between,
+                                                                FORM_FLOOR):
+        warnings.append(f"the fit leaves {left:.1%} of scatter per measured time where "
+                        f"repeated runs of a row scatter {between:.1%}: the model's form "
+                        "misses something these rows show (the intervals are wide by as much)")
     for n, v in scales.items():
         if n in intervals:
             intervals[n] = Interval(v, intervals[n].factor)
@@ -433,4 +460,5 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
         held_out_before=errors(start, held) if held.size else None,
         held_out_after=errors(end, held) if held.size else None,
         split=split, warnings=warnings, rows_by_coefficient=rows_by, data=calibrated,
-        base_data=copy.deepcopy(dict(hw.data)), intervals=intervals)
+        base_data=copy.deepcopy(dict(hw.data)), intervals=intervals, scatter_left=left,
+        scatter_runs=between)

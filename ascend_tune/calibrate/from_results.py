@@ -31,12 +31,19 @@ def _row(origin: str, where: str, shape: dict[str, int], config: Any, measured: 
     pipes = {str(k): float(v) for k, v in (pipes_raw.items() if isinstance(pipes_raw, Mapping)
                                            else ())
              if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    runs_raw = measured.get("runs_us")
+    runs = tuple(runs_raw) if isinstance(runs_raw, list) else ()
+    if any(isinstance(r, bool) or not isinstance(r, (int, float))
+           or not (math.isfinite(r) and r > 0) for r in runs):
+        raise AscendTuneError(f"{origin}: shape {shape_key(shape)} {where}: 'runs_us' holds "
+                              "a value that is not a finite positive time")
     if not isinstance(config, Mapping) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in config.values()):
         raise AscendTuneError(f"{origin}: shape {shape_key(shape)} {where}: 'config' must map "
                               "parameters to integers")
     return Measurement(f"{origin}: {shape_key(shape)} {where}", dict(shape),
-                       {str(k): v for k, v in config.items()}, (), float(time_us), pipes)
+                       {str(k): v for k, v in config.items()}, (), float(time_us), pipes,
+                       runs_us=tuple(float(r) for r in runs))
 
 
 def measured_rows(doc: Mapping[str, Any], spec: OperatorSpec, origin: str

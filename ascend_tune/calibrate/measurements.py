@@ -62,6 +62,7 @@ class Measurement:
     time_us: float
     pipes_us: dict[str, float] = field(default_factory=dict)
     block_dim: int | None = None
+    runs_us: tuple[float, ...] = ()  # each run's time where `measure --repeat` kept them
 
 
 @dataclass

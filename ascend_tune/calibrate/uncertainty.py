@@ -74,9 +74,9 @@ def fitted_intervals(jacobian: np.ndarray, residuals: np.ndarray, x: np.ndarray,
     at the solution and the residuals left there. Empty when there are no more residuals than
     coefficients (no scatter left to estimate from)."""
     m, k = jacobian.shape
-    if m <= k or not k:
+    sigma = residual_scatter(residuals, k)
+    if sigma is None or not k:
         return {}
-    sigma = math.sqrt(float(residuals @ residuals) / (m - k))
     errors = log_standard_errors(jacobian, sigma)
     quantile = float(stdtrit(m - k, 0.975))
     return {name: Interval(float(math.exp(xi)), _factor(se, quantile))
@@ -95,3 +95,26 @@ def planned_percent(jacobian: np.ndarray, names: Sequence[str],
 
 def _factor(log_error: float, quantile: float = Z95) -> float:
     return math.inf if not math.isfinite(log_error) else math.exp(quantile * log_error)
+
+
+def run_scatter(runs: Sequence[Sequence[float]]) -> float | None:
+    """The run-to-run scatter of measured rows' times, as the log-error of one row: the
+    pooled standard deviation of log(run time) within each row that kept 2+ runs, over the
+    square root of its runs (a row's time is their median, about as precise as their mean
+    for a handful of runs). None when no row kept 2 runs."""
+    variances, counts = [], []
+    for times in runs:
+        if len(times) >= 2:
+            logs = np.log(np.asarray(times, dtype=np.float64))
+            variances.append(float(np.var(logs, ddof=1)))
+            counts.append(len(times))
+    if not variances:
+        return None
+    pooled = float(np.average(variances, weights=np.asarray(counts) - 1.0))
+    return math.sqrt(pooled / float(np.mean(counts)))
+
+
+def residual_scatter(residuals: np.ndarray, coefficients: int) -> float | None:
+    """The log-error per residual the fit left, per degree of freedom (None: none left)."""
+    dof = len(residuals) - coefficients
+    return math.sqrt(float(residuals @ residuals) / dof) if dof > 0 else None

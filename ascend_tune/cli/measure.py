@@ -161,6 +161,10 @@ def calibrate(
         for k in fit.fitted))
     for k, reason in fit.not_fitted.items():
         console.line(f"not fitted: {k}: {reason}")
+    if fit.scatter_left is not None:
+        runs = ("" if fit.scatter_runs is None
+                else f" (repeated runs of a row: {fit.scatter_runs:.1%})")
+        console.line(f"scatter the fit left: {fit.scatter_left:.1%} per measured time{runs}")
     console.line(f"wrote {output}")
 
 
