@@ -46,14 +46,17 @@ def test_interval_from_residual_scatter() -> None:
     jac = np.ones((4, 1))
     residuals = np.array([0.02, -0.02, 0.01, -0.01])
     s = math.sqrt(float(residuals @ residuals) / 3)
-    (interval,) = fitted_intervals(jac, residuals, np.array([math.log(1.5)]), ["a"]).values()
+    scatter = residual_scatter(residuals, 1)
+    assert scatter == pytest.approx(s)
+    (interval,) = fitted_intervals(jac, scatter, np.array([math.log(1.5)]), ["a"]).values()
     assert interval.scale == pytest.approx(1.5)
     # Student's t for 3 degrees of freedom: 3.182 (the scatter is estimated from 4 rows).
     assert interval.factor == pytest.approx(math.exp(3.182446 * s / 2))
     assert interval.low == pytest.approx(1.5 / interval.factor)
     assert interval.percent == pytest.approx(100 * (interval.factor - 1))
     # No scatter left to estimate from: no interval rather than a made-up one.
-    assert fitted_intervals(np.ones((1, 1)), np.zeros(1), np.zeros(1), ["a"]) == {}
+    assert residual_scatter(np.zeros(1), 1) is None
+    assert fitted_intervals(np.ones((1, 1)), None, np.zeros(1), ["a"]) == {}
     # Planned at a stated noise instead: 1 % noise, 4 rows of elasticity 1.
     assert planned_percent(jac, ["a"], 0.01)["a"] == pytest.approx(
         100 * (math.exp(Z95 * 0.01 / 2) - 1))

@@ -464,3 +464,10 @@ def csv_rows(text: str, origin: str, comments: bool = False
             raise ReadError(origin, f"malformed CSV: {one_line(message, 100)}", line) from None
         if fields:
             yield (real[0] if comments else reader.line_num), fields
+
+
+def is_finite_number(value: object) -> bool:
+    """A parsed value that is a real, finite number (not a bool, which JSON readers give as
+    an int): what a measured time or a rate read from a file must be before any arithmetic."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))

@@ -417,9 +417,8 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
     scales = {n: round(float(np.exp(v)), 6) for n, v in zip(names, x, strict=True)}
     # The last screen's Jacobian was taken where the coarse solve ended, within its ~0.1 %
     # of this solution: close enough for an interval, and no new model evaluations.
-    residuals = np.asarray(solution.fun, dtype=np.float64)
-    intervals = fitted_intervals(jac_end, residuals, x, names)
-    left = residual_scatter(residuals, len(names))
+    left = residual_scatter(np.asarray(solution.fun, dtype=np.float64), len(names))
+    intervals = fitted_intervals(jac_end, left, x, names)
     between = run_scatter([rows[i].runs_us for i in split.fit])
     if left is not None and between is not None and left > max(FORM_FACTOR * between,
                                                                 FORM_FLOOR):

@@ -8,33 +8,35 @@ file, the shape and the candidate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.yamlio import is_finite_number
 from ascend_tune.calibrate.measurements import Measurement
 from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import check_shape, shape_key
 
 
+def _positive_time(value: Any) -> bool:
+    return is_finite_number(value) and value > 0
+
+
 def _row(origin: str, where: str, shape: dict[str, int], config: Any, measured: Mapping[str, Any]
          ) -> Measurement:
     time_us = measured["time_us"]
-    if isinstance(time_us, bool) or not isinstance(time_us, (int, float)) \
-            or not (math.isfinite(time_us) and time_us > 0):
+    if not _positive_time(time_us):
         raise AscendTuneError(f"{origin}: shape {shape_key(shape)} {where}: measured time "
                               f"{time_us!r:.30} is not a finite positive number")
     pipes_raw = measured.get("pipes_us")
     pipes = {str(k): float(v) for k, v in (pipes_raw.items() if isinstance(pipes_raw, Mapping)
                                            else ())
-             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+             if is_finite_number(v)}
     runs_raw = measured.get("runs_us")
     runs = tuple(runs_raw) if isinstance(runs_raw, list) else ()
-    if any(isinstance(r, bool) or not isinstance(r, (int, float))
-           or not (math.isfinite(r) and r > 0) for r in runs):
+    if not all(_positive_time(r) for r in runs):
         raise AscendTuneError(f"{origin}: shape {shape_key(shape)} {where}: 'runs_us' holds "
                               "a value that is not a finite positive time")
     if not isinstance(config, Mapping) or not all(

@@ -68,16 +68,15 @@ def log_standard_errors(jacobian: np.ndarray, sigma: float) -> np.ndarray:
     return out
 
 
-def fitted_intervals(jacobian: np.ndarray, residuals: np.ndarray, x: np.ndarray,
+def fitted_intervals(jacobian: np.ndarray, scatter: float | None, x: np.ndarray,
                      names: Sequence[str]) -> dict[str, Interval]:
     """The 95 % interval of each fitted scale ``exp(x)``, from the Jacobian of the residuals
-    at the solution and the residuals left there. Empty when there are no more residuals than
-    coefficients (no scatter left to estimate from)."""
+    at the solution and the scatter they left there (:func:`residual_scatter`). Empty when
+    there is no scatter to estimate from (no more residuals than coefficients)."""
     m, k = jacobian.shape
-    sigma = residual_scatter(residuals, k)
-    if sigma is None or not k:
+    if scatter is None or not k:
         return {}
-    errors = log_standard_errors(jacobian, sigma)
+    errors = log_standard_errors(jacobian, scatter)
     quantile = float(stdtrit(m - k, 0.975))
     return {name: Interval(float(math.exp(xi)), _factor(se, quantile))
             for name, xi, se in zip(names, x.tolist(), errors.tolist(), strict=True)}

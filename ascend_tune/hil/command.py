@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.processes import process_alive
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.base.yamlio import LIMIT_MEASUREMENTS, ReadError, csv_rows, read_text
-from ascend_tune.results.format import process_alive
 
 DEFAULT_PATTERN = r"time_us:\s*([-+0-9.eE]+)"
 # Filled by the worker, not by the job.

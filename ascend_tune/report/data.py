@@ -21,6 +21,7 @@ import numpy as np
 
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.vocabulary import BOUND_NAMES, PIPE_COLUMNS
+from ascend_tune.base.yamlio import is_finite_number
 from ascend_tune.emit.render import load_bundle
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model import roofline as rf
@@ -283,11 +284,6 @@ def _prediction(model: ShapeModel, ev: Evaluation, row: int, config: Mapping[str
         efficiency=round(model.roofline_us / latency, _DIGITS))
 
 
-def _finite(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
 def _history(raw: Any, where: str) -> tuple[tuple[int, float], ...]:
     """The recorded convergence: [[evaluations, best latency], ...], evaluations never
     falling, latencies positive and never rising. Absent in files written before it was
@@ -300,7 +296,7 @@ def _history(raw: Any, where: str) -> tuple[tuple[int, float], ...]:
     out: list[tuple[int, float]] = []
     for item in raw:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int)
-                and not isinstance(item[0], bool) and item[0] >= 1 and _finite(item[1])
+                and not isinstance(item[0], bool) and item[0] >= 1 and is_finite_number(item[1])
                 and item[1] > 0):
             raise AscendTuneError(f"{where}: {problem}, got {item!r:.60}")
         if out and (item[0] < out[-1][0] or item[1] > out[-1][1]):
@@ -325,7 +321,7 @@ def _measured_time(node: Any, what: str, where: str) -> float | None:
     if not isinstance(node, Mapping) or "time_us" not in node:
         return None
     value = node["time_us"]
-    if not (_finite(value) and value > 0):
+    if not (is_finite_number(value) and value > 0):
         raise AscendTuneError(f"{where}: {what}.time_us must be a finite positive number, got "
                               f"{value!r:.40}")
     return float(value)
@@ -343,4 +339,4 @@ def _measured(entry: Mapping[str, Any], where: str) -> Measured | None:
 def _recorded_latency(entry: Mapping[str, Any]) -> float | None:
     predicted = entry.get("predicted")
     value = predicted.get("latency_us") if isinstance(predicted, Mapping) else None
-    return float(value) if value is not None and _finite(value) else None
+    return float(value) if value is not None and is_finite_number(value) else None

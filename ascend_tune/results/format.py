@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from ascend_tune import __version__
 from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.processes import process_alive
 from ascend_tune.base.yamlio import ReadError, parse_json
 from ascend_tune.results.entries import check_entry, corrupt, entry_json, is_int, kind, parse_text
 from ascend_tune.spec.shapes import shape_key
@@ -188,20 +189,6 @@ def _remove_temps(path: Path, stale: Callable[[int | None], bool]) -> list[Path]
                 candidate.unlink()
                 removed.append(candidate)
     return removed
-
-
-def process_alive(pid: int) -> bool:
-    """Whether ``pid`` runs (or cannot be tested: another user's process counts as running,
-    so nothing of it is removed)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OverflowError, OSError):
-        return True  # another user's process, or a pid the OS cannot test: keep its file
-    return True
 
 
 def glob_escape(name: str) -> str:

@@ -31,21 +31,30 @@ from ascend_tune.search.problem import Problem
 
 Tier = Callable[[Problem, np.ndarray, np.random.Generator], np.ndarray]
 
-TIERS: tuple[Tier, ...] = (
-    local_moves,
-    lambda p, g, rng: coupled_moves(p, g),
-    lambda p, g, rng: ratio_moves(p, g),
-    lambda p, g, rng: shift_moves(p, g),
+_NAMED_TIERS: dict[str, Tier] = {
+    "local": local_moves,
+    "coupled": lambda p, g, rng: coupled_moves(p, g),
+    "ratio": lambda p, g, rng: ratio_moves(p, g),
+    "shifted": lambda p, g, rng: shift_moves(p, g),
     # The two halves of local_moves as tiers of their own: one-gene moves, then mirror moves.
-    lambda p, g, rng: one_gene_moves(p, g),
-    lambda p, g, rng: mirror_moves(p, g),
+    "one_gene": lambda p, g, rng: one_gene_moves(p, g),
+    "mirror": lambda p, g, rng: mirror_moves(p, g),
     # Trades between any two genes a check reads (the buffer budgets too), repaired: the
     # memetic ga scores them once at a converged parent, not as a tier of every descent.
-    lambda p, g, rng: trade_moves(p, g),
-)
-TRADE_TIER = 6  # trade_moves' index in TIERS
-# The tiers a descent walks unless told otherwise (ils's): local, coupled, ratio, shifted.
-DEFAULT_TIERS = (0, 1, 2, 3)
+    "trade": lambda p, g, rng: trade_moves(p, g),
+}
+TIER_NAMES = tuple(_NAMED_TIERS)
+TIERS: tuple[Tier, ...] = tuple(_NAMED_TIERS.values())
+
+
+def tiers_named(*names: str) -> tuple[int, ...]:
+    """The indices into :data:`TIERS` of the tiers called ``names``, in that order."""
+    return tuple(TIER_NAMES.index(name) for name in names)
+
+
+(TRADE_TIER,) = tiers_named("trade")
+# The tiers a descent walks unless told otherwise (ils's).
+DEFAULT_TIERS = tiers_named("local", "coupled", "ratio", "shifted")
 
 
 class TierMoves:

@@ -65,7 +65,7 @@ from __future__ import annotations
 import numpy as np
 
 from ascend_tune.search import construct
-from ascend_tune.search.descent import TRADE_TIER, TierMoves, descend, kick
+from ascend_tune.search.descent import TRADE_TIER, TierMoves, descend, kick, tiers_named
 from ascend_tune.search.moves import mirror_moves
 from ascend_tune.search.problem import Problem
 
@@ -78,7 +78,7 @@ OPERATORS = ("kick", "cross", "group", "mirror")
 # built at a one-gene local optimum only: the extra descents then cost no more CPU than the
 # coupled tier did. On 7 shapes where runs miss, seeds 100-149, budget 2000: 97.4 % of runs
 # within 1.01x against 87.4 % with ils's tiers (ils 88.0 %); docs/benchmarks.md.
-DESCENT_TIERS = (4, 5, 2, 3)
+DESCENT_TIERS = tiers_named("one_gene", "mirror", "ratio", "shifted")
 # Steps in a row that looked at nothing new before a run ends (a space nearly exhausted).
 _DRY_STEPS = 24
 # Prior of the descent economics: this much reward over this many evaluations for both kinds
