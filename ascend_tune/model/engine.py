@@ -205,12 +205,7 @@ class ShapeModel:
 
     def _env(self, values: np.ndarray) -> dict[str, Any]:
         """Parameters and derived values of each row."""
-        env: dict[str, Any] = dict(self.base_env)
-        for j, p in enumerate(self.spec.params):
-            env[p] = values[:, j]
-        for name, e in self.spec.derive:
-            env[name] = e.evaluate(env)
-        return env
+        return _with_derived(self.spec, dict(self.base_env), values)
 
     def _env_and_checks(self, values: np.ndarray, extremes: _Extremes
                         ) -> tuple[dict[str, Any], list[Any]]:
@@ -389,17 +384,25 @@ def evaluate_valid_rows(models: Sequence[ShapeModel], values: Sequence[np.ndarra
     for name in first.shape:
         env[name] = np.repeat(np.array([m.shape[name] for m in models], dtype=np.int64),
                               counts)
-    for j, p in enumerate(spec.params):
-        env[p] = stacked[:, j]
     try:
-        for name, e in spec.derive:
-            env[name] = e.evaluate(env)
+        _with_derived(spec, env, stacked)
         if not n:
             return np.zeros(0), {c: np.zeros(0) for c in PIPE_COLUMNS}
         latency, pipes, _gm, _head, _st = batch_cost(spec, trial.hw, env, n, False)
     except Exception:  # any failure at all: the per-shape evaluation decides, as before
         return None
     return latency, pipes
+
+
+def _with_derived(spec: OperatorSpec, env: dict[str, Any], values: np.ndarray
+                  ) -> dict[str, Any]:
+    """``env`` with each parameter's column of ``values`` and the derived values of every
+    row added (in place; returned)."""
+    for j, p in enumerate(spec.params):
+        env[p] = values[:, j]
+    for name, e in spec.derive:
+        env[name] = e.evaluate(env)
+    return env
 
 
 def _expression_steps(spec: OperatorSpec, rules: launch.LaunchRules
