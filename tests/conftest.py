@@ -83,3 +83,24 @@ def matmul_spec() -> OperatorSpec:
 
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not installed")
+
+# The second tier: the whole-project build, the sanitizer runs and the per-operator compile
+# matrix beyond the two operators that stand for the rest (add: vector, matmul: cube; rmsnorm
+# for the row-wise kernels). README's test command leaves them out so that it runs in a few
+# minutes; ``python -m pytest -n auto -m slow`` runs them, and .ci/run runs both tiers.
+slow = pytest.mark.slow
+
+
+def slow_unless(name: str, fast: set[str]) -> list[pytest.MarkDecorator]:
+    """The marks of a per-operator parameter: ``slow`` unless ``name`` is one of ``fast``."""
+    return [] if name in fast else [slow]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
+                            config: pytest.Config) -> None:
+    # Say that the second tier was left out, and how to run it: never silently. (Under xdist
+    # the workers deselect, so the controller cannot count what was left out.)
+    if "not slow" in " ".join(str(config.getoption("markexpr", "") or "").split()):
+        terminalreporter.write_line(
+            "not run: the slow tier (whole-project, sanitizer and per-operator compile "
+            "builds); python -m pytest -n auto -m slow runs it, .ci/run runs both tiers")

@@ -3,17 +3,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests import cli_process
 from tests.conftest import DATA, ROOT
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ascend_tune", *args], capture_output=True,
-                          text=True, cwd=cwd or ROOT, env={**os.environ, "COLUMNS": "200"})
+    return cli_process.run(args, cwd=cwd or ROOT, env={**os.environ, "COLUMNS": "200"})
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str], contains: str) -> None:

@@ -35,7 +35,7 @@ from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec, evaluate_baseline, load_spec
 from ascend_tune.tune.shape import TuneSettings, tune_shape
-from tests.conftest import ROOT, STUB, needs_gxx
+from tests.conftest import ROOT, STUB, needs_gxx, slow_unless
 from tests.test_emit import _driver, _python_line
 
 EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/results.json"))
@@ -236,7 +236,8 @@ def _topk_doc(spec: OperatorSpec, hw: HardwareProfile,
 
 
 @needs_gxx
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=slow_unless(n, {"add", "matmul"}))
+                                  for n in EXAMPLES])
 def test_compiled_selection_matches_python_on_unseen_shapes(
         name: str, tmp_path: Path, bundles: dict[str, emit.Bundle]) -> None:
     b = bundles[name]

@@ -39,7 +39,8 @@ from ascend_tune.spec import OperatorSpec, load_spec
 from ascend_tune.spec.shapes import shape_key
 from ascend_tune.tune import run as search_run
 from ascend_tune.tune.shape import TuneSettings, tune_shape
-from tests.conftest import ROOT, STUB, needs_gxx
+from tests import cli_process
+from tests.conftest import ROOT, STUB, needs_gxx, slow
 from tests.npu_standin import standin
 
 STANDIN = Path(standin.__file__)
@@ -290,8 +291,7 @@ def _agreement(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
 
 
 def cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ascend_tune", *args], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "200", **(env or {})})
+    return cli_process.run(args, cwd=ROOT, env={**os.environ, "COLUMNS": "200", **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -464,6 +464,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         ray.shutdown()
 
 
+@slow  # starts a local Ray cluster (the optional ray extra)
 @pytest.mark.xdist_group("hil_searched")
 def test_measure_and_search_on_a_ray_cluster(
         ray_cluster: Path, tmp_path: Path, searched: Path, hw: HardwareProfile,

@@ -20,7 +20,7 @@ from ascend_tune.results import format as results
 from ascend_tune.spec import load_spec, spec_paths
 from ascend_tune.spec.shapes import load_shape_file
 from ascend_tune.tune.shape import TuneSettings, tune_shape
-from tests.conftest import ROOT, STUB, needs_gxx
+from tests.conftest import ROOT, STUB, needs_gxx, slow_unless
 
 
 def _refs() -> list[str]:
@@ -66,7 +66,8 @@ def test_baseline_valid_and_search_finds_a_configuration(ref: str, hw: HardwareP
 
 
 @needs_gxx
-@pytest.mark.parametrize("ref", [p.stem for p in spec_paths()])
+@pytest.mark.parametrize("ref", [pytest.param(p.stem, marks=slow_unless(p.stem, {"add", "matmul"}))
+                                 for p in spec_paths()])
 def test_emitted_code_compiles(ref: str, hw: HardwareProfile, tmp_path: Path) -> None:
     spec = load_spec(ref)
     shapes = load_shape_file(_suite(ref), spec)[:3]

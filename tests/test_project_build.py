@@ -27,7 +27,7 @@ from ascend_tune.emit.render import Bundle
 from ascend_tune.emit.selection import BASELINE, EXACT, NEAREST, NONE, Selection, field_value
 from ascend_tune.emit.styles import STYLES
 from ascend_tune.spec import OperatorSpec, spec_paths
-from tests.conftest import ROOT, STUB, needs_gxx
+from tests.conftest import ROOT, STUB, needs_gxx, slow
 
 FLAGS = ["-Wall", "-Wextra", "-Werror", "-fvisibility=hidden", "-D_GLIBCXX_USE_CXX11_ABI=0",
          "-fPIC", f"-I{STUB}"]
@@ -41,6 +41,8 @@ PLATFORMS = [(20, 40, LIB_API_WORKSPACE), (24, 48, 12_345_600)]  # AIC, AIV, lib
 GE_DTYPE = {"float16": 1, "bfloat16": 27, "float32": 0, "hf32": 0, "int8": 2, "int32": 3}
 # The tests of each module fixture run on one xdist worker (pytest runs with --dist=loadgroup),
 # so each project is compiled once per session.
+# The whole project, built three ways: the second test tier (tests/conftest.py).
+pytestmark = slow
 ONE_BUILD = pytest.mark.xdist_group("project_build")
 ONE_BROKEN = pytest.mark.xdist_group("project_broken")
 CTYPES = {"int8_t": "b", "uint8_t": "B", "int16_t": "h", "uint16_t": "H", "int32_t": "i",
