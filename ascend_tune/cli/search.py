@@ -36,8 +36,9 @@ def search(
     max_shapes: int = typer.Option(48, "--max-shapes",
                                    help="With --shape-range: shapes to tune at most per run."),
     strategy: str = typer.Option("auto", "--strategy",
-                                 help="ils | ga | exhaustive | random | auto (exhaustive "
-                                      "where the valid set is small, else ils)."),
+                                 help="ga | ils | exhaustive | random | auto (exhaustive "
+                                      "where the exact search is cheaper than the "
+                                      "heuristic, else the memetic ga)."),
     budget: int = typer.Option(api.DEFAULT_BUDGET, "--budget",
                                help="Configurations looked at per shape (scored or ruled out)."),
     seed: int = typer.Option(api.DEFAULT_SEED, "--seed", help="Random seed (0 .. 2**63-1)."),
