@@ -162,3 +162,24 @@ def test_a_former_parent_resumes_its_failures(hw: HardwareProfile,
     off._adopt(b, 1.0)
     off._adopt(a, 2.0)
     assert off.fails == 0
+
+
+def test_immigrants_draw_their_samples_a_few_at_a_time(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    """One sampling call serves several immigrants (a walk batch costs little more for 32
+    rows than for 8): the next immigrants take distinct stocked samples, walking no more,
+    and each is the fastest of its own pool, every sample of which was scored (counted)."""
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    problem = search_problem(model, "ga")
+    problem.budget = 1000
+    state = _Run(Genetic(), problem, np.random.default_rng(0))
+    state.first = False
+    pool = state.ga.pool
+    first = state._immigrant()
+    walks, stock = problem.walks, state.stock.copy()
+    assert first is not None and walks > 0 and len(stock) >= pool
+    second = state._immigrant()
+    assert problem.walks == walks, "served from the stock"
+    assert second is not None and any(np.array_equal(second, row) for row in stock[:pool])
+    assert problem.spent == 2 * pool
+    assert float(model.objective(second[None, :])[0]) == model.objective(stock[:pool]).min()

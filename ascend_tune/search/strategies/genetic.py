@@ -91,6 +91,8 @@ _DRY_STEPS = 24
 # Prior of the descent economics: this much reward over this many evaluations for both kinds
 # of offspring, so neither is judged on its first few.
 _PRIOR_REWARD, _PRIOR_EVALUATIONS = 1.0, 40.0
+# Immigrants' worth of samples drawn at a time.
+_STOCKED = 4
 
 
 class Genetic:
@@ -139,6 +141,7 @@ class _Run:
         # [reward, evaluations] of offspring kept as they are and of descended ones.
         self.pay = [[_PRIOR_REWARD, _PRIOR_EVALUATIONS], [_PRIOR_REWARD, _PRIOR_EVALUATIONS]]
         self.first = True  # the first immigrant includes the baseline
+        self.stock = np.zeros((0, problem.n_genes), dtype=np.int64)  # samples not yet used
         # A parent is known by its latency: genomes of exactly the same latency are twins on
         # a plateau (iterateOrder flipped, mDim 4 x nDim 10 against 2 x 20 where neither
         # split is the bottleneck), whose offspring and trades fail alike.
@@ -273,8 +276,13 @@ class _Run:
 
     def _immigrant(self) -> np.ndarray | None:
         """The best of ``pool`` fresh samples (with the baseline, the first time)."""
-        problem = self.problem
-        fresh = problem.sample(self.ga.pool, self.rng)
+        problem, pool = self.problem, self.ga.pool
+        if len(self.stock) < pool:
+            # Samples for several immigrants at once: a walk batch costs little more for 32
+            # rows than for 8 (2.3 ms against 3.7 ms on Matmul 1024x4096x4096).
+            more = problem.sample(_STOCKED * pool, self.rng)
+            self.stock = np.concatenate([self.stock, more])
+        fresh, self.stock = self.stock[:pool], self.stock[pool:]
         if self.first and problem.baseline is not None:
             fresh = np.concatenate([problem.baseline[None, :].astype(np.int64), fresh])
         self.first = False
