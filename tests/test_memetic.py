@@ -58,19 +58,20 @@ def test_members_entered_by_descent_are_local_optima(
 
 def test_descents_use_only_the_tiers_asked(hw: HardwareProfile,
                                            matmul_spec: OperatorSpec) -> None:
-    """The GA's descents build the moves of its tiers only (one-gene, mirror, ratio, shifted:
-    not the coupled tier, whose evaluations did not pay, nor local_moves, which it splits),
+    """The GA's descents build the moves of its tiers only (one-gene, ties, mirror, ratio,
+    shifted: not the coupled tier, whose evaluations did not pay, nor local_moves, which it
+    splits),
     and a descent limited to one tier ends at a local optimum of that tier without building
     another."""
     model = ShapeModel(matmul_spec, hw, SHAPE)
     state = _run(model, 1200, 2, escape=False)
-    assert DESCENT_TIERS == (4, 5, 2, 3) and state.ga.tiers == DESCENT_TIERS
+    assert DESCENT_TIERS == (4, 7, 5, 2, 3) and state.ga.tiers == DESCENT_TIERS
     built = {tier for tier, _genome in state.moves._built}
-    assert built == {2, 3, 4, 5}, built
+    assert built == {2, 3, 4, 5, 7}, built
     # The trade neighbourhood (TRADE_TIER) is built only at converged parents, once each.
     state = _run(model, 1200, 2)
     built = {tier for tier, _genome in state.moves._built}
-    assert built <= {2, 3, 4, 5, TRADE_TIER} and {2, 3, 4, 5} <= built, built
+    assert built <= {2, 3, 4, 5, 7, TRADE_TIER} and {2, 3, 4, 5, 7} <= built, built
     traded = [genome for tier, genome in state.moves._built if tier == TRADE_TIER]
     assert len(traded) == len(state.escaped)
     problem = search_problem(model, "ga")
@@ -135,22 +136,50 @@ def test_descent_share_follows_reward_per_evaluation(
 
 def test_a_former_parent_resumes_its_failures(hw: HardwareProfile,
                                               matmul_spec: OperatorSpec) -> None:
-    """Offspring that did not beat a parent count for its genome: when the search falls back
-    into it, the stall goes on from there (a basin that failed is not kicked again from 0)."""
+    """Offspring that did not beat a parent count for its latency: when the search falls
+    back into it, or into a twin of exactly the same latency (a plateau), the stall goes on
+    from there (a basin that failed is not kicked again from 0)."""
     model = ShapeModel(matmul_spec, hw, SHAPE)
     problem = search_problem(model, "ga")
     problem.budget = 100
     state = _Run(Genetic(), problem, np.random.default_rng(0))
-    a, b = problem.sample(2, np.random.default_rng(1))
+    a, b, twin = problem.sample(3, np.random.default_rng(1))
     state._adopt(a, 2.0)
     state.fails = 5
     state._adopt(b, 1.0)
     assert state.fails == 0
     state._adopt(a, 2.0)
     assert state.fails == 5
+    state.fails = 6
+    state._adopt(b, 1.0)
+    state._adopt(twin, 2.0)
+    assert state.fails == 6, "a twin of the same latency resumes the count"
+    state._adopt(a, 2.5)
+    assert state.fails == 0
     off = _Run(Genetic(keep_fails=False), problem, np.random.default_rng(0))
     off._adopt(a, 2.0)
     off.fails = 5
     off._adopt(b, 1.0)
     off._adopt(a, 2.0)
     assert off.fails == 0
+
+
+def test_immigrants_draw_their_samples_a_few_at_a_time(
+        hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
+    """One sampling call serves several immigrants (a walk batch costs little more for 32
+    rows than for 8): the next immigrants take distinct stocked samples, walking no more,
+    and each is the fastest of its own pool, every sample of which was scored (counted)."""
+    model = ShapeModel(matmul_spec, hw, SHAPE)
+    problem = search_problem(model, "ga")
+    problem.budget = 1000
+    state = _Run(Genetic(), problem, np.random.default_rng(0))
+    state.first = False
+    pool = state.ga.pool
+    first = state._immigrant()
+    walks, stock = problem.walks, state.stock.copy()
+    assert first is not None and walks > 0 and len(stock) >= pool
+    second = state._immigrant()
+    assert problem.walks == walks, "served from the stock"
+    assert second is not None and any(np.array_equal(second, row) for row in stock[:pool])
+    assert problem.spent == 2 * pool
+    assert float(model.objective(second[None, :])[0]) == model.objective(stock[:pool]).min()

@@ -314,6 +314,45 @@ def test_trade_moves_trade_through_a_buffer_budget(hw: HardwareProfile,
     assert tuple(want[p] for p in key) in picked(trades)
     assert tuple(want[p] for p in key) not in picked(shift_moves(problem, genome))
 
+def test_tie_moves_make_two_tying_moves_together(hw: HardwareProfile) -> None:
+    """int8 Matmul 512x8192x2048 at its 0.806 local optimum: L0A's double buffer alone and
+    L0B's alone each leave the latency exactly as it is (the other stage is the slower), no
+    one-gene move is faster, and both together are (0.988 of the optimum). tie_moves makes
+    that pair, and only pairs of tying one-gene moves, inside the valid set."""
+    from ascend_tune.search import construct
+    from ascend_tune.search.moves import one_gene_moves, tie_moves
+    from ascend_tune.spec import load_spec
+
+    spec = load_spec("matmul:int8")
+    model = ShapeModel(spec, hw, {"M": 512, "N": 8192, "K": 2048})
+    problem = search_problem(model, "ga")
+    names = list(spec.params)
+    config = {"baseM": 128, "baseN": 128, "baseK": 256, "stepM": 1, "stepN": 1, "stepKa": 8,
+              "stepKb": 8, "dbL1": 1, "dbL0A": 1, "dbL0B": 1, "dbL0C": 2, "iterateOrder": 0,
+              "mDim": 1, "nDim": 40, "kDim": 1}
+    genome = model.nearest_indices(config)
+    here = float(problem.evaluate(genome[None, :])[0])
+    ones = one_gene_moves(problem, genome)
+    one_lat = problem.evaluate(ones)
+    assert one_lat.min() >= here, "a local optimum of the one-gene moves"
+    ties = tie_moves(problem, genome)
+    assert len(ties) and not construct.violated(problem.feasible, ties).any()
+    tied = {tuple(row) for row, lat in zip(ones.tolist(), one_lat.tolist(), strict=True)
+            if lat == here}
+    for row in ties:
+        changed = np.flatnonzero(row != genome)
+        assert changed.size == 2
+        for gene in changed:
+            single = genome.copy()
+            single[gene] = row[gene]
+            assert tuple(single.tolist()) in tied
+    both = genome.copy()
+    both[[names.index("dbL0A"), names.index("dbL0B")]] = model.nearest_indices(
+        dict(config, dbL0A=2, dbL0B=2))[[names.index("dbL0A"), names.index("dbL0B")]]
+    assert any(np.array_equal(row, both) for row in ties)
+    assert float(problem.evaluate(both[None, :])[0]) < 0.9 * here
+
+
 def test_exhaustive_top_k_are_the_best_of_the_valid_set(
         hw: HardwareProfile, matmul_spec: OperatorSpec) -> None:
     from ascend_tune.search.space import valid_indices

@@ -25,6 +25,7 @@ from ascend_tune.search.moves import (
     one_gene_moves,
     ratio_moves,
     shift_moves,
+    tie_moves,
     trade_moves,
 )
 from ascend_tune.search.problem import Problem
@@ -42,6 +43,9 @@ _NAMED_TIERS: dict[str, Tier] = {
     # Trades between any two genes a check reads (the buffer budgets too), repaired: the
     # memetic ga scores them once at a converged parent, not as a tier of every descent.
     "trade": lambda p, g, rng: trade_moves(p, g),
+    # Two one-gene moves that each tie, made together (TierMoves hands them the one-gene
+    # moves it built): the memetic ga's tier after the one-gene moves.
+    "ties": lambda p, g, rng: tie_moves(p, g),
 }
 TIER_NAMES = tuple(_NAMED_TIERS)
 TIERS: tuple[Tier, ...] = tuple(_NAMED_TIERS.values())
@@ -52,7 +56,7 @@ def tiers_named(*names: str) -> tuple[int, ...]:
     return tuple(TIER_NAMES.index(name) for name in names)
 
 
-(TRADE_TIER,) = tiers_named("trade")
+(TRADE_TIER, _ONE_GENE, _TIES) = tiers_named("trade", "one_gene", "ties")
 # The tiers a descent walks unless told otherwise (ils's).
 DEFAULT_TIERS = tiers_named("local", "coupled", "ratio", "shifted")
 
@@ -73,7 +77,9 @@ class TierMoves:
         if moves is None:
             if len(self._built) >= self.capacity:
                 self._built.clear()
-            moves = self._built[key] = TIERS[tier](self.problem, genome, rng)
+            moves = self._built[key] = (
+                tie_moves(self.problem, genome, self(_ONE_GENE, genome, rng)) if tier == _TIES
+                else TIERS[tier](self.problem, genome, rng))
         return moves
 
 
