@@ -88,13 +88,15 @@ def _child(args: list[str], cwd: Path | str | None, env: dict[str, str], stdin: 
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
         # A fresh interpreter's streams over the new fds (the test's were pytest's captures).
-        sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.FileIO(0, "r", closefd=False),
-                                                     encoding="utf-8")
-        sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False),
-                                                       encoding="utf-8")
-        sys.stderr = sys.__stderr__ = io.TextIOWrapper(
-            io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-            line_buffering=True)
+        streams = {
+            "stdin": io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8"),
+            "stdout": io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8"),
+            "stderr": io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                       errors="backslashreplace", line_buffering=True),
+        }
+        for name, stream in streams.items():
+            setattr(sys, name, stream)
+            setattr(sys, f"__{name}__", stream)
         # The dispositions a fresh interpreter starts with (pytest's may differ).
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGCHLD", "SIGALRM"):
@@ -119,7 +121,7 @@ def _child(args: list[str], cwd: Path | str | None, env: dict[str, str], stdin: 
     except BaseException:
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
+        for out in (sys.stdout, sys.stderr):
             with contextlib.suppress(BaseException):
-                stream.flush()
+                out.flush()
         os._exit(code)

@@ -86,8 +86,9 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not inst
 
 # The second tier: the whole-project build, the sanitizer runs, the per-operator compile
 # matrix and compiled selection beyond the operators that stand for the rest (add: vector,
-# matmul: cube; rmsnorm for the row-wise kernels). README's test command leaves them out so that it runs in a few
-# minutes; ``python -m pytest -n auto -m slow`` runs them, and .ci/run runs both tiers.
+# matmul: cube; rmsnorm for the row-wise kernels). README's test command leaves them out so
+# that it runs in a few minutes; ``python -m pytest -n auto -m slow`` runs them, and .ci/run
+# runs both tiers.
 slow = pytest.mark.slow
 
 
