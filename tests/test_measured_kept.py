@@ -65,3 +65,22 @@ def test_cli_refusal_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 2 and err.count("\n") == 1 and "device measurements" in err
     assert "the spec changed (AddCustom -> MulCustom)" in err
     assert path.read_bytes() == before
+
+
+def test_another_operators_file_is_refused_whatever_it_holds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A results file of AddCustom with no measurements: `search mul -o` on it is a typo, not
+    a cache to retune; refused in one line, the file untouched. --fresh replaces it."""
+    path = tmp_path / "r.json"
+    api.tune(api.load_spec("add"), api.load_profile("ascend910b3"), SHAPES, output=path)
+    before = path.read_bytes()
+    args = ("search", "mul", "--hw", "ascend910b3", "--shape", "totalLength=4096", "-o",
+            str(path), "-q")
+    code, _out, err = run_cli(capsys, monkeypatch, *args)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "holds results of AddCustom, not MulCustom" in err and "Traceback" not in err
+    assert path.read_bytes() == before
+    code, _out, err = run_cli(capsys, monkeypatch, *args, "--fresh")
+    assert code == 0, err
+    assert json.loads(path.read_text())["spec"]["name"] == "MulCustom"

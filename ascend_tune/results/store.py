@@ -210,6 +210,13 @@ class ResultsStore:
                 f"{self.path}: {lost} shape(s) there hold device measurements "
                 f"(`ascend-tune measure`) that this search would drop ({why}); write to "
                 "another file with -o, or move this one away if you mean to drop them")
+        if plan.operator != self.head["spec"]["name"] and not self.fresh:
+            # Another operator's file is a typo in -o, not a cache to retune: replacing it
+            # would lose that operator's tuning (an edited spec of the same operator retunes).
+            raise AscendTuneError(
+                f"{self.path}: holds results of {plan.operator}, not "
+                f"{self.head['spec']['name']}; write to another file with -o, or --fresh to "
+                "replace it")
         if self.fresh:
             return
         self.invalidated, self.pruned = plan.invalidated, plan.pruned
@@ -314,6 +321,7 @@ class Survey:
     measured: int = 0  # entries holding device measurements
     measured_dropped: int = 0  # of those, entries the search would drop (retune or prune)
     pruned_keys: tuple[str, ...] = ()  # the shape keys of the pruned entries
+    operator: str | None = None  # the operator the file tunes (its spec's name)
 
 
 def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey:
@@ -347,6 +355,8 @@ def survey(path: Path, head: Mapping[str, Any], keep: set[str] | None) -> Survey
         if holds_measurements:
             measured += 1
             measured_dropped += dropped or reason is not None
+    operator = old_head["spec"].get("name")
     if reason is not None:
-        return Survey(reason, set(), count, 0, measured, measured_dropped)
-    return Survey(None, cached, count, pruned, measured, measured_dropped, tuple(pruned_keys))
+        return Survey(reason, set(), count, 0, measured, measured_dropped, (), operator)
+    return Survey(None, cached, count, pruned, measured, measured_dropped, tuple(pruned_keys),
+                  operator)
