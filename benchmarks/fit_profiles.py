@@ -11,8 +11,8 @@ rows enter a fit. Fitted today:
   additive, so it is fitted on the model's predictions with the leaf at 0: least squares on
   log(predicted / measured) over the CATLASS quant_matmul rows of ``catlass_public.csv``
   (910B1, described by operator_specs/quant_matmul.yaml). The
-  fp16 rows of the same file are left out: their errors grow with K (-40 % at K=4000 to -92 %
-  at K=80000), which no per-kernel constant explains.
+  fp16 rows of the same file are left out: kernels of 0.3-57 ms, where a per-kernel constant
+  is lost in the noise (their K=80000 row is the ND2NZ pitch split, docs/model.md "Pitch").
 
 The printed value is what ``hw_profiles/ascend910b3.yaml`` carries, with these rows named in
 its source. The held-out MAPE with the leaf at 0 and at the fitted value is printed after the

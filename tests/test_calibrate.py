@@ -225,12 +225,14 @@ def test_fit_leaves_undetermined_coefficients_alone(tmp_path: Path, hw: Hardware
         assert name not in result.scales
         for path_ in BY_NAME[name].leaves:  # the written numbers are the sourced ones
             assert leaf(result.data, path_) == leaf(hw.data, path_)
-    # Every row issues the same vector instructions: the per-repeat and per-instruction costs
-    # move each row's Vector time in the same proportion too.
-    vector = {"vector_rate", "vector_issue"}
+    # Every row issues the same two-source vector instructions: the per-repeat and
+    # per-instruction costs and the bank-conflict factor move each row's Vector time in the
+    # same proportion too. Which one is kept is a near tie the floating point decides.
+    vector = {"vector_rate", "vector_issue", "bank_conflict"}
     (kept_v,) = vector & set(result.fitted)
-    (dropped_v,) = vector - {kept_v}
-    assert result.not_fitted[dropped_v].startswith(f"{dropped_v} and {kept_v} scale together")
+    for dropped_v in vector - {kept_v}:
+        assert result.not_fitted[dropped_v].startswith(f"{dropped_v} and "), dropped_v
+        assert "scale together" in result.not_fitted[dropped_v]
     # The product of the two is what the rows fix: the fit still matches them.
     assert result.after.mape < 0.01 < result.before.mape
     assert result.scales[kept_v] > 1.3

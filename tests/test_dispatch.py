@@ -37,6 +37,7 @@ from ascend_tune.spec import OperatorSpec, evaluate_baseline, load_spec
 from ascend_tune.tune.shape import TuneSettings, tune_shape
 from tests.conftest import ROOT, STUB, needs_gxx, slow_unless
 from tests.test_emit import _driver, _python_line
+from tests.test_model_fastpaths import PITCH_SHAPES
 
 EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/results.json"))
 
@@ -62,6 +63,10 @@ def _unseen(spec: OperatorSpec, tuned: list[dict[str, int]], rng: np.random.Gene
     return out
 
 
+def _pitch_shapes(name: str) -> list[dict[str, int]]:
+    return [PITCH_SHAPES[name]] if name in PITCH_SHAPES else []
+
+
 @pytest.fixture(scope="module")
 def bundles() -> dict[str, emit.Bundle]:
     out = {}
@@ -79,7 +84,8 @@ def test_dispatch_model_is_the_engine_on_unseen_shapes(name: str,
     model = dispatch_model(spec, hw)
     rng = np.random.default_rng(5)
     checked = 0
-    for shape in _unseen(spec, [s for s, _ in b.shapes], rng, 3):
+    # Plus a shape with misaligned operand pitches beyond the ND2NZ field (65 535 elements).
+    for shape in _unseen(spec, [s for s, _ in b.shapes], rng, 3) + _pitch_shapes(name):
         engine = ShapeModel(spec, hw, shape)
         genomes = rng.integers(0, engine.sizes, size=(400, engine.sizes.size))
         # Random configurations, the tuned ones and the selected one (valid where random ones
@@ -107,7 +113,7 @@ def test_dispatch_model_in_cpp_returns_the_python_bits(tmp_path: Path,
         spec, hw = b.spec, b.hw
         model = dispatch_model(spec, hw)
         rows = []
-        for shape in _unseen(spec, [s for s, _ in b.shapes], rng, 4):
+        for shape in _unseen(spec, [s for s, _ in b.shapes], rng, 4) + _pitch_shapes(name):
             engine = ShapeModel(spec, hw, shape)
             genomes = rng.integers(0, engine.sizes, size=(300, engine.sizes.size))
             for row in engine.values(genomes)[:60]:

@@ -439,6 +439,57 @@ def test_nd_to_nz_copies_pay_per_run_on_gm_to_l1_only() -> None:
     assert gm_to_l1("row_major", "gm_to_ub") == pytest.approx(228.0)
 
 
+def test_a_misaligned_pitch_costs_as_a_declared_misalignment() -> None:
+    hw = _hand_profile()
+
+    def gm_to_l1(pitch: float, cores: float = 1) -> costs.TransferCost:
+        return costs.transfer(hw, "gm_to_l1", _one(8192), _one(16), _one(1), _one(0.0),
+                              _one(cores), layout="row_major", element_bytes=2,
+                              pitch=_one(pitch))
+
+    # 8192 B in 16 rows of 512 B (aligned runs); GM -> L1 200 cycles + 128 B/cycle flat.
+    # Pitch 4096 elements = 8192 B, a multiple of 512: aligned. 1 AIC: share
+    # softmin(200, 1000) = 166.7 > 128: 200 + 8192 / 128 = 264.
+    assert gm_to_l1(4096).cycles[0] == pytest.approx(264.0)
+    # Pitch 4000 elements = 8000 B (8000 % 512 = 320): every row starts misaligned although
+    # each is 512 B long: 0.5 x 128 = 64 B/cycle; 200 + 8192 / 64 = 328.
+    assert gm_to_l1(4000).cycles[0] == pytest.approx(328.0)
+    # ... and the chip's rate halves too (as gm_aligned: false), on 20 AIC:
+    # softmin(20 * 200, 0.5 * 1000) = 1 / (1/4000 + 1/500) = 444.4, 22.22 per core < 64:
+    # capped; 200 + 8192 / 22.22 = 568.64; GM cycles 8192 / 22.22 = 368.64.
+    t = gm_to_l1(4000, cores=20)
+    assert t.share_capped[0]
+    assert t.cycles[0] == pytest.approx(200 + 8192 * 9 * 20 / 4000)
+    assert t.gm_cycles[0] == pytest.approx(8192 * 9 * 20 / 4000)
+    # The aligned pitch on 20 AIC: softmin(4000, 1000) = 800, 40 per core: 200 + 8192 / 40.
+    assert gm_to_l1(4096, cores=20).cycles[0] == pytest.approx(200 + 8192 / 40)
+
+
+def test_a_pitch_beyond_the_nd2nz_field_copies_run_by_run() -> None:
+    hw = _hand_profile(nd2nz_cycles=5)
+
+    def gm_to_l1(pitch: float, layout: str = "row_major", path: str = "gm_to_l1") -> float:
+        t = costs.transfer(hw, path, _one(8192), _one(16), _one(3), _one(0.0), _one(1),
+                           layout=layout, element_bytes=2, pitch=_one(pitch))
+        return float(t.cycles[0])
+
+    # 3 transfers of 8192 B in 16 rows of 512 B, pitch 65 535 elements (131 070 B: 131070 %
+    # 512 = 510, misaligned): 0.5 x 128 = 64 B/cycle, streaming 8192 / 64 = 128 cycles,
+    # ND2NZ 16 * 5 = 80 alongside: 3 * (200 + 128) = 984. One copy per transfer: the pitch
+    # fits the 16-bit field.
+    assert gm_to_l1(65535) == pytest.approx(3 * (200 + 128))
+    # Pitch 65 536 (131 072 B, aligned): one copy per row, 16 latencies a transfer, and the
+    # conversion (16 * 5 = 80) outlasts the stream (8192 / 128 = 64): 3 * (16 * 200 + 80).
+    assert gm_to_l1(65536) == pytest.approx(3 * (16 * 200 + 80))
+    # Column-major: runs are the 16-element columns (32 B; 256 of them, unaligned, 64 B/cycle),
+    # the pitch the operand's rows: 256 copies, 3 * (256 * 200 + max(128, 256 * 5)) = 157 440.
+    assert gm_to_l1(131072, "column_major") == pytest.approx(3 * (256 * 200 + 1280))
+    # NZ has no ND2NZ copy (and no pitch); GM -> UB neither: a long pitch costs them nothing
+    # beyond its alignment (131 072 B is aligned): 3 * (100 + 8192 / 64) = 684 on GM -> UB.
+    assert gm_to_l1(131072, "nz") == gm_to_l1(4096, "nz")
+    assert gm_to_l1(65536, "row_major", "gm_to_ub") == pytest.approx(3 * (100 + 8192 / 64))
+
+
 def test_contention_exponent_two() -> None:
     # p = 2, 1 core, no hit: (100^-2 + 1000^-2)^(-1/2) = (1.01e-4)^(-0.5) = 99.504 B/cycle.
     hw = _hand_profile(contention=2.0)

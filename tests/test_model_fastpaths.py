@@ -171,7 +171,7 @@ def _ref_chip_share(hw: HardwareProfile, chip: Any, active_cores: Any, port: str
 
 def _ref_transfer(hw: HardwareProfile, path: str, nbytes: Any, rows: Any, count: Any,
                   l2_hit: Any, cores: Any, aligned: Any, layout: str | None,
-                  element_bytes: int) -> dict[str, Any]:
+                  element_bytes: int, pitch: Any = None) -> dict[str, Any]:
     spec = hw.transfers[path]
     block = float(hw["ub_block_bytes"])
     rows = np.maximum(rows, 1.0)
@@ -181,24 +181,32 @@ def _ref_transfer(hw: HardwareProfile, path: str, nbytes: Any, rows: Any, count:
     gm_cycles = np.zeros_like(moved)
     capped = np.zeros(moved.shape, dtype=bool)
     if path in costs.GM_PATHS:
-        declared = aligned is not None
-        if aligned is None:
-            aligned = np.mod(row_bytes, float(hw["gm_align_bytes"])) == 0
-        efficiency = np.where(aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
-        bandwidth = bandwidth * efficiency
+        unaligned = float(hw["gm_unaligned_efficiency"])
+        # The chip's rate follows a declared alignment and the run starts a pitch apart; the
+        # core's also the run length (1.0 stands for "aligned").
+        chip_ok = np.ones(np.shape(moved), bool) if aligned is None else aligned
+        core_ok = (np.mod(row_bytes, float(hw["gm_align_bytes"])) == 0 if aligned is None
+                   else aligned)
+        if pitch is not None:
+            starts = np.mod(pitch * float(element_bytes), float(hw["gm_align_bytes"])) == 0
+            chip_ok, core_ok = chip_ok & starts, core_ok & starts
+        bandwidth = bandwidth * np.where(core_ok, 1.0, unaligned)
         hit = np.clip(l2_hit, 0.0, 1.0)
         chip = 1.0 / ((1.0 - hit) / hw.hbm_bytes_per_cycle + hit / hw.l2_bytes_per_cycle)
-        if declared:
-            chip = chip * efficiency
+        chip = chip * np.where(chip_ok, 1.0, unaligned)
         port = "aic" if path in costs.AIC_GM_PATHS else "aiv"
         share = _ref_chip_share(hw, chip, cores, port)
         capped = share < bandwidth
         bandwidth = np.minimum(bandwidth, share)
         gm_cycles = count * moved / share
     streaming = moved / bandwidth
+    latency = np.full(np.shape(streaming), spec.latency_cycles)
     if path == "gm_to_l1" and layout in ("row_major", "column_major"):
         streaming = np.maximum(streaming, runs * float(hw["nd2nz_row_cycles"]))
-    per_transfer = spec.latency_cycles + streaming
+        if pitch is not None:  # one copy, and one latency, per run beyond the pitch field
+            split = pitch > float(hw["nd2nz_max_pitch_elements"])
+            latency = np.where(split, runs * spec.latency_cycles, latency)
+    per_transfer = latency + streaming
     return {"cycles": count * per_transfer, "gm_cycles": gm_cycles,
             "bytes_per_transfer": moved, "bandwidth": bandwidth,
             "effective_bandwidth": moved / per_transfer, "share_capped": capped,
@@ -224,18 +232,22 @@ def test_transfer_is_its_formulas(hw: HardwareProfile) -> None:
         cores = (np.float64(rng.integers(0, 48)) if scalar_cores
                  else rng.choice([0.0, 1.0, 8.0, 40.0], n))
         aligned = (rng.random(n) < 0.5) if declared else None
-        for element in (1, 2, 4):
+        # Pitches (elements) aligned or not at every element size, and beyond the ND2NZ
+        # pitch field (65 535); all aligned (the chip's share taken from the cache).
+        pitches = (None, rng.choice([1.0, 4096.0, 4000.0, 12287.0, 65535.0, 65536.0, 80000.0,
+                                     131072.0], n), np.full(n, 8192.0))
+        for element, pitch in itertools.product((1, 2, 4), pitches):
             cache: costs.ShareCache = {}
             with np.errstate(all="ignore"):
                 ref = _ref_transfer(hw, path, nbytes, rows, count, hit, cores, aligned, layout,
-                                    element)
+                                    element, pitch)
                 # A share of another hit array on the same cores must not be taken for this
                 # one; the second call reuses the first one's share.
                 costs.transfer(hw, path, nbytes, rows, count, np.zeros(n), cores, aligned,
-                               layout, element, cache)
+                               layout, element, cache, pitch)
                 for _ in range(2):
                     got = costs.transfer(hw, path, nbytes, rows, count, hit, cores, aligned,
-                                         layout, element, cache)
+                                         layout, element, cache, pitch)
                     for name, want in ref.items():
                         assert _same(np.asarray(getattr(got, name)), want), (path, layout, name)
 
@@ -457,9 +469,10 @@ class _Reference:
                                        (n,)) if stage.gm_aligned is not None else None)
             element = (DTYPE_BYTES[spec.stage_dtype(spec.dtypes[stage.operand])]
                        if stage.operand is not None else 1)
+            pitch = arr(stage.pitch, 0.0) if stage.pitch is not None else None
             t = _ref_transfer(hw, stage.path, arr(stage.bytes, 0.0), arr(stage.rows, 1.0),
                               count, arr(stage.l2_hit, 0.0), cores, aligned, stage.layout,
-                              element)
+                              element, pitch)
             return t["cycles"], t["gm_cycles"]
         if stage.kind == "cube":
             dtype = spec.stage_dtype(stage.dtype or "")
@@ -474,11 +487,20 @@ class _Reference:
         return cycles, np.zeros(n)
 
 
+# Shapes whose operand pitches are misaligned and beyond the ND2NZ pitch field (65 535
+# elements), for the specs that give their operands' matrices (gm_rows / gm_cols).
+PITCH_SHAPES = {"matmul": {"M": 512, "N": 100000, "K": 4000},
+                "batch_matmul": {"B": 2, "M": 256, "N": 1000, "K": 70001},
+                "grouped_matmul": {"M": 1024, "K": 80000, "G": 4, "N": 1000},
+                "quant_matmul": {"M": 256, "K": 70000, "G": 1, "N": 3000}}
+
+
 def _example_shapes(name: str) -> list[dict[str, int]]:
     folder = ROOT / "examples" / name
     path = next(p for p in (folder / "shapes.yaml", folder / "shapes.csv") if p.exists())
     shapes = load_shape_file(path, load_spec(name))
-    return [shapes[0], shapes[len(shapes) // 2], shapes[-1]]
+    return [shapes[0], shapes[len(shapes) // 2], shapes[-1]] + (
+        [PITCH_SHAPES[name]] if name in PITCH_SHAPES else [])
 
 
 @pytest.mark.parametrize("name", SPECS)

@@ -53,7 +53,7 @@ BROKEN = {
     "ub_bytes, bt_bytes, fb_bytes, l2_bytes, hbm_bytes, hbm_bandwidth_gbps, l2_bandwidth_gbps, "
     "gm_align_bytes, gm_unaligned_efficiency, gm_contention_exponent, "
     "aic_gm_port_bytes_per_cycle, aiv_gm_port_bytes_per_cycle, nd2nz_row_cycles, "
-    "ub_block_bytes",
+    "nd2nz_max_pitch_elements, ub_block_bytes",
 }
 
 
@@ -195,6 +195,12 @@ def test_layouts_resolve_per_operand_and_per_variant() -> None:
      "g.yaml:73: pipeline.cube.body.1.body.0.body.1.operand: operand 'w' is not a tensor; "
      "tensors: a, b, c, acc, groups"),
     (("path: l1_to_l0a,", "path: l1_to_l0a, operand: a,"), None),
+    (("rows: tileM, gm_rows: M, gm_cols: K,", "rows: tileM, gm_rows: M,"),
+     "g.yaml:72: pipeline.cube.body.1.body.0.body.0.gm_rows: 'gm_rows' needs 'gm_cols' too: "
+     "together they give the operand's row pitch in GM"),
+    (("operand: a, bytes: tileM", "bytes: tileM"),
+     "g.yaml:72: pipeline.cube.body.1.body.0.body.0.gm_rows: 'gm_rows' and 'gm_cols' need "
+     "'operand': the tensor's element size and layout turn them into the row pitch"),
 ])
 def test_bad_layouts_are_load_errors(edit: tuple[str, str], message: str | None) -> None:
     text = _grouped_text().replace(*edit, 1)

@@ -76,7 +76,7 @@ class StageKind:
 # The one table the loader (keys), the engine (cost per kind), the emitter and the checks use.
 STAGE_KINDS = {k.name: k for k in (
     StageKind("transfer", frozenset({"path", "bytes", "rows", "count", "l2_hit", "gm_aligned",
-                                     "operand"}),
+                                     "operand", "gm_rows", "gm_cols"}),
               ("path", "bytes"), "moves bytes along a path on an MTE or FixPipe pipe"),
     StageKind("cube", frozenset({"m", "n", "k", "dtype", "count"}), ("m", "n", "k", "dtype"),
               "Mmad of an m x k by k x n block on the Cube unit"),

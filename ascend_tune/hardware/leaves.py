@@ -62,6 +62,8 @@ SCALARS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         "aiv_gm_port_bytes_per_cycle": (_NUM, "GM bytes/cycle one AIV's MTE2 and MTE3 "
                                               "offer together"),
         "nd2nz_row_cycles": (_NUM, "MTE2 cycles per ND row a GM->L1 ND2NZ copy converts"),
+        "nd2nz_max_pitch_elements": (_INT, "largest ND row pitch (elements) one GM->L1 ND2NZ "
+                                           "copy takes; beyond it each row is its own copy"),
         "ub_block_bytes": (_INT, "UB DataBlock size; transfers move whole blocks"),
     },
     "cube": {

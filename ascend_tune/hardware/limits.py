@@ -87,6 +87,7 @@ LIMITS: dict[str, Limit] = {
     "aic_gm_port_bytes_per_cycle": BYTES_PER_CYCLE,
     "aiv_gm_port_bytes_per_cycle": BYTES_PER_CYCLE,
     "nd2nz_row_cycles": CYCLES,
+    "nd2nz_max_pitch_elements": SIZE,
     "ub_block_bytes": SIZE,
     "fractal_mn": COUNT,
     "mmad_overhead_cycles": CYCLES,

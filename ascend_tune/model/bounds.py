@@ -58,9 +58,7 @@ def _expressions(spec: OperatorSpec) -> Iterator[Expr]:
                     yield item.buffers
                 yield from walk(item.body)
             else:
-                yield from (e for e in (item.bytes, item.rows, item.count, item.l2_hit,
-                                        item.gm_aligned, item.m, item.n, item.k,
-                                        item.elements, item.cycles) if e is not None)
+                yield from item.expressions()
 
     if spec.handoffs is not None:
         yield spec.handoffs

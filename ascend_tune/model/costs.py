@@ -47,7 +47,8 @@ ShareCache = dict[tuple[str, int, int], tuple[Any, Any, np.ndarray]]
 def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarray,
              count: np.ndarray, l2_hit: np.ndarray, active_cores: np.ndarray,
              aligned: np.ndarray | None = None, layout: str | None = None,
-             element_bytes: int = 1, share_cache: ShareCache | None = None) -> TransferCost:
+             element_bytes: int = 1, share_cache: ShareCache | None = None,
+             pitch: np.ndarray | None = None) -> TransferCost:
     """cycles = count * (latency + bytes_moved / bandwidth).
 
     * ``bytes_moved``: each contiguous run (a row, or what ``layout`` makes of the tile's
@@ -62,6 +63,11 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
       by this core's share of the chip bandwidth: HBM for misses and L2 for the declared hit
       fraction, as the chip delivers it to the active cores
       (:func:`chip_share_bytes_per_cycle`; docs/model.md "Shared GM bandwidth").
+    * ``pitch`` (elements between the starts of consecutive runs in GM, when the stage
+      gives the operand's matrix): runs whose starts step by a pitch that is not a multiple
+      of ``gm_align_bytes`` start misaligned, which costs as a declared misalignment (core
+      and chip); an ND2NZ copy whose pitch exceeds ``nd2nz_max_pitch_elements`` issues one
+      copy per run, each paying the path's latency.
 
     ``share_cache`` (one dict per batch) lets later stages of the batch reuse a chip share.
     The arithmetic runs in place on arrays this function creates (fewer temporaries: at
@@ -81,27 +87,35 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     peak = np.broadcast_to(np.array(float(spec.curve_bytes_per_cycle.max()),
                                     dtype=np.asarray(moved).dtype), np.shape(moved))
     if path in GM_PATHS:
-        declared = aligned is not None
+        # Whether the chip's rate suffers too: only for a declared or pitch misalignment
+        # (None: not at all). A start address misaligned wastes part of every burst at the
+        # chip too (asc-devkit data_copy: 12288 x 12287 half reads 1.28x (GM->UB) and 1.9x
+        # (GM->L1) slower than 12288^2 at full-chip, chip-bound core counts). Short runs from
+        # aligned starts do not (128 B runs: 1.08x), so the run-length rule stays a per-core
+        # effect.
+        chip_aligned = aligned
         if aligned is None:
             # mod(x, a) == 0 exactly where fmod(x, a) == 0 (numpy's mod adds a to a nonzero
             # fmod of the other sign, which cannot reach 0), and fmod skips mod's division.
             aligned = np.fmod(row_bytes, float(hw["gm_align_bytes"])) == 0
         del row_bytes  # temporaries go before the chip share makes its own (a lower peak)
+        if pitch is not None:
+            # Runs a misaligned pitch apart start misaligned whatever their length (the
+            # 12288 x 12287 reads above are exactly that).
+            starts = np.fmod(pitch * float(element_bytes), float(hw["gm_align_bytes"])) == 0
+            aligned = np.logical_and(aligned, starts)
+            chip_aligned = starts if chip_aligned is None else np.logical_and(chip_aligned,
+                                                                               starts)
         efficiency = np.where(aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
         bandwidth = np.multiply(bandwidth, efficiency, out=_into(bandwidth, bandwidth,
                                                                  efficiency))
-        if declared:
-            # A start address the spec declares misaligned wastes part of every burst at the
-            # chip too (asc-devkit data_copy: 12288 x 12287 half reads 1.28x (GM->UB) and 1.9x
-            # (GM->L1) slower than 12288^2 at full-chip, chip-bound core counts). Short runs
-            # from aligned starts do not (128 B runs: 1.08x), so the run-length rule above
-            # stays a per-core effect.
+        del efficiency
+        if chip_aligned is not None and not np.all(chip_aligned):
             chip = _chip_bytes_per_cycle(hw, l2_hit)
-            chip = np.multiply(chip, efficiency, out=_into(chip, chip, efficiency))
-            del efficiency
+            chip_efficiency = np.where(chip_aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
+            chip = np.multiply(chip, chip_efficiency, out=_into(chip, chip, chip_efficiency))
             share = chip_share_bytes_per_cycle(hw, chip, active_cores, _port(path))
         else:
-            del efficiency
             share = _cached_share(hw, l2_hit, active_cores, path, share_cache)
         capped = share < bandwidth
         bandwidth = np.minimum(bandwidth, share, out=_into(bandwidth, bandwidth, share))
@@ -111,14 +125,20 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
         gm_cycles = np.zeros_like(moved)
         capped = np.zeros(np.shape(moved), dtype=bool)
     per_transfer = np.divide(moved, bandwidth)  # latency + moved / bandwidth
+    latency: Any = spec.latency_cycles
     if path == "gm_to_l1" and layout in ("row_major", "column_major"):
         # DataCopy ND2NZ scatters every ND run into 16-row fractals on MTE2 (S10 data_copy),
         # overlapped with the stream: a single-AIC 8192^3 matmul reads 128 B runs at ~4.5-5
         # cycles each (asc-devkit matmul_high_performance cases 0-1), and 1-2 KiB runs no
         # slower than the curve (cases 4-5), so the limit is a max, not a sum.
         per_transfer = np.maximum(per_transfer, runs * float(hw["nd2nz_row_cycles"]))
-    per_transfer = np.add(spec.latency_cycles, per_transfer,
-                          out=_into(per_transfer, spec.latency_cycles, per_transfer))
+        if pitch is not None:
+            # The ND2NZ pitch field is 16 bits of elements: a longer pitch takes one copy
+            # per run, each with its own latency (hw leaf nd2nz_max_pitch_elements).
+            split = pitch > float(hw["nd2nz_max_pitch_elements"])
+            if split.any():
+                latency = np.where(split, runs * spec.latency_cycles, spec.latency_cycles)
+    per_transfer = np.add(latency, per_transfer, out=_into(per_transfer, latency, per_transfer))
     cycles = count * per_transfer
     return TransferCost(cycles, gm_cycles, moved, bandwidth, per_transfer, capped, peak)
 

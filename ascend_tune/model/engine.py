@@ -424,10 +424,8 @@ def _expression_steps(spec: OperatorSpec, rules: launch.LaunchRules
                     yield None, item.buffers
                 yield from walk(item.body)
             else:
-                for e in (item.bytes, item.rows, item.count, item.l2_hit, item.gm_aligned,
-                          item.m, item.n, item.k, item.elements, item.cycles):
-                    if e is not None:
-                        yield None, e
+                for e in item.expressions():
+                    yield None, e
 
     for side in spec.sides:
         yield None, side.cores

@@ -202,8 +202,9 @@ def _stage(stage: Stage, ctx: _Ctx, mult: np.ndarray | None) -> tuple[np.ndarray
                    if stage.gm_aligned is not None else None)
         element = (DTYPE_BYTES[spec.stage_dtype(spec.dtypes[stage.operand])]
                    if stage.operand is not None else 1)
+        pitch = (_arr(stage.pitch.evaluate(env), n) if stage.pitch is not None else None)
         t = costs.transfer(hw, stage.path, nbytes, rows, count, hit, ctx.cores, aligned,
-                           stage.layout, element, ctx.share_cache)
+                           stage.layout, element, ctx.share_cache, pitch)
         cycles, gm = t.cycles, t.gm_cycles
         if ctx.detail:
             extra = {"bytes_per_transfer": float(t.bytes_per_transfer[0]),

@@ -140,6 +140,13 @@ def _stage(c: Compiler, item: Mapping[str, Any], symbols: Mapping[str, Kind],
     if operand is not None and operand not in dtypes:
         raise c.fail(f"operand '{operand}' is not a tensor{did_you_mean(operand, dtypes)}; "
                      f"tensors: {', '.join(dtypes)}", *here, "operand")
+    if ("gm_rows" in item) != ("gm_cols" in item):
+        given, missing = ("gm_rows", "gm_cols") if "gm_rows" in item else ("gm_cols", "gm_rows")
+        raise c.fail(f"'{given}' needs '{missing}' too: together they give the operand's "
+                     "row pitch in GM", *here, given)
+    if "gm_rows" in item and "operand" not in item:
+        raise c.fail("'gm_rows' and 'gm_cols' need 'operand': the tensor's element size and "
+                     "layout turn them into the row pitch", *here, "gm_rows")
     exprs = {k: c.expr(v, symbols, *here, k) for k, v in item.items()
              if k not in STAGE_NAME_KEYS}
     return Stage(name=str(item["stage"]), pipe=pipe, where=c.where(*here),

@@ -66,6 +66,10 @@ STAGE = schema.Obj(fields={
     "operand": (_S(("string",), doc="tensor (a dtypes key) this transfer moves: its layout "
                    "decides the contiguous runs and the ND->NZ cost; rows are then the tile's "
                    "logical rows"), False),
+    "gm_rows": (_S(("expression",), doc="logical rows of the operand's whole matrix in GM (one "
+                   "batch or group); with gm_cols and its layout, the row pitch"), False),
+    "gm_cols": (_S(("expression",), doc="logical columns of the operand's whole matrix in GM"),
+                False),
     "m": (_EXPR, False),
     "n": (_EXPR, False),
     "k": (_EXPR, False),

@@ -122,6 +122,10 @@ class Stage:
     gm_aligned: Expr | None = None
     operand: str | None = None  # tensor moved (its layout shapes the runs)
     layout: str | None = None  # that tensor's GM layout, resolved from ``layouts:``
+    # The operand's whole matrix in GM (logical rows x columns): with the layout, the pitch
+    # between its contiguous runs (row-major: gm_cols elements, column-major: gm_rows).
+    gm_rows: Expr | None = None
+    gm_cols: Expr | None = None
     m: Expr | None = None
     n: Expr | None = None
     k: Expr | None = None
@@ -134,6 +138,21 @@ class Stage:
     def kind(self) -> str:
         """transfer, cube, vector or scalar (vocabulary.STAGE_KINDS)."""
         return stage_kind(self.pipe)
+
+    @property
+    def pitch(self) -> Expr | None:
+        """Elements between the starts of consecutive contiguous runs in GM: the row length
+        of a row-major operand, the column length of a column-major one; None where the
+        stage does not say (no ``gm_rows``/``gm_cols``) or the runs are NZ fractals."""
+        if self.layout == "nz":
+            return None
+        return self.gm_rows if self.layout == "column_major" else self.gm_cols
+
+    def expressions(self) -> tuple[Expr, ...]:
+        """Every expression the stage evaluates."""
+        return tuple(e for e in (self.bytes, self.rows, self.count, self.l2_hit,
+                                 self.gm_aligned, self.gm_rows, self.gm_cols, self.m, self.n,
+                                 self.k, self.elements, self.cycles) if e is not None)
 
 
 @dataclass(frozen=True)

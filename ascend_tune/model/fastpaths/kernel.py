@@ -351,8 +351,9 @@ class _Cost:
                        else None)
             element = (DTYPE_BYTES[spec.stage_dtype(spec.dtypes[stage.operand])]
                        if stage.operand is not None else 1)
+            pitch = src.value(stage.pitch, Kind.FLOAT) if stage.pitch is not None else None
             return self._transfer(stage.path, nbytes, rows, count, hit, cores, aligned,
-                                  stage.layout, element)
+                                  stage.layout, element, pitch)
         if stage.kind == "cube":
             assert stage.m is not None and stage.n is not None and stage.k is not None
             dtype = spec.stage_dtype(stage.dtype or "")
@@ -382,7 +383,7 @@ class _Cost:
 
     def _transfer(self, path: str, nbytes: str, rows: str, count: str, hit: str,
                   cores: str, aligned: str | None, layout: str | None,
-                  element: int) -> tuple[str, str]:
+                  element: int, pitch: str | None) -> tuple[str, str]:
         """costs.transfer on one element (its cycles and GM cycles)."""
         w, hw = self.w, self.hw
         spec = hw.transfers[path]
@@ -404,14 +405,21 @@ class _Cost:
         curve = list(self.curves).index(path)  # the curve's constants by number, not by name
         bandwidth = w.tmp(f"_interp({moved}, _XP{curve}, _FP{curve})")
         if path in costs.GM_PATHS:
-            declared = aligned is not None
+            chip_aligned = aligned  # None: the chip's rate is not affected
             if aligned is None:
                 aligned = w.tmp(f"_fmodf({row_bytes}, {self.f('gm_align_bytes')}) == 0")
-            efficiency = w.tmp(f"1.0 if {aligned} else {self.f('gm_unaligned_efficiency')}")
+            if pitch is not None:
+                starts = w.tmp(f"_fmodf({pitch} * {literal(float(element))}, "
+                               f"{self.f('gm_align_bytes')}) == 0")
+                aligned = w.tmp(f"{aligned} and {starts}")
+                chip_aligned = (starts if chip_aligned is None
+                                else w.tmp(f"{chip_aligned} and {starts}"))
+            unaligned = self.f('gm_unaligned_efficiency')
+            efficiency = w.tmp(f"1.0 if {aligned} else {unaligned}")
             bandwidth = w.tmp(f"{bandwidth} * {efficiency}")
             chip = self._chip_bytes_per_cycle(hit)
-            if declared:
-                chip = w.tmp(f"{chip} * {efficiency}")
+            if chip_aligned is not None:
+                chip = w.tmp(f"{chip} * (1.0 if {chip_aligned} else {unaligned})")
             share = self._chip_share(chip, cores, costs._port(path))
             bandwidth = w.tmp(w.pick(bandwidth, share, "<"))
             gm = w.tmp(f"{count} * {moved} / {share}")
@@ -421,6 +429,12 @@ class _Cost:
         if path == "gm_to_l1" and layout in ("row_major", "column_major"):
             converting = w.tmp(f"{runs} * {self.f('nd2nz_row_cycles')}")
             streaming = w.tmp(w.pick(streaming, converting, ">"))
+            if pitch is not None:
+                # One copy per run beyond the ND2NZ pitch field (costs.transfer).
+                latency = w.tmp(f"{runs} * {literal(spec.latency_cycles)} if {pitch} > "
+                                f"{self.f('nd2nz_max_pitch_elements')} else "
+                                f"{literal(spec.latency_cycles)}")
+                return w.tmp(f"{count} * ({latency} + {streaming})"), gm
         per_transfer = w.tmp(f"{literal(spec.latency_cycles)} + {streaming}")
         return w.tmp(f"{count} * {per_transfer}"), gm
 
