@@ -94,26 +94,36 @@ def _predict(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
 
 
 def _catlass_sweeps(rows: list[dict[str, str]], report: Report) -> None:
+    """CATLASS 00_basic_matmul and 06_optimized_matmul on 910B4 as the catlass_matmul spec
+    describes them: m1 x n1 tiles dealt round-robin over the AICs, the examples' swizzle
+    <3, 0>, BasicMatmul's serial tiles and OptimizedMatmul's preload (variant preload), 06
+    with B column-major. The rows launch 20 AIC (AIC_CORE_NUM); a shape with fewer tiles
+    takes one core per tile (cores without a tile return at once)."""
     hw = load_profile("ascend910b4")
-    # CATLASS kernels launch on the AIC only, one block per AIC (the rows' block dim 20 is
-    # AIC_CORE_NUM): the cube_only variant, not the Matmul API's default MIX launch.
-    row_major = load_spec("matmul:cube_only")
+    basic = load_spec("catlass_matmul")
+    preload = load_spec("catlass_matmul:preload")
     # 06_optimized_matmul stores B column-major: the same spec with that operand layout.
-    text = row_major.source_text.replace("\ndtypes:", "\nlayouts: {b: column_major}\ndtypes:", 1)
-    column_major_b = load_spec_text(text, "matmul (B column-major)", "cube_only")
+    text = preload.source_text.replace("\ndtypes:", "\nlayouts: {b: column_major}\ndtypes:", 1)
+    optimized = load_spec_text(text, "catlass_matmul (B column-major)", "preload")
     tile = re.compile(r"L1TileShape=<(\d+),(\d+),(\d+)>; L0TileShape=<(\d+),(\d+),(\d+)>")
     for r in rows:
         kernel = r["kernel"]
         if "08_grouped_matmul" in kernel:
             continue  # _grouped_sweep
         sweep = "00_basic_matmul" if "00_basic" in kernel else "06_optimized_matmul"
-        spec = row_major if sweep == "00_basic_matmul" else column_major_b
+        spec = basic if sweep == "00_basic_matmul" else optimized
         m1, n1, k1, m0, n0, k0 = (int(v) for v in tile.search(r["tiling"]).groups())  # type: ignore[union-attr]
-        config = {"baseM": m0, "baseN": n0, "baseK": k0, "stepM": m1 // m0, "stepN": n1 // n0,
-                  "stepKa": k1 // k0, "stepKb": k1 // k0, **CATLASS_FIXED}
         shape = {"M": int(r["M"]), "N": int(r["N"]), "K": int(r["K"])}
+        if (m0, n0) != (m1, n1):
+            report.skipped["CATLASS L0 tile smaller than the L1 tile in M or N"] += 1
+            continue
+        m_tiles, n_tiles = -(-shape["M"] // m1), -(-shape["N"] // n1)
+        # <3, 0> on fewer than 3 tile rows walks as <m_tiles, 0> (the spec keeps only that).
+        config = {"m1": m1, "n1": n1, "k1": k1, "k0": k0, "swizzleOffset": min(3, m_tiles),
+                  "swizzleDirection": 0,
+                  "blockDim": min(int(r["block_dim"].split()[0]), m_tiles * n_tiles)}
         try:
-            pred = _predict(spec, hw, shape, config, ("mDim", "nDim"))
+            pred = _predict(spec, hw, shape, config)
         except ValueError as e:
             report.skipped[f"CATLASS tiling breaks spec constraint {e}"] += 1
             continue

@@ -20,7 +20,8 @@ from ascend_tune.tune.shape import DEFAULT_BUDGET, TuneSettings, tune_shape
 ROOT = Path(__file__).resolve().parents[1]
 REFS = ["add", "add:float32", "mul", "gelu", "swiglu", "cast", "softmax", "rmsnorm", "layernorm",
         "matmul", "matmul:bfloat16", "matmul:float32", "matmul:hf32", "matmul:int8",
-        "matmul:splitk", "batch_matmul", "flash_attention", "grouped_matmul", "quant_matmul"]
+        "matmul:splitk", "batch_matmul", "flash_attention", "grouped_matmul", "quant_matmul",
+        "catlass_matmul"]
 
 
 def main() -> None:
