@@ -5,7 +5,7 @@ import numpy as np
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.diagnose import diagnose
 from ascend_tune.model.engine import ShapeModel
-from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec import OperatorSpec, load_spec
 
 
 def _explain(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
@@ -63,3 +63,20 @@ def test_out_of_domain_set_is_flagged(hw: HardwareProfile, add_spec: OperatorSpe
     assert any("tileLength=1000 is outside the searched domain (nearest: 512, 1024)" in n
                for n in ex.notes), ex.notes
     assert explain(add_spec, hw, {"totalLength": 1 << 20}, {"tileLength": 1024}).notes == ()
+
+
+def test_a_pitch_no_tiling_can_fix_is_named_with_its_remedy(hw: HardwareProfile) -> None:
+    spec = load_spec("catlass_matmul")
+    # An LM head with B row-major [4096, 152064]: B's rows are 152 064 elements apart, over
+    # the 65 535 one ND2NZ copy takes, so B comes in one row per copy whatever the tiles.
+    text = _explain(spec, hw, {"M": 4096, "N": 152064, "K": 4096})
+    assert text.endswith("; load_b_l1 copies one row at a time: its operand's rows are 152064 "
+                         "elements apart, more than one ND2NZ copy takes (65535); pad the rows "
+                         "or store the operand transposed or in NZ")
+    # K = 4000: A's rows are 8000 B apart, not a multiple of 512: misaligned starts.
+    text = _explain(spec, hw, {"M": 2048, "N": 4096, "K": 4000})
+    assert text.endswith("; load_a_l1 reads rows that start misaligned (4000 elements apart, "
+                         "not a multiple of 512 B): padding the rows restores full bandwidth")
+    # Aligned pitches: nothing to say about the layout.
+    assert "pitch" not in _explain(spec, hw, {"M": 2048, "N": 4096, "K": 4096})
+    assert "apart" not in _explain(spec, hw, {"M": 2048, "N": 4096, "K": 4096})

@@ -28,6 +28,10 @@ class TransferCost:
     per_transfer_cycles: np.ndarray  # one transfer: fixed latency plus streaming
     share_capped: np.ndarray  # True where the core's share of chip bandwidth is the limit
     peak_bandwidth: np.ndarray  # bytes/cycle at the best measured size, alone on the chip
+    # Where the stage gave a pitch: runs that start misaligned because of it, and ND2NZ
+    # copies split into one copy per run (None: no pitch, or nothing of the kind).
+    misaligned_starts: np.ndarray | None = None
+    split_copies: np.ndarray | None = None
 
     @property
     def effective_bandwidth(self) -> np.ndarray:
@@ -86,6 +90,7 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     # np.full_like(moved, peak) without the fill: one read-only value viewed at every row.
     peak = np.broadcast_to(np.array(float(spec.curve_bytes_per_cycle.max()),
                                     dtype=np.asarray(moved).dtype), np.shape(moved))
+    starts: np.ndarray | None = None
     if path in GM_PATHS:
         # Whether the chip's rate suffers too: only for a declared or pitch misalignment
         # (None: not at all). A start address misaligned wastes part of every burst at the
@@ -126,6 +131,7 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
         capped = np.zeros(np.shape(moved), dtype=bool)
     per_transfer = np.divide(moved, bandwidth)  # latency + moved / bandwidth
     latency: Any = spec.latency_cycles
+    split: np.ndarray | None = None
     if path == "gm_to_l1" and layout in ("row_major", "column_major"):
         # DataCopy ND2NZ scatters every ND run into 16-row fractals on MTE2 (S10 data_copy),
         # overlapped with the stream: a single-AIC 8192^3 matmul reads 128 B runs at ~4.5-5
@@ -135,12 +141,13 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
         if pitch is not None:
             # The ND2NZ pitch field is 16 bits of elements: a longer pitch takes one copy
             # per run, each with its own latency (hw leaf nd2nz_max_pitch_elements).
-            split = pitch > float(hw["nd2nz_max_pitch_elements"])
+            split = np.asarray(pitch > float(hw["nd2nz_max_pitch_elements"]))
             if split.any():
                 latency = np.where(split, runs * spec.latency_cycles, spec.latency_cycles)
     per_transfer = np.add(latency, per_transfer, out=_into(per_transfer, latency, per_transfer))
     cycles = count * per_transfer
-    return TransferCost(cycles, gm_cycles, moved, bandwidth, per_transfer, capped, peak)
+    return TransferCost(cycles, gm_cycles, moved, bandwidth, per_transfer, capped, peak,
+                        None if starts is None else ~starts, split)
 
 
 def _into(target: Any, *operands: Any) -> np.ndarray | None:

@@ -61,7 +61,32 @@ def _stage_named(ev: Evaluation, side: str, name: str) -> StageDetail | None:
     return None
 
 
+def _layout_note(model: ShapeModel, ev: Evaluation) -> str:
+    """What the operands' GM layout costs that no tiling parameter can change: a pitch too
+    long for one ND2NZ copy, or runs a misaligned pitch apart (the busiest such stage, where
+    it takes at least a tenth of the latency)."""
+    cycles_per_us = float(model.hw["clock_mhz"])
+    latency = float(ev.latency_us[0])
+    hit = [s for s in ev.stages if (s.copies_per_run or s.pitch_misaligned)
+           and s.cycles / cycles_per_us >= 0.1 * latency]
+    if not hit:
+        return ""
+    worst = max(hit, key=lambda s: s.cycles)
+    pitch = f"{worst.pitch_elements:.0f} elements"
+    if worst.copies_per_run:
+        return (f"; {worst.name} copies one row at a time: its operand's rows are {pitch} "
+                f"apart, more than one ND2NZ copy takes "
+                f"({int(model.hw['nd2nz_max_pitch_elements'])}); pad the rows or store the "
+                "operand transposed or in NZ")
+    return (f"; {worst.name} reads rows that start misaligned ({pitch} apart, not a multiple "
+            f"of {int(model.hw['gm_align_bytes'])} B): padding the rows restores full bandwidth")
+
+
 def diagnose(model: ShapeModel, config: Mapping[str, int], ev: Evaluation) -> str:
+    return _diagnosis(model, config, ev) + _layout_note(model, ev)
+
+
+def _diagnosis(model: ShapeModel, config: Mapping[str, int], ev: Evaluation) -> str:
     bound = BOUND_NAMES[int(ev.bound[0])]
     latency = float(ev.latency_us[0])
 

@@ -43,6 +43,9 @@ class StageDetail:
     peak_bytes_per_cycle: float = 0.0
     share_capped: bool = False
     latency_fraction: float = 0.0  # share of each transfer's time spent on fixed latency
+    pitch_elements: float = 0.0  # the operand's row pitch, where the stage gives it
+    pitch_misaligned: bool = False  # runs start misaligned because of the pitch
+    copies_per_run: bool = False  # the pitch is too long for one ND2NZ copy
 
 
 class _Ctx:
@@ -213,6 +216,12 @@ def _stage(stage: Stage, ctx: _Ctx, mult: np.ndarray | None) -> tuple[np.ndarray
                      "share_capped": bool(t.share_capped[0]),
                      "latency_fraction": float(1.0 - t.effective_bandwidth[0]
                                                / t.bandwidth[0])}
+            if pitch is not None:
+                extra["pitch_elements"] = float(pitch[0])
+                extra["pitch_misaligned"] = bool(t.misaligned_starts is not None
+                                                 and t.misaligned_starts.reshape(-1)[0])
+                extra["copies_per_run"] = bool(t.split_copies is not None
+                                               and t.split_copies.reshape(-1)[0])
     elif kind == "cube":
         assert stage.m is not None and stage.n is not None and stage.k is not None
         dtype = spec.stage_dtype(stage.dtype or "")
