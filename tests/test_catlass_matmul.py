@@ -109,3 +109,17 @@ def test_the_preload_variant_overlaps_consecutive_tiles(hw: HardwareProfile) -> 
     one = {"m1": 256, "n1": 128}
     assert (float(_evaluate(hw, shape, "catlass_matmul:preload", **one).latency_us[0])
             == float(_evaluate(hw, shape, **one).latency_us[0]))
+
+
+def test_a_streamed_operand_that_fits_in_l2_is_read_once(hw: HardwareProfile) -> None:
+    # M = 2^20, N = 256, K = 4096: A is 8 GiB, B 2 MiB. B stays in L2 beside any strip's
+    # A panels (Zn), and in Nz the single tile column is the strip: every swizzle reads
+    # A and B once from HBM, and none is faster than another.
+    shape = {"M": 1 << 20, "N": 256, "K": 4096}
+    a, b = (1 << 20) * 4096 * 2, 4096 * 256 * 2
+    latencies = set()
+    for offset, direction in ((1, 0), (3, 0), (1, 1)):
+        ev = _evaluate(hw, shape, swizzleOffset=offset, swizzleDirection=direction)
+        assert _derived(ev, "missBytes") == a + b, (offset, direction)
+        latencies.add(float(ev.latency_us[0]))
+    assert len(latencies) == 1

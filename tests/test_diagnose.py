@@ -77,6 +77,13 @@ def test_a_pitch_no_tiling_can_fix_is_named_with_its_remedy(hw: HardwareProfile)
     text = _explain(spec, hw, {"M": 2048, "N": 4096, "K": 4000})
     assert text.endswith("; load_a_l1 reads rows that start misaligned (4000 elements apart, "
                          "not a multiple of 512 B): padding the rows restores full bandwidth")
+    # Runs misaligned by their own length too (96-column tiles: 192 B rows): padding the
+    # pitch alone would not help, so the note is not given.
+    text = _explain(spec, hw, {"M": 4096, "N": 4000, "K": 4000}, m1=96, n1=96, k1=128, k0=32)
+    assert "apart" not in text
+    # A write (FixPipe) whose rows start misaligned: N = 1000, 2000 B apart.
+    text = _explain(spec, hw, {"M": 8192, "N": 1000, "K": 16})
+    assert "; write_c writes rows that start misaligned (1000 elements apart" in text
     # Aligned pitches: nothing to say about the layout.
     assert "pitch" not in _explain(spec, hw, {"M": 2048, "N": 4096, "K": 4096})
     assert "apart" not in _explain(spec, hw, {"M": 2048, "N": 4096, "K": 4096})

@@ -11,7 +11,8 @@ paper:
     the harmonic sum: (a^-1 + c^-1)^-1; 2 where a test says so); 32 B blocks, 512 B GM
     alignment, unaligned rows at 0.5 of the curve; gm_to_ub: 100 cycles + curve
     [(1024 B, 32 B/cycle), (3072 B, 64)]; ub_to_gm: 50 cycles + 64 B/cycle flat; gm_to_l1:
-    200 cycles + 128 B/cycle flat, ND2NZ 0 cycles per run (5 where a test says so);
+    200 cycles + 128 B/cycle flat, ND2NZ 0 cycles per run (5 where a test says so), ND2NZ
+    from a misaligned pitch at 0.75 / 0.5 / 0.25 (pitch 256 B / 128 B / less aligned);
     Mmad: 16 x 16 fractals, k0 16 (fp16) / 8 (fp32), 1 / 2 cycles per fractal, 2 cycles per
     Mmad; vector: 256 B repeats, at most 255 per instruction, 20 cycles per instruction,
     binary 1 cycle per repeat times a bank-conflict factor 2, unary 3; loop iteration 10
@@ -51,6 +52,9 @@ def _hand_profile(contention: float = 1.0, nd2nz_cycles: float = 0) -> HardwareP
                    "gm_align_bytes": _leaf(512), "gm_unaligned_efficiency": _leaf(0.5),
                    "ub_block_bytes": _leaf(32), "gm_contention_exponent": _leaf(contention),
                    "nd2nz_row_cycles": _leaf(nd2nz_cycles),
+                   "nd2nz_pitch_256b_efficiency": _leaf(0.75),
+                   "nd2nz_pitch_128b_efficiency": _leaf(0.5),
+                   "nd2nz_pitch_32b_efficiency": _leaf(0.25),
                    "aiv_gm_port_bytes_per_cycle": _leaf(100),
                    "aic_gm_port_bytes_per_cycle": _leaf(200)})
     transfers = data["transfers"]
@@ -442,27 +446,38 @@ def test_nd_to_nz_copies_pay_per_run_on_gm_to_l1_only() -> None:
 def test_a_misaligned_pitch_costs_as_a_declared_misalignment() -> None:
     hw = _hand_profile()
 
-    def gm_to_l1(pitch: float, cores: float = 1) -> costs.TransferCost:
-        return costs.transfer(hw, "gm_to_l1", _one(8192), _one(16), _one(1), _one(0.0),
+    def transfer(pitch: float, cores: float = 1, path: str = "gm_to_l1") -> costs.TransferCost:
+        return costs.transfer(hw, path, _one(8192), _one(16), _one(1), _one(0.0),
                               _one(cores), layout="row_major", element_bytes=2,
                               pitch=_one(pitch))
 
     # 8192 B in 16 rows of 512 B (aligned runs); GM -> L1 200 cycles + 128 B/cycle flat.
     # Pitch 4096 elements = 8192 B, a multiple of 512: aligned. 1 AIC: share
     # softmin(200, 1000) = 166.7 > 128: 200 + 8192 / 128 = 264.
-    assert gm_to_l1(4096).cycles[0] == pytest.approx(264.0)
-    # Pitch 4000 elements = 8000 B (8000 % 512 = 320): every row starts misaligned although
-    # each is 512 B long: 0.5 x 128 = 64 B/cycle; 200 + 8192 / 64 = 328.
-    assert gm_to_l1(4000).cycles[0] == pytest.approx(328.0)
-    # ... and the chip's rate halves too (as gm_aligned: false), on 20 AIC:
-    # softmin(20 * 200, 0.5 * 1000) = 1 / (1/4000 + 1/500) = 444.4, 22.22 per core < 64:
-    # capped; 200 + 8192 / 22.22 = 568.64; GM cycles 8192 / 22.22 = 368.64.
-    t = gm_to_l1(4000, cores=20)
+    assert transfer(4096).cycles[0] == pytest.approx(264.0)
+    # Misaligned pitches: every row starts misaligned although each is 512 B long, and an
+    # ND2NZ copy streams at the grade of the pitch's own alignment:
+    # 3968 elements = 7936 B, 256 B-aligned: 0.75 x 128 = 96 B/cycle: 200 + 8192 / 96;
+    assert transfer(3968).cycles[0] == pytest.approx(200 + 8192 / 96)
+    # 4032 elements = 8064 B, 128 B-aligned: 0.5 x 128 = 64 B/cycle: 200 + 128 = 328;
+    assert transfer(4032).cycles[0] == pytest.approx(328.0)
+    # 4000 elements = 8000 B, 64 B-aligned: 0.25 x 128 = 32 B/cycle: 200 + 256 = 456.
+    assert transfer(4000).cycles[0] == pytest.approx(456.0)
+    # GM -> UB has no ND2NZ: 0.5 x its curve (64 B/cycle at 8192 B) = 32: 100 + 256 = 356.
+    assert transfer(4000, path="gm_to_ub").cycles[0] == pytest.approx(356.0)
+    # The chip's rate takes the same grade (CATLASS's grades are rates with every core
+    # reading), on 20 AIC: softmin(20 * 200, 0.25 * 1000) = 1 / (1/4000 + 1/250) = 235.29,
+    # 11.765 per core < 32: capped; 200 + 8192 / 11.765 = 896.32; GM cycles 696.32.
+    t = transfer(4000, cores=20)
     assert t.share_capped[0]
-    assert t.cycles[0] == pytest.approx(200 + 8192 * 9 * 20 / 4000)
-    assert t.gm_cycles[0] == pytest.approx(8192 * 9 * 20 / 4000)
+    assert t.cycles[0] == pytest.approx(200 + 8192 * 17 * 20 / 4000)
+    assert t.gm_cycles[0] == pytest.approx(8192 * 17 * 20 / 4000)
+    # Other paths take gm_unaligned_efficiency at the chip (as gm_aligned: false): GM -> UB on
+    # 40 AIV: softmin(40 * 100, 0.5 * 1000) = 444.4, 11.11 per core: 100 + 8192 / 11.11.
+    t = transfer(4000, cores=40, path="gm_to_ub")
+    assert t.cycles[0] == pytest.approx(100 + 8192 * 9 * 40 / 4000)
     # The aligned pitch on 20 AIC: softmin(4000, 1000) = 800, 40 per core: 200 + 8192 / 40.
-    assert gm_to_l1(4096, cores=20).cycles[0] == pytest.approx(200 + 8192 / 40)
+    assert transfer(4096, cores=20).cycles[0] == pytest.approx(200 + 8192 / 40)
 
 
 def test_a_pitch_beyond_the_nd2nz_field_copies_run_by_run() -> None:
@@ -473,11 +488,11 @@ def test_a_pitch_beyond_the_nd2nz_field_copies_run_by_run() -> None:
                            layout=layout, element_bytes=2, pitch=_one(pitch))
         return float(t.cycles[0])
 
-    # 3 transfers of 8192 B in 16 rows of 512 B, pitch 65 535 elements (131 070 B: 131070 %
-    # 512 = 510, misaligned): 0.5 x 128 = 64 B/cycle, streaming 8192 / 64 = 128 cycles,
-    # ND2NZ 16 * 5 = 80 alongside: 3 * (200 + 128) = 984. One copy per transfer: the pitch
+    # 3 transfers of 8192 B in 16 rows of 512 B, pitch 65 535 elements (131 070 B, 2 B
+    # aligned): the lowest grade, 0.25 x 128 = 32 B/cycle, streaming 8192 / 32 = 256 cycles,
+    # ND2NZ 16 * 5 = 80 alongside: 3 * (200 + 256) = 1368. One copy per transfer: the pitch
     # fits the 16-bit field.
-    assert gm_to_l1(65535) == pytest.approx(3 * (200 + 128))
+    assert gm_to_l1(65535) == pytest.approx(3 * (200 + 256))
     # Pitch 65 536 (131 072 B, aligned): one copy per row, 16 latencies a transfer, and the
     # conversion (16 * 5 = 80) outlasts the stream (8192 / 128 = 64): 3 * (16 * 200 + 80).
     assert gm_to_l1(65536) == pytest.approx(3 * (16 * 200 + 80))

@@ -28,7 +28,12 @@ import pytest
 
 from ascend_tune import expr as expr_mod
 from ascend_tune.base.errors import ExprError
-from ascend_tune.base.vocabulary import DTYPE_BYTES, PIPE_COLUMN, PIPE_COLUMNS, TRANSFER_PATHS
+from ascend_tune.base.vocabulary import (
+    DTYPE_BYTES,
+    PIPE_COLUMN,
+    PIPE_COLUMNS,
+    TRANSFER_PATHS,
+)
 from ascend_tune.expr import Expr, Kind, parse
 from ascend_tune.hardware import HardwareProfile, load_profile
 from ascend_tune.model import costs, engine, pipeline
@@ -187,13 +192,27 @@ def _ref_transfer(hw: HardwareProfile, path: str, nbytes: Any, rows: Any, count:
         chip_ok = np.ones(np.shape(moved), bool) if aligned is None else aligned
         core_ok = (np.mod(row_bytes, float(hw["gm_align_bytes"])) == 0 if aligned is None
                    else aligned)
+        core_efficiency = np.where(core_ok, 1.0, unaligned)
+        chip_efficiency = None
         if pitch is not None:
-            starts = np.mod(pitch * float(element_bytes), float(hw["gm_align_bytes"])) == 0
+            pitch_bytes = pitch * float(element_bytes)
+            starts = np.mod(pitch_bytes, float(hw["gm_align_bytes"])) == 0
             chip_ok, core_ok = chip_ok & starts, core_ok & starts
-        bandwidth = bandwidth * np.where(core_ok, 1.0, unaligned)
+            core_efficiency = np.where(core_ok, 1.0, unaligned)
+            if path == "gm_to_l1" and layout in ("row_major", "column_major"):
+                # ND2NZ from a misaligned pitch: the grade of the pitch's alignment.
+                grade = np.where(np.mod(pitch_bytes, 256.0) == 0,
+                                 float(hw["nd2nz_pitch_256b_efficiency"]),
+                                 np.where(np.mod(pitch_bytes, 128.0) == 0,
+                                          float(hw["nd2nz_pitch_128b_efficiency"]),
+                                          float(hw["nd2nz_pitch_32b_efficiency"])))
+                core_efficiency = np.where(starts, core_efficiency, grade)
+                chip_efficiency = np.where(starts, np.where(chip_ok, 1.0, unaligned), grade)
+        bandwidth = bandwidth * core_efficiency
         hit = np.clip(l2_hit, 0.0, 1.0)
         chip = 1.0 / ((1.0 - hit) / hw.hbm_bytes_per_cycle + hit / hw.l2_bytes_per_cycle)
-        chip = chip * np.where(chip_ok, 1.0, unaligned)
+        chip = chip * (np.where(chip_ok, 1.0, unaligned) if chip_efficiency is None
+                       else chip_efficiency)
         port = "aic" if path in costs.AIC_GM_PATHS else "aiv"
         share = _ref_chip_share(hw, chip, cores, port)
         capped = share < bandwidth
@@ -234,8 +253,9 @@ def test_transfer_is_its_formulas(hw: HardwareProfile) -> None:
         aligned = (rng.random(n) < 0.5) if declared else None
         # Pitches (elements) aligned or not at every element size, and beyond the ND2NZ
         # pitch field (65 535); all aligned (the chip's share taken from the cache).
-        pitches = (None, rng.choice([1.0, 4096.0, 4000.0, 12287.0, 65535.0, 65536.0, 80000.0,
-                                     131072.0], n), np.full(n, 8192.0))
+        pitches = (None, rng.choice([1.0, 4096.0, 4000.0, 4032.0, 4064.0, 12287.0, 65535.0,
+                                     65536.0, 80000.0, 131072.0, -4000.0, np.nan, np.inf],
+                                    n), np.full(n, 8192.0))
         for element, pitch in itertools.product((1, 2, 4), pitches):
             cache: costs.ShareCache = {}
             with np.errstate(all="ignore"):

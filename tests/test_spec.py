@@ -53,7 +53,8 @@ BROKEN = {
     "ub_bytes, bt_bytes, fb_bytes, l2_bytes, hbm_bytes, hbm_bandwidth_gbps, l2_bandwidth_gbps, "
     "gm_align_bytes, gm_unaligned_efficiency, gm_contention_exponent, "
     "aic_gm_port_bytes_per_cycle, aiv_gm_port_bytes_per_cycle, nd2nz_row_cycles, "
-    "nd2nz_max_pitch_elements, ub_block_bytes",
+    "nd2nz_max_pitch_elements, nd2nz_pitch_256b_efficiency, nd2nz_pitch_128b_efficiency, "
+    "nd2nz_pitch_32b_efficiency, ub_block_bytes",
 }
 
 
@@ -198,6 +199,10 @@ def test_layouts_resolve_per_operand_and_per_variant() -> None:
     (("rows: tileM, gm_rows: M, gm_cols: K,", "rows: tileM, gm_rows: M,"),
      "g.yaml:72: pipeline.cube.body.1.body.0.body.0.gm_rows: 'gm_rows' needs 'gm_cols' too: "
      "together they give the operand's row pitch in GM"),
+    (("{stage: load_a_l0a, pipe: mte1, path: l1_to_l0a,",
+      "{stage: load_a_l0a, pipe: mte1, path: l1_to_l0a, operand: a, gm_rows: M, gm_cols: K,"),
+     "g.yaml:78: pipeline.cube.body.1.body.0.body.2.body.0.gm_rows: 'gm_rows' and 'gm_cols' "
+     "apply to GM paths (gm_to_l1, gm_to_ub, l0c_to_gm, ub_to_gm), not l1_to_l0a"),
     (("operand: a, bytes: tileM", "bytes: tileM"),
      "g.yaml:72: pipeline.cube.body.1.body.0.body.0.gm_rows: 'gm_rows' and 'gm_cols' need "
      "'operand': the tensor's element size and layout turn them into the row pitch"),

@@ -29,6 +29,7 @@ TRANSFER_PIPES = ("mte2", "mte1", "mte3", "fixpipe")
 PATH_PIPE = {"gm_to_l1": "mte2", "gm_to_ub": "mte2", "l1_to_l0a": "mte1", "l1_to_l0b": "mte1",
              "l0c_to_gm": "fixpipe", "ub_to_gm": "mte3"}
 TRANSFER_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm", "l1_to_l0a", "l1_to_l0b", "l0c_to_gm")
+GM_PATHS = frozenset({"gm_to_l1", "gm_to_ub", "ub_to_gm", "l0c_to_gm"})  # one end in GM
 
 # ---- vector instruction classes -----------------------------------------------------------
 

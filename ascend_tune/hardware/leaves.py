@@ -64,6 +64,10 @@ SCALARS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         "nd2nz_row_cycles": (_NUM, "MTE2 cycles per ND row a GM->L1 ND2NZ copy converts"),
         "nd2nz_max_pitch_elements": (_INT, "largest ND row pitch (elements) one GM->L1 ND2NZ "
                                            "copy takes; beyond it each row is its own copy"),
+        "nd2nz_pitch_256b_efficiency": (_NUM, "bandwidth fraction of a GM->L1 ND2NZ copy whose "
+                                              "row pitch is 256 B but not 512 B aligned"),
+        "nd2nz_pitch_128b_efficiency": (_NUM, "the same for a pitch 128 B but not 256 B aligned"),
+        "nd2nz_pitch_32b_efficiency": (_NUM, "the same for a pitch less than 128 B aligned"),
         "ub_block_bytes": (_INT, "UB DataBlock size; transfers move whole blocks"),
     },
     "cube": {

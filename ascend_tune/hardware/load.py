@@ -89,7 +89,10 @@ def load_profile(ref: str) -> HardwareProfile:
 # them from the reference profile, with a note saying so, instead of failing to load.
 ADDED_LEAVES = (("memory", "gm_contention_exponent"), ("memory", "aic_gm_port_bytes_per_cycle"),
                 ("memory", "aiv_gm_port_bytes_per_cycle"), ("memory", "nd2nz_row_cycles"),
-                ("launch", "cube_kernel_floor_us"), ("memory", "nd2nz_max_pitch_elements"))
+                ("launch", "cube_kernel_floor_us"), ("memory", "nd2nz_max_pitch_elements"),
+                ("memory", "nd2nz_pitch_256b_efficiency"),
+                ("memory", "nd2nz_pitch_128b_efficiency"),
+                ("memory", "nd2nz_pitch_32b_efficiency"))
 REFERENCE_PROFILE = "ascend910b3"
 
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune.base.vocabulary import TWO_SOURCE_CLASSES
+from ascend_tune.base.vocabulary import GM_PATHS, TWO_SOURCE_CLASSES
 from ascend_tune.hardware import HardwareProfile
 
-GM_PATHS = frozenset({"gm_to_l1", "gm_to_ub", "ub_to_gm", "l0c_to_gm"})
 AIC_GM_PATHS = frozenset({"gm_to_l1", "l0c_to_gm"})  # the others are the AIV's
+ND_LAYOUTS = ("row_major", "column_major")  # converted by ND2NZ on the way into L1
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,9 @@ class TransferCost:
     per_transfer_cycles: np.ndarray  # one transfer: fixed latency plus streaming
     share_capped: np.ndarray  # True where the core's share of chip bandwidth is the limit
     peak_bandwidth: np.ndarray  # bytes/cycle at the best measured size, alone on the chip
-    # Where the stage gave a pitch: runs that start misaligned because of it, and ND2NZ
-    # copies split into one copy per run (None: no pitch, or nothing of the kind).
+    # Where the stage gave a pitch: runs misaligned by the pitch alone (their length and a
+    # declared gm_aligned are fine), and ND2NZ copies split into one copy per run (None: no
+    # pitch, or nothing of the kind).
     misaligned_starts: np.ndarray | None = None
     split_copies: np.ndarray | None = None
 
@@ -91,6 +92,7 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     peak = np.broadcast_to(np.array(float(spec.curve_bytes_per_cycle.max()),
                                     dtype=np.asarray(moved).dtype), np.shape(moved))
     starts: np.ndarray | None = None
+    pitch_only: np.ndarray | None = None
     if path in GM_PATHS:
         # Whether the chip's rate suffers too: only for a declared or pitch misalignment
         # (None: not at all). A start address misaligned wastes part of every burst at the
@@ -108,16 +110,27 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
             # Runs a misaligned pitch apart start misaligned whatever their length (the
             # 12288 x 12287 reads above are exactly that).
             starts = np.fmod(pitch * float(element_bytes), float(hw["gm_align_bytes"])) == 0
+            # Where the pitch is the only misalignment (for explain: padding would help).
+            pitch_only = np.logical_and(aligned, np.logical_not(starts))
             aligned = np.logical_and(aligned, starts)
             chip_aligned = starts if chip_aligned is None else np.logical_and(chip_aligned,
                                                                                starts)
         efficiency = np.where(aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
+        # An ND2NZ copy from a misaligned pitch streams at the grade of the pitch's own
+        # alignment, at the core and the chip: CATLASS's stride grades are per-core rates with
+        # every core reading (the hw leaves name the sources).
+        graded = starts is not None and path == "gm_to_l1" and layout in ND_LAYOUTS
+        grade = nd2nz_pitch_grade(hw, pitch, element_bytes) if graded else None
+        if starts is not None and grade is not None:
+            efficiency = np.where(starts, efficiency, grade)
         bandwidth = np.multiply(bandwidth, efficiency, out=_into(bandwidth, bandwidth,
                                                                  efficiency))
         del efficiency
         if chip_aligned is not None and not np.all(chip_aligned):
             chip = _chip_bytes_per_cycle(hw, l2_hit)
             chip_efficiency = np.where(chip_aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
+            if starts is not None and grade is not None:
+                chip_efficiency = np.where(starts, chip_efficiency, grade)
             chip = np.multiply(chip, chip_efficiency, out=_into(chip, chip, chip_efficiency))
             share = chip_share_bytes_per_cycle(hw, chip, active_cores, _port(path))
         else:
@@ -132,7 +145,7 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     per_transfer = np.divide(moved, bandwidth)  # latency + moved / bandwidth
     latency: Any = spec.latency_cycles
     split: np.ndarray | None = None
-    if path == "gm_to_l1" and layout in ("row_major", "column_major"):
+    if path == "gm_to_l1" and layout in ND_LAYOUTS:
         # DataCopy ND2NZ scatters every ND run into 16-row fractals on MTE2 (S10 data_copy),
         # overlapped with the stream: a single-AIC 8192^3 matmul reads 128 B runs at ~4.5-5
         # cycles each (asc-devkit matmul_high_performance cases 0-1), and 1-2 KiB runs no
@@ -147,7 +160,17 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     per_transfer = np.add(latency, per_transfer, out=_into(per_transfer, latency, per_transfer))
     cycles = count * per_transfer
     return TransferCost(cycles, gm_cycles, moved, bandwidth, per_transfer, capped, peak,
-                        None if starts is None else ~starts, split)
+                        pitch_only, split)
+
+
+def nd2nz_pitch_grade(hw: HardwareProfile, pitch: Any, element_bytes: int) -> np.ndarray:
+    """The bandwidth fraction of a GM->L1 ND2NZ copy from rows ``pitch`` elements apart (a
+    pitch off the 512 B alignment), by the pitch's own alignment: 256 B, 128 B, less."""
+    pitch_bytes = np.multiply(pitch, float(element_bytes))
+    return np.where(np.fmod(pitch_bytes, 256.0) == 0, float(hw["nd2nz_pitch_256b_efficiency"]),
+                    np.where(np.fmod(pitch_bytes, 128.0) == 0,
+                             float(hw["nd2nz_pitch_128b_efficiency"]),
+                             float(hw["nd2nz_pitch_32b_efficiency"])))
 
 
 def _into(target: Any, *operands: Any) -> np.ndarray | None:

@@ -78,7 +78,8 @@ def _layout_note(model: ShapeModel, ev: Evaluation) -> str:
                 f"apart, more than one ND2NZ copy takes "
                 f"({int(model.hw['nd2nz_max_pitch_elements'])}); pad the rows or store the "
                 "operand transposed or in NZ")
-    return (f"; {worst.name} reads rows that start misaligned ({pitch} apart, not a multiple "
+    verb = "reads" if worst.pipe == "mte2" else "writes"
+    return (f"; {worst.name} {verb} rows that start misaligned ({pitch} apart, not a multiple "
             f"of {int(model.hw['gm_align_bytes'])} B): padding the rows restores full bandwidth")
 
 

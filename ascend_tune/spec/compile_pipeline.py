@@ -14,7 +14,13 @@ from typing import Any
 
 from ascend_tune.base import schema
 from ascend_tune.base.errors import SpecError, did_you_mean
-from ascend_tune.base.vocabulary import DTYPE_BYTES, PATH_PIPE, SIDE_PIPES, stage_kind
+from ascend_tune.base.vocabulary import (
+    DTYPE_BYTES,
+    GM_PATHS,
+    PATH_PIPE,
+    SIDE_PIPES,
+    stage_kind,
+)
 from ascend_tune.expr import Expr, Kind
 from ascend_tune.spec.compile_context import Compiler, Symbols
 from ascend_tune.spec.format import (
@@ -144,6 +150,9 @@ def _stage(c: Compiler, item: Mapping[str, Any], symbols: Mapping[str, Kind],
         given, missing = ("gm_rows", "gm_cols") if "gm_rows" in item else ("gm_cols", "gm_rows")
         raise c.fail(f"'{given}' needs '{missing}' too: together they give the operand's "
                      "row pitch in GM", *here, given)
+    if "gm_rows" in item and item.get("path") not in GM_PATHS:
+        raise c.fail(f"'gm_rows' and 'gm_cols' apply to GM paths ({', '.join(sorted(GM_PATHS))}), "
+                     f"not {item.get('path')}", *here, "gm_rows")
     if "gm_rows" in item and "operand" not in item:
         raise c.fail("'gm_rows' and 'gm_cols' need 'operand': the tensor's element size and "
                      "layout turn them into the row pitch", *here, "gm_rows")

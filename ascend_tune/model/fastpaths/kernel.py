@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune.base.vocabulary import DTYPE_BYTES, TWO_SOURCE_CLASSES
+from ascend_tune.base.vocabulary import DTYPE_BYTES, GM_PATHS, TWO_SOURCE_CLASSES
 from ascend_tune.expr import Expr, Kind, Span, node_span, value_span
 from ascend_tune.expr.python import RUNTIME, PythonRenderer, Writer, literal
 from ascend_tune.hardware import HardwareProfile
@@ -404,7 +404,7 @@ class _Cost:
                                  [float(x) for x in spec.curve_bytes_per_cycle])
         curve = list(self.curves).index(path)  # the curve's constants by number, not by name
         bandwidth = w.tmp(f"_interp({moved}, _XP{curve}, _FP{curve})")
-        if path in costs.GM_PATHS:
+        if path in GM_PATHS:
             chip_aligned = aligned  # None: the chip's rate is not affected
             if aligned is None:
                 aligned = w.tmp(f"_fmodf({row_bytes}, {self.f('gm_align_bytes')}) == 0")
@@ -416,17 +416,31 @@ class _Cost:
                                 else w.tmp(f"{chip_aligned} and {starts}"))
             unaligned = self.f('gm_unaligned_efficiency')
             efficiency = w.tmp(f"1.0 if {aligned} else {unaligned}")
+            if pitch is not None and path == "gm_to_l1" and layout in costs.ND_LAYOUTS:
+                # costs.nd2nz_pitch_grade where the pitch misaligns the runs.
+                pitch_bytes = w.tmp(f"{pitch} * {literal(float(element))}")
+                grade = w.tmp(f"{self.f('nd2nz_pitch_256b_efficiency')} if "
+                              f"_fmodf({pitch_bytes}, 256.0) == 0 else "
+                              f"({self.f('nd2nz_pitch_128b_efficiency')} if "
+                              f"_fmodf({pitch_bytes}, 128.0) == 0 else "
+                              f"{self.f('nd2nz_pitch_32b_efficiency')})")
+                efficiency = w.tmp(f"{efficiency} if {starts} else {grade}")
+            else:
+                grade = None
             bandwidth = w.tmp(f"{bandwidth} * {efficiency}")
             chip = self._chip_bytes_per_cycle(hit)
             if chip_aligned is not None:
-                chip = w.tmp(f"{chip} * (1.0 if {chip_aligned} else {unaligned})")
+                chip_efficiency = w.tmp(f"1.0 if {chip_aligned} else {unaligned}")
+                if grade is not None:
+                    chip_efficiency = w.tmp(f"{chip_efficiency} if {starts} else {grade}")
+                chip = w.tmp(f"{chip} * {chip_efficiency}")
             share = self._chip_share(chip, cores, costs._port(path))
             bandwidth = w.tmp(w.pick(bandwidth, share, "<"))
             gm = w.tmp(f"{count} * {moved} / {share}")
         else:
             gm = "0.0"
         streaming = w.tmp(f"{moved} / {bandwidth}")
-        if path == "gm_to_l1" and layout in ("row_major", "column_major"):
+        if path == "gm_to_l1" and layout in costs.ND_LAYOUTS:
             converting = w.tmp(f"{runs} * {self.f('nd2nz_row_cycles')}")
             streaming = w.tmp(w.pick(streaming, converting, ">"))
             if pitch is not None:
