@@ -17,7 +17,7 @@ from ascend_tune.calibrate.measurements import Measurement, load_manifest, read_
 from ascend_tune.calibrate.row_model import RowModel, _candidates
 from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
 from ascend_tune.model.engine import ShapeModel, evaluate_valid_rows
-from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec import OperatorSpec, load_spec
 from tests.conftest import DATA
 from tests.test_cli import cli
 
@@ -448,3 +448,20 @@ def test_a_trial_evaluates_every_shape_in_one_batch_with_the_same_bits(
     models = [ShapeModel(add_spec, hw, r.shape) for r in add_rows[:3]]
     values = [np.array([[r.config[p] for p in add_spec.params]]) for r in add_rows[:3]]
     assert evaluate_valid_rows(models, values, trial) is not None
+
+
+def test_a_coefficient_no_row_reaches_says_which_rows_would(tmp_path: Path,
+                                                            hw: HardwareProfile) -> None:
+    # Matmul rows whose operand pitches are all 512 B-aligned (K, N multiples of 256): the
+    # ND2NZ pitch grades change no prediction, and the reason says what shape would show them.
+    spec = load_spec("matmul:cube_only")
+    aligned = [{"M": m, "N": n, "K": k} for m, n, k in ((1024, 1024, 1024), (512, 4096, 2048))]
+    rows = _rows(_synthetic(tmp_path, spec, hw, aligned, per_shape=3, pipes=False), spec)
+    result = cal.fit(spec, hw, rows, cal.FitOptions(holdout=0))
+    assert result.not_fitted["nd2nz_pitch"] == (
+        "it changes no prediction in these rows (only an ND2NZ copy whose operand rows are a "
+        "pitch off the 512 B alignment apart pays it: a shape with K or N not a multiple of "
+        "256 (fp16) shows it; or what it costs is limited by something else there)")
+    # A cube-only kernel never pays the mix launch.
+    assert result.not_fitted["mix_launch"].startswith(
+        "it changes no prediction in these rows (only a mix (Cube + Vector) kernel's launch")

@@ -26,6 +26,9 @@ class Coefficient:
     # Fitted unless excluded; False: only with --include or --fit-all (a constant of the
     # model's form, not a number of the device).
     default: bool = True
+    # Which rows pay it at all, for a coefficient only some kernels or shapes reach (said
+    # when the rows show nothing of it).
+    regime: str = ""
 
 
 # Every number a stage reads has a coefficient (issue 26), except the chip's structure (core
@@ -88,12 +91,16 @@ COEFFICIENTS = (
                 (("memory", "gm_contention_exponent"),), (), "GM near the chip's cap",
                 default=False),
     Coefficient("gm_unaligned", "bandwidth share of GM rows off the 512 B alignment",
-                (("memory", "gm_unaligned_efficiency"),), (), "unaligned GM rows"),
+                (("memory", "gm_unaligned_efficiency"),), (), "unaligned GM rows",
+                regime="only GM rows off the 512 B alignment pay it"),
     Coefficient("nd2nz_pitch", "GM->L1 ND2NZ bandwidth share at row pitches off 512 B",
                 (("memory", "nd2nz_pitch_256b_efficiency"),
                  ("memory", "nd2nz_pitch_128b_efficiency"),
                  ("memory", "nd2nz_pitch_32b_efficiency")), ("aic_mte2_time_us",),
-                "misaligned ND2NZ pitches"),
+                "misaligned ND2NZ pitches",
+                regime="only an ND2NZ copy whose operand rows are a pitch off the 512 B "
+                       "alignment apart pays it: a shape with K or N not a multiple of 256 "
+                       "(fp16) shows it"),
     Coefficient("scalar_loop", "scalar cycles per loop iteration",
                 (("scalar", "loop_iteration_cycles"),), ("aic_scalar_time_us",
                                                           "aiv_scalar_time_us"), "scalar"),
@@ -106,7 +113,8 @@ COEFFICIENTS = (
     Coefficient("cube_floor", "fixed per-kernel cost of a kernel with a cube side",
                 (("launch", "cube_kernel_floor_us"),), (), "the cube kernel's fixed cost"),
     Coefficient("mix_launch", "extra launch cost of a mixed Cube + Vector kernel",
-                (("launch", "mix_extra_us"),), (), "the mix kernel's launch"),
+                (("launch", "mix_extra_us"),), (), "the mix kernel's launch",
+                regime="only a mix (Cube + Vector) kernel's launch pays it"),
 )
 # Names of earlier releases: each moves the coefficients it was split into together.
 ALIASES = {"vector_time": ("vector_rate", "vector_issue"),

@@ -277,6 +277,9 @@ def _unseen_reason(coef: Coefficient, moves_any: bool, rows: Sequence[Measuremen
                    for c in coef.pipes for i in fit_rows)
         if coef.pipes and not used:
             return f"nothing in these rows uses it (no {coef.bound_by} work in the spec's stages)"
+        if coef.regime:
+            return (f"it changes no prediction in these rows ({coef.regime}; or what it costs "
+                    "is limited by something else there)")
         return ("it changes no prediction in these rows (what it costs is limited by something "
                 "else there, e.g. the cores' share of GM bandwidth)")
     measured = [c for c in coef.pipes if any(rows[i].pipes_us.get(c, 0.0) > 0
