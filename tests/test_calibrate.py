@@ -10,6 +10,7 @@ import pytest
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
 from ascend_tune.calibrate import fit as cal
+from ascend_tune.calibrate import guard
 from ascend_tune.calibrate import split as row_split
 from ascend_tune.calibrate.coefficients import BY_NAME, expand, leaf, scaled_profile
 from ascend_tune.calibrate.identifiability import identify
@@ -460,8 +461,28 @@ def test_a_coefficient_no_row_reaches_says_which_rows_would(tmp_path: Path,
     result = cal.fit(spec, hw, rows, cal.FitOptions(holdout=0))
     assert result.not_fitted["nd2nz_pitch"] == (
         "it changes no prediction in these rows (only an ND2NZ copy whose operand rows are a "
-        "pitch off the 512 B alignment apart pays it: a shape with K or N not a multiple of "
-        "256 (fp16) shows it; or what it costs is limited by something else there)")
+        "pitch off the 512 B alignment apart pays it: a shape whose K or N rows are not a "
+        "multiple of 512 B (256 fp16 elements) shows it; or what it costs is limited by "
+        "something else there)")
     # A cube-only kernel never pays the mix launch.
     assert result.not_fitted["mix_launch"].startswith(
         "it changes no prediction in these rows (only a mix (Cube + Vector) kernel's launch")
+
+
+def test_an_efficiency_is_fitted_no_higher_than_its_limit_and_refused_there(
+        tmp_path: Path, hw: HardwareProfile) -> None:
+    # A device whose ND2NZ copies lose less at misaligned pitches than the grades say (x1.4):
+    # the 256 B grade (0.8) may grow x1.25 at most before it would pass 1, so the fit stops
+    # there, and the guard refuses the number at the bound (--force writes it), where the
+    # written profile used to fail to load.
+    spec = load_spec("matmul:cube_only")
+    truth = scaled_profile(hw, {"nd2nz_pitch": 1.4})  # not a valid profile: a device
+    shapes = [{"M": m, "N": n, "K": k} for m, n, k in ((1024, 4000, 4000), (512, 4032, 4064),
+                                                         (2048, 4224, 4000))]
+    rows = _rows(_synthetic(tmp_path, spec, truth, shapes, per_shape=4), spec)
+    others = tuple(c.name for c in cal.COEFFICIENTS if c.name != "nd2nz_pitch")
+    result = cal.fit(spec, hw, rows, cal.FitOptions(holdout=0, exclude=others))
+    assert result.scales["nd2nz_pitch"] == pytest.approx(1.25, rel=1e-3)
+    assert leaf(result.data, ("memory", "nd2nz_pitch_256b_efficiency"))["value"] <= 1.0
+    problems = guard.refusals(result)
+    assert len(problems) == 1 and problems[0].endswith("at the fit's bound x1.25")

@@ -560,3 +560,22 @@ def test_a_share_equal_to_the_curve_is_not_a_cap(hand: HardwareProfile) -> None:
     t = _gm_to_ub(hand, 2176, cores=10, aligned=np.array([True]))
     assert t.bandwidth[0] == pytest.approx(50.0)
     assert not t.share_capped[0]
+
+
+def test_a_misaligned_pitch_is_never_cheaper_than_an_aligned_one() -> None:
+    hw = _hand_profile()
+
+    def gm_to_l1(pitch: float, aligned: bool | None = None) -> float:
+        t = costs.transfer(hw, "gm_to_l1", _one(4096), _one(16), _one(1), _one(0.0), _one(1),
+                           None if aligned is None else np.array([aligned]), "row_major", 2,
+                           pitch=_one(pitch))
+        return float(t.cycles[0])
+
+    # 16 runs of 256 B: misaligned by their length (0.5 x 128 = 64 B/cycle): 200 + 64.
+    assert gm_to_l1(4096) == pytest.approx(264.0)
+    # A 256 B-aligned pitch grades 0.75, but the runs already stream at 0.5: the lower holds.
+    assert gm_to_l1(3968) == pytest.approx(264.0)
+    # A 64 B-aligned pitch grades 0.25: 32 B/cycle, 200 + 128.
+    assert gm_to_l1(4000) == pytest.approx(328.0)
+    # Declared misaligned: 0.5 at the core and the chip whatever the pitch grade above it.
+    assert gm_to_l1(3968, aligned=False) == gm_to_l1(4096, aligned=False)

@@ -30,6 +30,7 @@ from ascend_tune import expr as expr_mod
 from ascend_tune.base.errors import ExprError
 from ascend_tune.base.vocabulary import (
     DTYPE_BYTES,
+    GM_PATHS,
     PIPE_COLUMN,
     PIPE_COLUMNS,
     TRANSFER_PATHS,
@@ -185,34 +186,31 @@ def _ref_transfer(hw: HardwareProfile, path: str, nbytes: Any, rows: Any, count:
     bandwidth = spec.bandwidth(moved)
     gm_cycles = np.zeros_like(moved)
     capped = np.zeros(moved.shape, dtype=bool)
-    if path in costs.GM_PATHS:
+    if path in GM_PATHS:
         unaligned = float(hw["gm_unaligned_efficiency"])
-        # The chip's rate follows a declared alignment and the run starts a pitch apart; the
-        # core's also the run length (1.0 stands for "aligned").
-        chip_ok = np.ones(np.shape(moved), bool) if aligned is None else aligned
-        core_ok = (np.mod(row_bytes, float(hw["gm_align_bytes"])) == 0 if aligned is None
-                   else aligned)
-        core_efficiency = np.where(core_ok, 1.0, unaligned)
-        chip_efficiency = None
+        # The core's rate follows a declared alignment, else the run length; the chip's only a
+        # declared one (1.0: aligned). A misaligned pitch lowers both to S10's rate, or for an
+        # ND2NZ copy to the grade of the pitch's own alignment, never above what they were.
+        core = np.where(np.mod(row_bytes, float(hw["gm_align_bytes"])) == 0 if aligned is None
+                        else aligned, 1.0, unaligned)
+        chip_factor = np.ones(np.shape(moved)) if aligned is None else np.where(aligned, 1.0,
+                                                                                 unaligned)
         if pitch is not None:
             pitch_bytes = pitch * float(element_bytes)
             starts = np.mod(pitch_bytes, float(hw["gm_align_bytes"])) == 0
-            chip_ok, core_ok = chip_ok & starts, core_ok & starts
-            core_efficiency = np.where(core_ok, 1.0, unaligned)
+            off: Any = unaligned
             if path == "gm_to_l1" and layout in ("row_major", "column_major"):
-                # ND2NZ from a misaligned pitch: the grade of the pitch's alignment.
-                grade = np.where(np.mod(pitch_bytes, 256.0) == 0,
-                                 float(hw["nd2nz_pitch_256b_efficiency"]),
-                                 np.where(np.mod(pitch_bytes, 128.0) == 0,
-                                          float(hw["nd2nz_pitch_128b_efficiency"]),
-                                          float(hw["nd2nz_pitch_32b_efficiency"])))
-                core_efficiency = np.where(starts, core_efficiency, grade)
-                chip_efficiency = np.where(starts, np.where(chip_ok, 1.0, unaligned), grade)
-        bandwidth = bandwidth * core_efficiency
+                off = np.where(np.mod(pitch_bytes, 256.0) == 0,
+                               float(hw["nd2nz_pitch_256b_efficiency"]),
+                               np.where(np.mod(pitch_bytes, 128.0) == 0,
+                                        float(hw["nd2nz_pitch_128b_efficiency"]),
+                                        float(hw["nd2nz_pitch_32b_efficiency"])))
+            core = np.where(starts, core, np.minimum(core, off))
+            chip_factor = np.where(starts, chip_factor, np.minimum(chip_factor, off))
+        bandwidth = bandwidth * core
         hit = np.clip(l2_hit, 0.0, 1.0)
         chip = 1.0 / ((1.0 - hit) / hw.hbm_bytes_per_cycle + hit / hw.l2_bytes_per_cycle)
-        chip = chip * (np.where(chip_ok, 1.0, unaligned) if chip_efficiency is None
-                       else chip_efficiency)
+        chip = chip * chip_factor
         port = "aic" if path in costs.AIC_GM_PATHS else "aiv"
         share = _ref_chip_share(hw, chip, cores, port)
         capped = share < bandwidth

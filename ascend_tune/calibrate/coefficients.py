@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ascend_tune.hardware import HardwareProfile
+from ascend_tune.hardware import LIMITS, HardwareProfile
 
 # Each scale stays within these factors of the sourced value.
 SCALE_BOUNDS = (0.2, 5.0)
@@ -99,8 +99,8 @@ COEFFICIENTS = (
                  ("memory", "nd2nz_pitch_32b_efficiency")), ("aic_mte2_time_us",),
                 "misaligned ND2NZ pitches",
                 regime="only an ND2NZ copy whose operand rows are a pitch off the 512 B "
-                       "alignment apart pays it: a shape with K or N not a multiple of 256 "
-                       "(fp16) shows it"),
+                       "alignment apart pays it: a shape whose K or N rows are not a multiple "
+                       "of 512 B (256 fp16 elements) shows it"),
     Coefficient("scalar_loop", "scalar cycles per loop iteration",
                 (("scalar", "loop_iteration_cycles"),), ("aic_scalar_time_us",
                                                           "aiv_scalar_time_us"), "scalar"),
@@ -143,6 +143,19 @@ def leaf_number(data: Mapping[str, Any], path: Sequence[str]) -> float:
     number a report of a fitted leaf shows."""
     value = leaf(data, path)["value"]
     return float(value[-1][1] if isinstance(value, list) else value)
+
+
+def scale_bounds(name: str, data: Mapping[str, Any]) -> tuple[float, float]:
+    """The scales coefficient ``name`` may take on profile ``data``: :data:`SCALE_BOUNDS`,
+    narrowed so that no scalar leaf it moves leaves its limit (an efficiency at 0.8 may grow
+    by x1.25 at most: the profile would not load beyond)."""
+    lo, hi = SCALE_BOUNDS
+    for path in BY_NAME[name].leaves:
+        value = leaf(data, path)["value"]
+        limit = LIMITS.get(path[-1])
+        if limit is not None and isinstance(value, (int, float)) and value > 0:
+            hi = min(hi, limit.hi / float(value))
+    return lo, hi
 
 
 def expand(scales: Mapping[str, float]) -> dict[str, float]:

@@ -33,10 +33,10 @@ from ascend_tune.calibrate.coefficients import (
     ALIASES,
     BY_NAME,
     COEFFICIENTS,
-    SCALE_BOUNDS,
     Coefficient,
     apply,
     leaf,
+    scale_bounds,
     scaled_profile,
 )
 from ascend_tune.calibrate.identifiability import identify
@@ -438,7 +438,8 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
                     f"x{high:.2g}): its value is a guess; measure shapes where it matters, "
                     f"add `ascend-tune probe` rows, or --exclude {n}")
     for n, v in scales.items():
-        if v <= SCALE_BOUNDS[0] * 1.001 or v >= SCALE_BOUNDS[1] * 0.999:
+        lo, hi = scale_bounds(n, hw.data)
+        if v <= lo * 1.001 or v >= hi * 0.999:
             warnings.append(f"{n} stopped at its bound (x{v:.3g}): the rows want more than a "
                             "scale of this number can give; the model's form is the suspect")
     # Rows each fitted coefficient came from: those whose residuals it moves at scale 1.

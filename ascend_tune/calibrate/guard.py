@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ascend_tune.calibrate.coefficients import BY_NAME, SCALE_BOUNDS, leaf
+from ascend_tune.calibrate.coefficients import BY_NAME, SCALE_BOUNDS, leaf, scale_bounds
 from ascend_tune.calibrate.fit import FitResult
 from ascend_tune.hardware.limits import physical_problems
 
@@ -35,10 +35,10 @@ def _shown(value: Any) -> str:
 def at_bound(result: FitResult) -> list[str]:
     """One line per fitted coefficient whose scale stopped at a bound: the leaf, the value
     written, the sourced value and the bound."""
-    lo, hi = SCALE_BOUNDS
     out = []
     for name in result.fitted:
         scale = result.scales[name]
+        lo, hi = scale_bounds(name, result.base_data) if result.base_data else SCALE_BOUNDS
         if lo * (1 + AT_BOUND) < scale < hi * (1 - AT_BOUND):
             continue
         bound = lo if scale <= lo * (1 + AT_BOUND) else hi

@@ -13,7 +13,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
-from ascend_tune.calibrate.coefficients import SCALE_BOUNDS, scaled_profile
+from ascend_tune.calibrate.coefficients import scale_bounds, scaled_profile
 from ascend_tune.calibrate.measurements import Measurement
 from ascend_tune.calibrate.row_model import RowModel, RowTimes
 
@@ -142,7 +142,10 @@ def solve(problem: Problem, x0: np.ndarray, r0: np.ndarray, jac0: np.ndarray,
     """Bounded robust least squares (scipy's trust-region reflective, soft-L1 loss) from
     ``x0``, whose residuals are ``r0`` and Jacobian about ``jac0``; ``tol`` relative on the
     cost and the step."""
-    lo, hi = np.log(SCALE_BOUNDS[0]), np.log(SCALE_BOUNDS[1])
+    bounds = [scale_bounds(n, problem.hw.data) for n in problem.names]
+    lo = np.log([b[0] for b in bounds])
+    hi = np.log([b[1] for b in bounds])
+    x0 = np.clip(x0, lo, hi)  # a start the narrowed bound excludes (a refit) moves inside
     secant = _Secant(problem, x0, r0, jac0)
     return least_squares(secant.residuals, x0, jac=secant.jacobian, bounds=(lo, hi),
                          loss="soft_l1", f_scale=LOSS_SCALE, method="trf", ftol=tol,

@@ -100,37 +100,34 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
         # (GM->L1) slower than 12288^2 at full-chip, chip-bound core counts). Short runs from
         # aligned starts do not (128 B runs: 1.08x), so the run-length rule stays a per-core
         # effect.
-        chip_aligned = aligned
+        unaligned = float(hw["gm_unaligned_efficiency"])
+        declared = aligned
         if aligned is None:
             # mod(x, a) == 0 exactly where fmod(x, a) == 0 (numpy's mod adds a to a nonzero
             # fmod of the other sign, which cannot reach 0), and fmod skips mod's division.
             aligned = np.fmod(row_bytes, float(hw["gm_align_bytes"])) == 0
         del row_bytes  # temporaries go before the chip share makes its own (a lower peak)
+        efficiency = np.where(aligned, 1.0, unaligned)
+        chip_efficiency = None if declared is None else np.where(declared, 1.0, unaligned)
         if pitch is not None:
             # Runs a misaligned pitch apart start misaligned whatever their length (the
-            # 12288 x 12287 reads above are exactly that).
+            # 12288 x 12287 reads above are exactly that): S10's rate at the core and the
+            # chip, or for an ND2NZ copy the grade of the pitch's own alignment (CATLASS's
+            # stride grades, per-core rates with every core reading; the hw leaves name the
+            # sources), never above what the runs alone get.
             starts = np.fmod(pitch * float(element_bytes), float(hw["gm_align_bytes"])) == 0
             # Where the pitch is the only misalignment (for explain: padding would help).
             pitch_only = np.logical_and(aligned, np.logical_not(starts))
-            aligned = np.logical_and(aligned, starts)
-            chip_aligned = starts if chip_aligned is None else np.logical_and(chip_aligned,
-                                                                               starts)
-        efficiency = np.where(aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
-        # An ND2NZ copy from a misaligned pitch streams at the grade of the pitch's own
-        # alignment, at the core and the chip: CATLASS's stride grades are per-core rates with
-        # every core reading (the hw leaves name the sources).
-        graded = starts is not None and path == "gm_to_l1" and layout in ND_LAYOUTS
-        grade = nd2nz_pitch_grade(hw, pitch, element_bytes) if graded else None
-        if starts is not None and grade is not None:
-            efficiency = np.where(starts, efficiency, grade)
+            off: Any = (nd2nz_pitch_grade(hw, pitch, element_bytes)
+                        if path == "gm_to_l1" and layout in ND_LAYOUTS else unaligned)
+            efficiency = np.where(starts, efficiency, np.minimum(efficiency, off))
+            chip_base: Any = 1.0 if chip_efficiency is None else chip_efficiency
+            chip_efficiency = np.where(starts, chip_base, np.minimum(chip_base, off))
         bandwidth = np.multiply(bandwidth, efficiency, out=_into(bandwidth, bandwidth,
                                                                  efficiency))
         del efficiency
-        if chip_aligned is not None and not np.all(chip_aligned):
+        if chip_efficiency is not None and not np.all(chip_efficiency == 1.0):
             chip = _chip_bytes_per_cycle(hw, l2_hit)
-            chip_efficiency = np.where(chip_aligned, 1.0, float(hw["gm_unaligned_efficiency"]))
-            if starts is not None and grade is not None:
-                chip_efficiency = np.where(starts, chip_efficiency, grade)
             chip = np.multiply(chip, chip_efficiency, out=_into(chip, chip, chip_efficiency))
             share = chip_share_bytes_per_cycle(hw, chip, active_cores, _port(path))
         else:

@@ -405,34 +405,32 @@ class _Cost:
         curve = list(self.curves).index(path)  # the curve's constants by number, not by name
         bandwidth = w.tmp(f"_interp({moved}, _XP{curve}, _FP{curve})")
         if path in GM_PATHS:
-            chip_aligned = aligned  # None: the chip's rate is not affected
+            unaligned = self.f('gm_unaligned_efficiency')
+            declared = aligned  # None: the chip's rate is not affected (costs.transfer)
             if aligned is None:
                 aligned = w.tmp(f"_fmodf({row_bytes}, {self.f('gm_align_bytes')}) == 0")
+            efficiency = w.tmp(f"1.0 if {aligned} else {unaligned}")
+            chip_efficiency = (None if declared is None
+                               else w.tmp(f"1.0 if {declared} else {unaligned}"))
             if pitch is not None:
                 starts = w.tmp(f"_fmodf({pitch} * {literal(float(element))}, "
                                f"{self.f('gm_align_bytes')}) == 0")
-                aligned = w.tmp(f"{aligned} and {starts}")
-                chip_aligned = (starts if chip_aligned is None
-                                else w.tmp(f"{chip_aligned} and {starts}"))
-            unaligned = self.f('gm_unaligned_efficiency')
-            efficiency = w.tmp(f"1.0 if {aligned} else {unaligned}")
-            if pitch is not None and path == "gm_to_l1" and layout in costs.ND_LAYOUTS:
-                # costs.nd2nz_pitch_grade where the pitch misaligns the runs.
-                pitch_bytes = w.tmp(f"{pitch} * {literal(float(element))}")
-                grade = w.tmp(f"{self.f('nd2nz_pitch_256b_efficiency')} if "
-                              f"_fmodf({pitch_bytes}, 256.0) == 0 else "
-                              f"({self.f('nd2nz_pitch_128b_efficiency')} if "
-                              f"_fmodf({pitch_bytes}, 128.0) == 0 else "
-                              f"{self.f('nd2nz_pitch_32b_efficiency')})")
-                efficiency = w.tmp(f"{efficiency} if {starts} else {grade}")
-            else:
-                grade = None
+                off = unaligned
+                if path == "gm_to_l1" and layout in costs.ND_LAYOUTS:
+                    # costs.nd2nz_pitch_grade
+                    pitch_bytes = w.tmp(f"{pitch} * {literal(float(element))}")
+                    off = w.tmp(f"{self.f('nd2nz_pitch_256b_efficiency')} if "
+                                f"_fmodf({pitch_bytes}, 256.0) == 0 else "
+                                f"({self.f('nd2nz_pitch_128b_efficiency')} if "
+                                f"_fmodf({pitch_bytes}, 128.0) == 0 else "
+                                f"{self.f('nd2nz_pitch_32b_efficiency')})")
+                efficiency = w.tmp(f"{efficiency} if {starts} else "
+                                   f"{w.pick(efficiency, off, '<')}")
+                base = "1.0" if chip_efficiency is None else chip_efficiency
+                chip_efficiency = w.tmp(f"{base} if {starts} else {w.pick(base, off, '<')}")
             bandwidth = w.tmp(f"{bandwidth} * {efficiency}")
             chip = self._chip_bytes_per_cycle(hit)
-            if chip_aligned is not None:
-                chip_efficiency = w.tmp(f"1.0 if {chip_aligned} else {unaligned}")
-                if grade is not None:
-                    chip_efficiency = w.tmp(f"{chip_efficiency} if {starts} else {grade}")
+            if chip_efficiency is not None:
                 chip = w.tmp(f"{chip} * {chip_efficiency}")
             share = self._chip_share(chip, cores, costs._port(path))
             bandwidth = w.tmp(w.pick(bandwidth, share, "<"))
