@@ -91,7 +91,6 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     # np.full_like(moved, peak) without the fill: one read-only value viewed at every row.
     peak = np.broadcast_to(np.array(float(spec.curve_bytes_per_cycle.max()),
                                     dtype=np.asarray(moved).dtype), np.shape(moved))
-    starts: np.ndarray | None = None
     pitch_only: np.ndarray | None = None
     if path in GM_PATHS:
         # Whether the chip's rate suffers too: only for a declared or pitch misalignment
@@ -115,10 +114,11 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
             # chip, or for an ND2NZ copy the grade of the pitch's own alignment (CATLASS's
             # stride grades, per-core rates with every core reading; the hw leaves name the
             # sources), never above what the runs alone get.
-            starts = np.fmod(pitch * float(element_bytes), float(hw["gm_align_bytes"])) == 0
+            pitch_bytes = np.multiply(pitch, float(element_bytes))
+            starts = np.fmod(pitch_bytes, float(hw["gm_align_bytes"])) == 0
             # Where the pitch is the only misalignment (for explain: padding would help).
             pitch_only = np.logical_and(aligned, np.logical_not(starts))
-            off: Any = (nd2nz_pitch_grade(hw, pitch, element_bytes)
+            off: Any = (nd2nz_pitch_grade(hw, pitch_bytes)
                         if path == "gm_to_l1" and layout in ND_LAYOUTS else unaligned)
             efficiency = np.where(starts, efficiency, np.minimum(efficiency, off))
             chip_base: Any = 1.0 if chip_efficiency is None else chip_efficiency
@@ -160,10 +160,9 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
                         pitch_only, split)
 
 
-def nd2nz_pitch_grade(hw: HardwareProfile, pitch: Any, element_bytes: int) -> np.ndarray:
-    """The bandwidth fraction of a GM->L1 ND2NZ copy from rows ``pitch`` elements apart (a
+def nd2nz_pitch_grade(hw: HardwareProfile, pitch_bytes: Any) -> np.ndarray:
+    """The bandwidth fraction of a GM->L1 ND2NZ copy from rows ``pitch_bytes`` apart (a
     pitch off the 512 B alignment), by the pitch's own alignment: 256 B, 128 B, less."""
-    pitch_bytes = np.multiply(pitch, float(element_bytes))
     return np.where(np.fmod(pitch_bytes, 256.0) == 0, float(hw["nd2nz_pitch_256b_efficiency"]),
                     np.where(np.fmod(pitch_bytes, 128.0) == 0,
                              float(hw["nd2nz_pitch_128b_efficiency"]),

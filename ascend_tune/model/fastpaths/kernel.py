@@ -413,12 +413,11 @@ class _Cost:
             chip_efficiency = (None if declared is None
                                else w.tmp(f"1.0 if {declared} else {unaligned}"))
             if pitch is not None:
-                starts = w.tmp(f"_fmodf({pitch} * {literal(float(element))}, "
-                               f"{self.f('gm_align_bytes')}) == 0")
+                pitch_bytes = w.tmp(f"{pitch} * {literal(float(element))}")
+                starts = w.tmp(f"_fmodf({pitch_bytes}, {self.f('gm_align_bytes')}) == 0")
                 off = unaligned
                 if path == "gm_to_l1" and layout in costs.ND_LAYOUTS:
                     # costs.nd2nz_pitch_grade
-                    pitch_bytes = w.tmp(f"{pitch} * {literal(float(element))}")
                     off = w.tmp(f"{self.f('nd2nz_pitch_256b_efficiency')} if "
                                 f"_fmodf({pitch_bytes}, 256.0) == 0 else "
                                 f"({self.f('nd2nz_pitch_128b_efficiency')} if "
@@ -441,13 +440,12 @@ class _Cost:
         if path == "gm_to_l1" and layout in costs.ND_LAYOUTS:
             converting = w.tmp(f"{runs} * {self.f('nd2nz_row_cycles')}")
             streaming = w.tmp(w.pick(streaming, converting, ">"))
-            if pitch is not None:
-                # One copy per run beyond the ND2NZ pitch field (costs.transfer).
-                latency = w.tmp(f"{runs} * {literal(spec.latency_cycles)} if {pitch} > "
-                                f"{self.f('nd2nz_max_pitch_elements')} else "
-                                f"{literal(spec.latency_cycles)}")
-                return w.tmp(f"{count} * ({latency} + {streaming})"), gm
-        per_transfer = w.tmp(f"{literal(spec.latency_cycles)} + {streaming}")
+        latency = literal(spec.latency_cycles)
+        if path == "gm_to_l1" and layout in costs.ND_LAYOUTS and pitch is not None:
+            # One copy per run beyond the ND2NZ pitch field (costs.transfer).
+            latency = w.tmp(f"{runs} * {latency} if {pitch} > "
+                            f"{self.f('nd2nz_max_pitch_elements')} else {latency}")
+        per_transfer = w.tmp(f"{latency} + {streaming}")
         return w.tmp(f"{count} * {per_transfer}"), gm
 
     def _chip_bytes_per_cycle(self, hit: str) -> str:
