@@ -81,6 +81,16 @@ SCENARIOS = {
          _mm(2048, 2048, 8192)],
         [_mm(777, 1999, 513), _mm(256, 11008, 4096), _mm(8192, 8192, 128),
          _mm(1, 4096, 4096), _mm(3000, 3000, 3000), _mm(512, 2048, 1024)]),
+    # The issue-45 device: per-core GM ports about a tenth of the shipped msKPP plateau (as
+    # the public 910B3 tile sweeps suggest) and HBM 30 % lower; nothing else differs.
+    "ports": Scenario(
+        "matmul", "ascend910b3",
+        {("memory", "hbm_bandwidth_gbps"): 0.7,
+         ("memory", "aic_gm_port_bytes_per_cycle"): 0.1},
+        [_mm(1024, 1024, 1024), _mm(128, 8192, 4096), _mm(4096, 4096, 512),
+         _mm(2048, 2048, 8192)],
+        [_mm(777, 1999, 513), _mm(256, 11008, 4096), _mm(8192, 8192, 128),
+         _mm(1, 4096, 4096), _mm(3000, 3000, 3000), _mm(512, 2048, 1024)]),
     # A vector kernel on a part whose AIV side differs: the GM->UB and UB->GM rates, the
     # AIV's GM port, the per-instruction issue cost and the launch head.
     "rmsnorm": Scenario(
@@ -191,12 +201,35 @@ def run_loop(name: str, scenario: Scenario, noise: float, probes: int, top_k: in
         leaves[".".join(p)] = (leaf_number(shipped.data, p), leaf_number(truth_data, p),
                                leaf_number(fit.data, p),
                                None if interval is None else interval.percent)
+    # Every other leaf a coefficient scales: how far the fit moved it from the shipped value
+    # (the device has it as shipped, so any move is an error the fit made).
+    others = {".".join(p): _ratio(fit.data, shipped.data, p) - 1.0
+              for c in COEFFICIENTS for p in c.leaves if p not in scenario.factors}
     return {"scenario": name, "noise": noise, "probes": probes * rounds, "rows": len(rows.rows),
+            "others": {k: v for k, v in others.items() if abs(v) > 1e-9},
             "mape": (before.mape, after.mape),
             "spearman": (float(np.mean(rho_before)), float(np.mean(rho_after))),
             "worst_regret": (max(reg_b), max(reg_a)), "fitted": fit.fitted,
             "not_fitted": fit.not_fitted, "determined": determined, "leaves": leaves,
-            "loop_s": loop_s, "warnings": fit.warnings}
+            "loop_s": loop_s, "warnings": fit.warnings, "selection": fit.selection}
+
+
+def _first_number(value: Any) -> float:
+    """A leaf's one number: a curve's plateau, a table's first entry (a fit scales a table
+    as a whole), a scalar."""
+    if isinstance(value, list):
+        return float(value[-1][1])
+    if isinstance(value, dict):
+        return _first_number(next(iter(value.values())))
+    return float(value)
+
+
+def _ratio(data: Mapping[str, Any], base: Mapping[str, Any], path: tuple[str, ...]) -> float:
+    node, ref = data, base
+    for key in path:
+        node, ref = node[key], ref[key]
+    b = _first_number(ref["value"])
+    return _first_number(node["value"]) / b if b else 1.0
 
 
 def print_run(r: Mapping[str, Any]) -> None:
@@ -218,9 +251,19 @@ def print_run(r: Mapping[str, Any]) -> None:
             band = f"95 % ±{within:4.1f} %, truth {'inside' if inside else 'OUTSIDE'}"
         print(f"    {path:<44} shipped {shipped:>9.4g}  true {true:>9.4g}  "
               f"recovered {got:>9.4g}  ({miss * 100:+5.1f} %; {band})")
+    moved = sorted(r["others"].items(), key=lambda kv: -abs(kv[1]))
+    worst = f"{moved[0][0]} {moved[0][1] * 100:+.1f} %" if moved else "none moved"
+    print(f"    untouched leaves: {len(moved)} moved, the most {worst}")
+    for path, move in moved:
+        print(f"        {path:<44} {move * 100:+6.1f} %")
     print(f"    fitted: {', '.join(r['fitted'])}")
     if r["determined"]:
         print(f"    probe design determines: {', '.join(r['determined'])}")
+    sel = r.get("selection") or {}
+    if sel:
+        tried = ", ".join(f"{k} {v * 100:.1f} %" for k, v in sel["candidates"].items())
+        print(f"    chosen start: {sel['chosen']} of {sel['starts']} (MAPE on "
+              f"{sel['check_rows']} selection rows: {tried})")
     for w in r["warnings"]:
         print(f"    warning: {w}")
 

@@ -298,7 +298,7 @@ def test_too_few_rows_warned(tmp_path: Path, hw: HardwareProfile,
     piped = _rows(_synthetic(tmp_path, add_spec, truth, shapes, name="piped.csv"), add_spec)
     one = cal.fit(add_spec, hw, piped[:1])
     assert len(one.fitted) == 1
-    assert any("only 1 fit row(s) were measured: the least sensitive are left at 1" in why
+    assert any("only 1 fit row(s) were measured: those the rows pull on least are left at 1" in why
                for why in one.not_fitted.values())
     weak = cal.fit(add_spec, hw, piped[:7])
     assert weak.held_out_before is None and weak.split.held_out.size == 0

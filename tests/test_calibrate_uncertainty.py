@@ -109,7 +109,12 @@ def test_intervals_hold_the_truth_and_grow_with_the_noise(
             inside += interval.low <= scale <= interval.high
     # Nominally 95 % each. The head's base and per-core parts are estimated against each
     # other, so a draw that misses one tends to miss both: two misses in 16 are allowed.
-    assert total == 16 and inside >= total - 2, (inside, total)
+    # vector_rate and bank_conflict scale together on these rows: a draw may fit the other
+    # one (named in not_fitted), so one of the 16 may be missing.
+    assert total >= 15 and inside >= total - 2, (inside, total)
+    for result in fits:
+        assert "vector_rate" in result.fitted or "scale together" in result.not_fitted[
+            "vector_rate"]
     assert any("aiv_gm_port" in w and "is not pinned" in w for w in fits[0].warnings)
     # The same noise draws at a quarter of the size: the intervals shrink with the scatter,
     # about 4x. Not exactly, nor for every coefficient: the fitted point moves with the

@@ -76,15 +76,16 @@ def test_kfold_with_one_row_folds_reports_rank_statistics_as_undefined(
 
 def test_calibrate_refuses_a_scale_at_its_bound_unless_forced(
         tmp_path: Path, hw: HardwareProfile, add_spec: OperatorSpec) -> None:
-    # The launch costs 8x the profile's: the fit stops at its x5 bound.
-    path = _synthetic(tmp_path, add_spec, _perturbed(hw, {"head_overhead": 8.0}),
+    # The launch costs 80x the profile's (160 us): the fit stops at the physical range's
+    # 100 us (x50).
+    path = _synthetic(tmp_path, add_spec, _perturbed(hw, {"head_overhead": 80.0}),
                       SMALL_TO_LARGE, per_shape=2)
     out = tmp_path / "cal.yaml"
     args = ("calibrate", str(path), "--spec", "add", "--hw", "ascend910b3", "-o", str(out),
             "--holdout", "0")
     one_line_error(cli(*args), "calibration refused, nothing written: head_base: "
-                               "launch.head_base_us fitted to 10, x5 of the sourced 2: at the "
-                               "fit's bound x5 (and 1 more)")
+                               "launch.head_base_us fitted to 100, x50 of the sourced 2: at the "
+                               "fit's bound x50")
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == [path.name]
     forced = cli(*args, "--force")
     assert forced.returncode == 0, forced.stderr
@@ -92,7 +93,7 @@ def test_calibrate_refuses_a_scale_at_its_bound_unless_forced(
     doc = yaml.safe_load(out.read_text())
     assert any(w.startswith("written with --force: head_base")
                for w in doc["calibration"]["warnings"])
-    assert load_profile(str(out)).data["launch"]["head_base_us"]["value"] == 10
+    assert load_profile(str(out)).data["launch"]["head_base_us"]["value"] == 100
 
 
 def test_calibrate_refuses_a_number_beyond_a_physical_limit(

@@ -122,11 +122,17 @@ def test_two_probe_rounds_identify_the_device(tmp_path: Path, searched: Path,
     _measure_in_process(probed, matmul, truth)
     fit_alone = cal.fit(matmul, hw, _rows(alone, matmul), cal.FitOptions(holdout=0.0))
     first = cal.fit(matmul, hw, _rows(probed, matmul), cal.FitOptions(holdout=0.0))
-    assert "aic_gm_port" not in fit_alone.fitted
-    # At the shipped numbers the ND2NZ conversion, not the port, limits most GM->L1 copies,
-    # and the port moves together with the L2 rate in what the first probes show; designed
-    # at the first calibration (`probe --hw calibrated.yaml`) a second round separates them.
-    assert "aic_gm_port" not in first.fitted
+    # At the shipped numbers the ND2NZ conversion, not the port, limits most GM->L1 copies:
+    # the screen there cannot see the port. The fit's line starts find the basin where it
+    # binds (the port alone at a share of its physical range explains the rows far better),
+    # so even the searched candidates alone recover the device.
+    for fitted in (fit_alone, first):
+        assert "aic_gm_port" in fitted.fitted
+        assert fitted.selection["chosen"].startswith(("aic_gm_port", "l2_bandwidth",
+                                                      "gm_to_l1_bandwidth"))
+        for path, factor in TRUTH.items():
+            got = leaf(fitted.data, path)["value"] / leaf(hw.data, path)["value"]
+            assert got == pytest.approx(factor, rel=0.1), path
     api.probe(probed, 8, hw=load_profile_data(first.data, "calibrated"))
     _measure_in_process(probed, matmul, truth)
     fit = cal.fit(matmul, hw, _rows(probed, matmul), cal.FitOptions(holdout=0.0))

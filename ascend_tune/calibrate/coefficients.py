@@ -12,8 +12,57 @@ from typing import Any
 
 from ascend_tune.hardware import LIMITS, HardwareProfile
 
-# Each scale stays within these factors of the sourced value.
+# The scales a coefficient without a physical range (PHYSICAL_RANGES) may take: within these
+# factors of the sourced value.
 SCALE_BOUNDS = (0.2, 5.0)
+
+# What each coefficient's first leaf can physically be, in the leaf's own unit (a bandwidth
+# curve: its plateau, B/cycle), whatever the shipped profile says; a fit moves within these,
+# not within a fixed factor of the source. A device whose per-core GM port is a tenth of the
+# msKPP plateau (the public 910B3 tile sweeps suggest as much) is inside them; x0.2..x5 was not,
+# and the fit then absorbed the port's error in the HBM rate and the latencies (issue 45).
+# The ranges are deliberately wide: they exclude the impossible, not the unlikely (the prior
+# on the sourced value does that, weighted by its confidence).
+PHYSICAL_RANGES: dict[str, tuple[float, float]] = {
+    # Per-core copy rates: from a few bytes a cycle (a starved port) to twice the widest
+    # on-chip path the official tables give (S6: 256 B/cycle GM->L1, L1->L0A).
+    "gm_to_l1_bandwidth": (2.0, 1024.0),
+    "gm_to_ub_bandwidth": (2.0, 1024.0),
+    "ub_write_bandwidth": (2.0, 1024.0),
+    "fixpipe_bandwidth": (2.0, 1024.0),
+    "mte1_bandwidth": (8.0, 2048.0),
+    "aic_gm_port": (2.0, 2048.0),
+    "aiv_gm_port": (2.0, 2048.0),
+    # First-byte latencies, cycles: S3's GM latencies are 150-350, msKPP's fits 10-215.
+    "gm_to_l1_latency": (10.0, 5000.0),
+    "gm_to_ub_latency": (10.0, 5000.0),
+    "ub_write_latency": (1.0, 5000.0),
+    "fixpipe_latency": (1.0, 5000.0),
+    "mte1_latency": (0.5, 500.0),
+    "nd2nz_run": (0.25, 200.0),
+    "mmad_overhead": (0.1, 500.0),
+    "vector_issue": (1.0, 1000.0),
+    "bank_conflict": (1.0, 8.0),
+    # Chip GM and L2 rates, GB/s (an HBM above L2 is refused by the physical check).
+    "hbm_bandwidth": (50.0, 20000.0),
+    "l2_bandwidth": (100.0, 100000.0),
+    "gm_unaligned": (0.02, 1.0),
+    "nd2nz_pitch": (0.02, 1.0),
+    "scalar_loop": (1.0, 1000.0),
+    "sync": (0.5, 1000.0),
+    # Launch costs, us: a device kernel's head is 1-30 us in every source
+    # (ascend_hardware.md 0.6); a hundred is past any of them.
+    "head_base": (0.05, 100.0),
+    "head_per_core": (0.01, 100.0),
+    "cube_floor": (0.01, 100.0),
+    "mix_launch": (0.01, 100.0),
+}
+# Tables (cycles per fractal, per repeat) and the contention exponent scale as a whole.
+RELATIVE_RANGES: dict[str, tuple[float, float]] = {
+    "cube_rate": (0.25, 4.0),
+    "vector_rate": (0.25, 8.0),
+    "gm_contention": (0.25, 4.0),
+}
 
 
 @dataclass(frozen=True)
@@ -146,16 +195,38 @@ def leaf_number(data: Mapping[str, Any], path: Sequence[str]) -> float:
 
 
 def scale_bounds(name: str, data: Mapping[str, Any]) -> tuple[float, float]:
-    """The scales coefficient ``name`` may take on profile ``data``: :data:`SCALE_BOUNDS`,
-    narrowed so that no scalar leaf it moves leaves its limit (an efficiency at 0.8 may grow
-    by x1.25 at most: the profile would not load beyond)."""
-    lo, hi = SCALE_BOUNDS
+    """The scales coefficient ``name`` may take on profile ``data``: its physical range
+    (:data:`PHYSICAL_RANGES`) over the value ``data`` holds, or its relative range, else
+    :data:`SCALE_BOUNDS`; narrowed so that no scalar leaf it moves leaves its limit (an
+    efficiency at 0.8 may grow by x1.25 at most: the profile would not load beyond)."""
+    lo, hi = RELATIVE_RANGES.get(name, SCALE_BOUNDS)
+    physical = PHYSICAL_RANGES.get(name)
+    if physical is not None:
+        value = leaf_number(data, BY_NAME[name].leaves[0])
+        if value > 0:
+            # Never narrower than a factor of 1.01 either way: a sourced value outside the
+            # range (a user's profile) can still be fitted back towards it.
+            lo = min(physical[0] / value, 1.0 / 1.01)
+            hi = max(physical[1] / value, 1.01)
     for path in BY_NAME[name].leaves:
         value = leaf(data, path)["value"]
         limit = LIMITS.get(path[-1])
         if limit is not None and isinstance(value, (int, float)) and value > 0:
             hi = min(hi, limit.hi / float(value))
     return lo, hi
+
+
+# The log spread of the prior on a sourced value, by the leaf's confidence: a datasheet number
+# (high) stays within ~5 %; a measured curve (med) may move by a factor ~1.4 before the prior
+# matters as much as a row; an estimate or a fitted leaf (low) by a factor ~2.7.
+PRIOR_SPREAD = {"high": 0.05, "med": 0.35, "low": 1.0}
+
+
+def prior_spread(name: str, data: Mapping[str, Any]) -> float:
+    """The prior's log spread for coefficient ``name``: that of its least confident leaf."""
+    spreads = [PRIOR_SPREAD.get(str(leaf(data, path).get("confidence", "low")), 1.0)
+               for path in BY_NAME[name].leaves]
+    return max(spreads)
 
 
 def expand(scales: Mapping[str, float]) -> dict[str, float]:

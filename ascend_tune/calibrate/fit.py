@@ -20,7 +20,7 @@ curve, a latency, the head overhead, Cube and Vector cycle costs:
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,18 +39,16 @@ from ascend_tune.calibrate.coefficients import (
     scale_bounds,
     scaled_profile,
 )
+from ascend_tune.calibrate.descent import check_counts, descend, together_reasons
 from ascend_tune.calibrate.identifiability import identify
 from ascend_tune.calibrate.measurements import Measurement
 from ascend_tune.calibrate.row_model import RowModel, RowTimes
 from ascend_tune.calibrate.solver import (
-    COARSE_TOL,
     FINE_TOL,
-    SCREEN_STEP,
-    Problem,
     Screen,
     screen,
-    solve,
 )
+from ascend_tune.calibrate.starts import choose_start
 from ascend_tune.calibrate.uncertainty import (
     Interval,
     fitted_intervals,
@@ -84,8 +82,6 @@ DEFAULT_HOLDOUT = 0.25
 ROWS_PER_COEFFICIENT = 3
 # Elasticity below which a row is not counted as one a coefficient was fitted on.
 ROW_SENSITIVITY = 1e-3
-# Times the fit re-screens every coefficient where its solve ended and solves again.
-REFIT_ROUNDS = 3
 # A fitted scale whose 95 % interval spans more than this factor either way is reported as
 # not pinned (a guess the rows allowed, not a measurement).
 LOOSE_FACTOR = 2.0
@@ -209,6 +205,10 @@ class FitResult:
     # (None: no degrees of freedom left / no row kept 2+ runs).
     scatter_left: float | None = None
     scatter_runs: float | None = None
+    # How the fit was chosen among its starts (empty: one start): the starts tried, the chosen
+    # one, and the MAPE of the selection rows (fit rows each candidate was not fitted on)
+    # under the sourced profile and the chosen candidate.
+    selection: dict[str, Any] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
         """The fit as JSON-ready data: held-out errors first, in-sample second."""
@@ -291,31 +291,6 @@ def _unseen_reason(coef: Coefficient, moves_any: bool, rows: Sequence[Measuremen
     return f"no row is bound by {coef.bound_by}"
 
 
-def _together_reasons(together: Mapping[str, list[str]], not_fitted: dict[str, str]) -> None:
-    for name, partners in together.items():
-        not_fitted[name] = (f"{name} and {' and '.join(partners)} scale together in these rows "
-                            f"(only their combination is determined; {partners[0]} is fitted)")
-
-
-def _check_counts(names: list[str], n_fit: int, sensitivity: Mapping[str, float],
-                  not_fitted: dict[str, str]) -> list[str]:
-    """Refuse a fit with nothing to fit; keep at most one coefficient per fit row (measured
-    pipe times let more be independent, but one kernel's pipes cannot pin down several
-    device numbers), the most sensitive."""
-    if not names:
-        first = next(iter(not_fitted.items()), ("", "no coefficient"))
-        raise AscendTuneError(f"nothing to calibrate: no coefficient is determined by the "
-                              f"{n_fit} fit row(s) (e.g. {first[0]}: {first[1]})")
-    if n_fit < len(names):
-        ranked = sorted(names, key=lambda n: -sensitivity.get(n, 0.0))
-        for name in ranked[n_fit:]:
-            not_fitted[name] = (f"{len(names)} coefficients are determined but only {n_fit} "
-                                "fit row(s) were measured: the least sensitive are left at 1 "
-                                "(measure more shapes or `ascend-tune probe` configurations)")
-        names = [n for n in names if n in ranked[:n_fit]]
-    return names
-
-
 def fit(spec: OperatorSpec, hw: HardwareProfile, rows: Sequence[Measurement],
         options: FitOptions | None = None) -> FitResult:
     """Split ``rows``, fit what the fit rows determine, judge it on the held-out rows."""
@@ -351,7 +326,11 @@ def candidates(hw: HardwareProfile, options: FitOptions) -> tuple[list[str], dic
 def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Split,
               options: FitOptions, screened: Screen | None = None) -> FitResult:
     """The fit on ``split.fit`` of a model built over every row (``model.hw`` is the start).
-    ``screened``: a :func:`screen` over a superset of the fit rows, to reuse."""
+    ``screened``: a :func:`screen` over a superset of the fit rows, to reuse.
+
+    Several starts (the profile as it is, and one per limit hidden there), each fitted on most
+    of the fit rows; the one that predicts the remaining fit rows best is refitted on all of
+    them. The held-out rows choose nothing."""
     hw = model.hw
     names, not_fitted = candidates(hw, options)
     warnings: list[str] = []
@@ -361,59 +340,24 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
     start = model.evaluate(hw)
     if screened is None or list(screened.names) != names:
         screened = screen(model, rows, split.fit, names, start)
-    jac, owners, moves_any = screened.subset(split.fit)
+    jac, _owners, moves_any = screened.subset(split.fit)
     found = identify(jac, names)
     for name in found.unseen:
         not_fitted[name] = _unseen_reason(BY_NAME[name], bool(moves_any[names.index(name)]),
                                           rows, split.fit, start.pipes_us)
-    _together_reasons(found.together, not_fitted)
+    together_reasons(found.together, not_fitted)
     candidate_names = names
-    names = _check_counts(found.kept, len(split.fit), found.sensitivity, not_fitted)
-    sub = Problem(model, rows, split.fit, names, start)
-    cols = [candidate_names.index(n) for n in names]
-    # The screen's rows for the fit rows are the fit's residuals, in the same order.
-    assert jac.shape[0] == len(sub.residuals_of(start)), "screen and fit residuals differ"
-    solution = solve(sub, np.zeros(len(names)), sub.residuals_of(start), jac[:, cols],
-                     COARSE_TOL)
-    # Where the first solve ended (it ran on secant updates, to a loose tolerance), the
-    # screen again, over every candidate coefficient: the rows see a coefficient differently
-    # there (a bandwidth no longer the bound drops out; a port rate or a head the start profile
-    # hid behind another limit may bound rows now), so what is fitted is decided again and
-    # solved from that point, until the set stops changing. A fit that stayed within the
-    # screening step of 1 was already probed there, by the first screen.
-    x_end = np.asarray(solution.x, dtype=np.float64)
-    jac_end = jac[:, cols]
-    for _round in range(REFIT_ROUNDS):
-        if np.abs(x_end).max() <= SCREEN_STEP:
-            break
-        every = np.zeros(len(candidate_names))
-        every[[candidate_names.index(n) for n in names]] = x_end
-        t_end = Problem(model, rows, split.fit, candidate_names, start).times(every)
-        at_end = screen(model, rows, split.fit, candidate_names, t_end, at=every)
-        again = identify(at_end.jacobian, candidate_names)
-        reasons = dict(not_fitted)
-        for name in again.kept:
-            reasons.pop(name, None)
-        for name in again.unseen:
-            if name in names:
-                reasons[name] = (f"undetermined at the fitted point: scaled to "
-                                 f"x{np.exp(x_end[names.index(name)]):.3g} it no longer "
-                                 "bounds any row (left at 1)")
-        _together_reasons(again.together, reasons)
-        kept = _check_counts(again.kept, len(split.fit), again.sensitivity, reasons)
-        cols = [candidate_names.index(n) for n in kept]
-        jac_end = at_end.jacobian[:, cols]
-        if kept == names:
-            break
-        not_fitted.clear()
-        not_fitted.update(reasons)
-        names = kept
-        sub = Problem(model, rows, split.fit, names, start)
-        x_end = every[cols]
-        solution = solve(sub, x_end, sub.residuals(x_end), jac_end, COARSE_TOL)
-        x_end = np.asarray(solution.x, dtype=np.float64)
-    solution = solve(sub, x_end, sub.residuals(x_end), jac_end, FINE_TOL)
-    x = np.asarray(solution.x, dtype=np.float64)
+    # Raises (nothing to calibrate) when the rows determine nothing at the source.
+    check_counts(list(found.kept), len(split.fit), found.sensitivity, dict(not_fitted))
+    chosen, selection = choose_start(model, rows, split.fit, candidate_names, start,
+                                     not_fitted)
+    source = (screened, dict(not_fitted)) if not chosen.any() else None
+    descent = descend(model, rows, split.fit, candidate_names, chosen, start, source,
+                       not_fitted, FINE_TOL)
+    names, solution, jac_end = descent.names, descent.solution, descent.jac
+    not_fitted.clear()
+    not_fitted.update(descent.not_fitted)
+    x = descent.every[[candidate_names.index(n) for n in names]]
     if len(split.fit) < ROWS_PER_COEFFICIENT * len(names):
         warnings.append(f"{len(split.fit)} fit row(s) for {len(names)} coefficients: fewer "
                         f"than {ROWS_PER_COEFFICIENT} rows per coefficient, the fit is weak")
@@ -442,11 +386,12 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
         if v <= lo * 1.001 or v >= hi * 0.999:
             warnings.append(f"{n} stopped at its bound (x{v:.3g}): the rows want more than a "
                             "scale of this number can give; the model's form is the suspect")
-    # Rows each fitted coefficient came from: those whose residuals it moves at scale 1.
+    # Rows each fitted coefficient came from: those whose residuals it moves where it ended.
     rows_by: dict[str, list[str]] = {}
     for n in names:
-        col = jac[:, candidate_names.index(n)]
-        seen = sorted({int(owners[r]) for r in np.flatnonzero(np.abs(col) > ROW_SENSITIVITY)})
+        col = jac_end[:, names.index(n)]
+        seen = sorted({int(descent.owners[r])
+                       for r in np.flatnonzero(np.abs(col) > ROW_SENSITIVITY)})
         rows_by[n] = [rows[i].origin for i in seen]
     calibrated = apply(hw.data, scales)
     tuned = load_profile_data(calibrated, "calibrated")  # the numbers as written (rounded)
@@ -464,4 +409,4 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
         held_out_after=errors(end, held) if held.size else None,
         split=split, warnings=warnings, rows_by_coefficient=rows_by, data=calibrated,
         base_data=copy.deepcopy(dict(hw.data)), intervals=intervals, scatter_left=left,
-        scatter_runs=between)
+        scatter_runs=between, selection=selection)

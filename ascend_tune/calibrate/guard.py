@@ -6,7 +6,8 @@ did not fit the rows: they wanted more than the bound allows, so the written num
 bound, not a measurement (typically the model's form is wrong for those rows, or the rows
 cannot tell this coefficient from another). A number beyond a physical limit
 (:func:`ascend_tune.hardware.limits.physical_problems`, e.g. an HBM rate above the L2 rate)
-is wrong whatever the rows say.
+is wrong whatever the rows say. A profile that predicts the rows it was not fitted on worse
+than the one it started from would leave the user worse off than the shipped profile.
 """
 
 from __future__ import annotations
@@ -59,9 +60,28 @@ def beyond_physics(result: FitResult) -> list[str]:
             if str(p) not in before]
 
 
+def worse_than_sourced(result: FitResult) -> list[str]:
+    """A line when the calibrated profile predicts rows it was not fitted on worse than the
+    profile it started from: the held-out rows, or (nothing held out) the selection rows the
+    chosen start was fitted without. Such a profile would predict the device worse than the
+    one shipped (issue 45)."""
+    before, after = result.held_out_before, result.held_out_after
+    if before is not None and after is not None:
+        if after.mape > before.mape:
+            return [f"held-out MAPE {after.mape:.1%} with the fit against {before.mape:.1%} "
+                    f"with the profile it started from ({after.n} rows it was not fitted on)"]
+        return []
+    sel = result.selection
+    if sel and sel["check_mape_chosen"] > sel["check_mape_sourced"]:
+        return [f"MAPE {sel['check_mape_chosen']:.1%} on the {sel['check_rows']} selection rows "
+                f"the fit did not see, against {sel['check_mape_sourced']:.1%} with the profile "
+                "it started from"]
+    return []
+
+
 def refusals(result: FitResult) -> list[str]:
     """Why the calibrated profile must not be written (empty: it may)."""
-    return [*at_bound(result), *beyond_physics(result)]
+    return [*worse_than_sourced(result), *at_bound(result), *beyond_physics(result)]
 
 
 def refusal_message(problems: Sequence[str]) -> str:

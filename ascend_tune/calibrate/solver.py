@@ -26,6 +26,13 @@ SCREEN_STEP = 0.05
 # final one (scales are written to 4-6 significant digits).
 COARSE_TOL = 1e-3
 FINE_TOL = 1e-6
+# Weight of the prior on a sourced value: a leaf one prior deviation (its confidence's log
+# spread, coefficients.prior_spread) from its source costs what one row 1 % off costs (about
+# the run-to-run scatter of a kernel's time), as a Gaussian prior against rows of that noise
+# would. Rows that determine a leaf outweigh it at once; a leaf they barely see stays near its
+# source instead of absorbing another leaf's error (issue 45: the HBM rate -50 % for a port
+# x0.1).
+PRIOR_WEIGHT = 0.01
 
 
 class Problem:
@@ -34,8 +41,12 @@ class Problem:
     groups holding fit rows are evaluated."""
 
     def __init__(self, model: RowModel, rows: Sequence[Measurement], fit_rows: np.ndarray,
-                 names: Sequence[str], base: RowTimes) -> None:
+                 names: Sequence[str], base: RowTimes,
+                 prior_spread: Sequence[float] | np.ndarray | None = None) -> None:
         self.model, self.hw, self.names = model, model.hw, list(names)
+        # Residual weight per coefficient of its log distance from the source (None: no prior).
+        self.prior = (None if prior_spread is None
+                      else PRIOR_WEIGHT / np.asarray(prior_spread, dtype=np.float64))
         self.fit_rows = fit_rows
         self.groups = model.groups_of(fit_rows)
         self.measured = np.array([rows[i].time_us for i in fit_rows])
@@ -50,7 +61,18 @@ class Problem:
             self.hw, dict(zip(self.names, np.exp(x).tolist(), strict=True))), self.groups)
 
     def residuals(self, x: np.ndarray) -> np.ndarray:
-        return self.residuals_of(self.times(x))
+        """What the solver minimises: the rows' residuals, then the prior's."""
+        return self.with_prior(x, self.residuals_of(self.times(x)))
+
+    def with_prior(self, x: np.ndarray, data: np.ndarray) -> np.ndarray:
+        return data if self.prior is None else np.concatenate([data, self.prior * x])
+
+    def jacobian_with_prior(self, jac: np.ndarray) -> np.ndarray:
+        return jac if self.prior is None else np.vstack([jac, np.diag(self.prior)])
+
+    def data_part(self, residuals: np.ndarray) -> np.ndarray:
+        """The rows' residuals of a vector :meth:`residuals` returned."""
+        return residuals if self.prior is None else residuals[:len(residuals) - len(self.prior)]
 
     def residuals_of(self, t: RowTimes) -> np.ndarray:
         pipes = t.pipes_us[self.pair_rows, self.pair_cols]
@@ -137,16 +159,24 @@ class _Secant:
         return self.jac
 
 
+def log_bounds(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """The log scales each of ``problem``'s coefficients may take."""
+    bounds = [scale_bounds(n, problem.hw.data) for n in problem.names]
+    return np.log([b[0] for b in bounds]), np.log([b[1] for b in bounds])
+
+
 def solve(problem: Problem, x0: np.ndarray, r0: np.ndarray, jac0: np.ndarray,
           tol: float = 1e-6) -> Any:
     """Bounded robust least squares (scipy's trust-region reflective, soft-L1 loss) from
-    ``x0``, whose residuals are ``r0`` and Jacobian about ``jac0``; ``tol`` relative on the
-    cost and the step."""
-    bounds = [scale_bounds(n, problem.hw.data) for n in problem.names]
-    lo = np.log([b[0] for b in bounds])
-    hi = np.log([b[1] for b in bounds])
-    x0 = np.clip(x0, lo, hi)  # a start the narrowed bound excludes (a refit) moves inside
-    secant = _Secant(problem, x0, r0, jac0)
+    ``x0``, whose rows' residuals are ``r0`` and their Jacobian about ``jac0`` (the prior's
+    are added here); ``tol`` relative on the cost and the step."""
+    lo, hi = log_bounds(problem)
+    clipped = np.clip(x0, lo, hi)  # a start the narrowed bound excludes (a refit) moves inside
+    if not np.array_equal(clipped, x0):
+        x0 = clipped
+        r0 = problem.residuals_of(problem.times(x0))
+    secant = _Secant(problem, x0, problem.with_prior(x0, r0),
+                     problem.jacobian_with_prior(jac0))
     return least_squares(secant.residuals, x0, jac=secant.jacobian, bounds=(lo, hi),
                          loss="soft_l1", f_scale=LOSS_SCALE, method="trf", ftol=tol,
                          xtol=tol, gtol=1e-8, max_nfev=60 * len(x0))

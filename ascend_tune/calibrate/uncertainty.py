@@ -93,7 +93,10 @@ def planned_percent(jacobian: np.ndarray, names: Sequence[str],
 
 
 def _factor(log_error: float, quantile: float = Z95) -> float:
-    return math.inf if not math.isfinite(log_error) else math.exp(quantile * log_error)
+    # An interval wider than e^700 either way is no interval at all (and would overflow).
+    if not math.isfinite(log_error) or quantile * log_error > 700.0:
+        return math.inf
+    return math.exp(quantile * log_error)
 
 
 def run_scatter(runs: Sequence[Sequence[float]]) -> float | None:
