@@ -87,15 +87,17 @@ def descend(model: RowModel, rows: Sequence[Measurement], fit_rows: np.ndarray,
     solution: Any = None
     jac_kept = np.zeros((0, 0))
     owners = np.zeros(0, dtype=np.int64)
+    # Every candidate over the fit rows, built once: the residuals where each round stands.
+    whole = Problem(model, rows, fit_rows, candidate_names, start)
     for _round in range(REFIT_ROUNDS + 1):
         if _round == 0 and source is not None:
             at, reasons = source[0], dict(source[1])
             jac_all, owners = at.subset(fit_rows)[:2]
-            here = Problem(model, rows, fit_rows, candidate_names, start).residuals_of(start)
+            here = whole.residuals_of(start)
             found = identify(jac_all, candidate_names)
         else:
-            t = Problem(model, rows, fit_rows, candidate_names, start).times(every)
-            here = Problem(model, rows, fit_rows, candidate_names, start).residuals_of(t)
+            t = whole.times(every)
+            here = whole.residuals_of(t)
             at = screen(model, rows, fit_rows, candidate_names, t, at=every)
             jac_all, owners = at.jacobian, at.owners
             found = identify(jac_all, candidate_names)
