@@ -1,5 +1,5 @@
 """The calibrated profile as written: the base profile plus sourced overrides, each naming the
-fit's rows (split from :mod:`ascend_tune.calibrate.fit`, which re-exports it)."""
+fit's rows (split from :mod:`ascend_tune.calibrate.fit`)."""
 
 from __future__ import annotations
 
@@ -7,42 +7,13 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from ascend_tune.calibrate.coefficients import BY_NAME, leaf
+from ascend_tune.calibrate.result import FitResult, compress_origins
 from ascend_tune.results import format as results
-
-if TYPE_CHECKING:
-    from ascend_tune.calibrate.fit import FitResult
-
-
-def compress_origins(origins: Sequence[str]) -> list[str]:
-    """``file:2, file:3, file:4, file:9`` -> ``file:2-4,9`` (one entry per file, in order)."""
-    lines: dict[str, list[int]] = {}
-    other: list[str] = []
-    for origin in origins:
-        path, _, line = origin.rpartition(":")
-        if path and line.isdigit():
-            lines.setdefault(path, []).append(int(line))
-        else:
-            other.append(origin)
-    out = []
-    for path, numbers in lines.items():
-        numbers = sorted(set(numbers))
-        spans: list[str] = []
-        start = prev = numbers[0]
-        for n in [*numbers[1:], None]:
-            if n is not None and n == prev + 1:
-                prev = n
-                continue
-            spans.append(str(start) if start == prev else f"{start}-{prev}")
-            if n is not None:
-                start = prev = n
-        out.append(f"{path}:{','.join(spans)}")
-    return out + other
-
 
 
 def _short(value: Any) -> str:

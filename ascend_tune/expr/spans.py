@@ -20,16 +20,23 @@ import contextvars
 import math
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ascend_tune.expr.expression import Expr
-    from ascend_tune.expr.nodes import Node
-
 Span = tuple[Any, Any]  # [lo, hi] of a node over all rows: ints, floats or +-inf
 ANY: Span = (-math.inf, math.inf)
+
+
+# What the proofs need of a node and of an expression, named here rather than imported:
+# nodes build on this module's interval arithmetic, so importing them back would be a circle.
+class Spanned(Protocol):
+    def span(self, leaves: Mapping[str, Span]) -> Span: ...
+
+
+class Rooted(Protocol):
+    @property
+    def root(self) -> Spanned: ...
 
 
 class MayOverflow(Exception):
@@ -190,7 +197,7 @@ PROVEN: contextvars.ContextVar[bool] = contextvars.ContextVar("ascend_tune_prove
                                                              default=False)
 
 
-def prove(steps: Iterable[tuple[str | None, Expr]], spans: Mapping[str, Span]) -> bool:
+def prove(steps: Iterable[tuple[str | None, Rooted]], spans: Mapping[str, Span]) -> bool:
     """True when every expression stays within int64 for all inputs within ``spans``.
 
     ``steps`` are evaluated in order; a named step's span becomes an input of the later ones
@@ -208,7 +215,7 @@ def prove(steps: Iterable[tuple[str | None, Expr]], spans: Mapping[str, Span]) -
     return True
 
 
-def node_span(node: Node, leaves: Mapping[str, Span]) -> Span | None:
+def node_span(node: Spanned, leaves: Mapping[str, Span]) -> Span | None:
     """[lo, hi] of a node's value over ``leaves``, or None where interval arithmetic cannot
     bound it (a possible int64 overflow, an unknown name)."""
     try:
