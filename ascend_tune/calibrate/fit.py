@@ -212,6 +212,47 @@ def candidates(hw: HardwareProfile, options: FitOptions) -> tuple[list[str], dic
     return names, not_fitted
 
 
+def _quality_warnings(scales: dict[str, float], intervals: dict[str, Interval],
+                      hw: HardwareProfile, left: float | None, between: float | None
+                      ) -> list[str]:
+    """What a user should know of the fit's own quality: a form that misses what the rows
+    show, scales the rows do not pin, scales stopped at their bounds. ``intervals`` are
+    re-centred on the rounded scales in place."""
+    warnings: list[str] = []
+    if left is not None and between is not None and left > max(FORM_FACTOR * between,
+                                                                FORM_FLOOR):
+        warnings.append(f"the fit leaves {left:.1%} of scatter per measured time where "
+                        f"repeated runs of a row scatter {between:.1%}: the model's form "
+                        "misses something these rows show (the intervals are wide by as much)")
+    for n, v in scales.items():
+        if n in intervals:
+            intervals[n] = Interval(v, intervals[n].factor)
+            if intervals[n].factor > LOOSE_FACTOR:
+                low, high = intervals[n].low, intervals[n].high
+                warnings.append(
+                    f"{n} x{v:.3g} is not pinned by these rows (95 % interval x{low:.2g}.."
+                    f"x{high:.2g}): its value is a guess; measure shapes where it matters, "
+                    f"add `ascend-tune probe` rows, or --exclude {n}")
+    for n, v in scales.items():
+        lo, hi = scale_bounds(n, hw.data)
+        if v <= lo * 1.001 or v >= hi * 0.999:
+            warnings.append(f"{n} stopped at its bound (x{v:.3g}): the rows want more than a "
+                            "scale of this number can give; the model's form is the suspect")
+    return warnings
+
+
+def _rows_by_coefficient(names: Sequence[str], jac: np.ndarray, owners: np.ndarray,
+                         rows: Sequence[Measurement]) -> dict[str, list[str]]:
+    """Rows each fitted coefficient came from: those whose residuals it moves where the fit
+    ended."""
+    rows_by: dict[str, list[str]] = {}
+    for n in names:
+        col = jac[:, names.index(n)]
+        seen = sorted({int(owners[r]) for r in np.flatnonzero(np.abs(col) > ROW_SENSITIVITY)})
+        rows_by[n] = [rows[i].origin for i in seen]
+    return rows_by
+
+
 def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Split,
               options: FitOptions, screened: Screen | None = None) -> FitResult:
     """The fit on ``split.fit`` of a model built over every row (``model.hw`` is the start).
@@ -256,32 +297,8 @@ def fit_split(model: RowModel, rows: Sequence[Measurement], split: row_split.Spl
     left = residual_scatter(np.asarray(solution.fun, dtype=np.float64), len(names))
     intervals = fitted_intervals(jac_end, left, x, names)
     between = run_scatter([rows[i].runs_us for i in split.fit])
-    if left is not None and between is not None and left > max(FORM_FACTOR * between,
-                                                                FORM_FLOOR):
-        warnings.append(f"the fit leaves {left:.1%} of scatter per measured time where "
-                        f"repeated runs of a row scatter {between:.1%}: the model's form "
-                        "misses something these rows show (the intervals are wide by as much)")
-    for n, v in scales.items():
-        if n in intervals:
-            intervals[n] = Interval(v, intervals[n].factor)
-            if intervals[n].factor > LOOSE_FACTOR:
-                low, high = intervals[n].low, intervals[n].high
-                warnings.append(
-                    f"{n} x{v:.3g} is not pinned by these rows (95 % interval x{low:.2g}.."
-                    f"x{high:.2g}): its value is a guess; measure shapes where it matters, "
-                    f"add `ascend-tune probe` rows, or --exclude {n}")
-    for n, v in scales.items():
-        lo, hi = scale_bounds(n, hw.data)
-        if v <= lo * 1.001 or v >= hi * 0.999:
-            warnings.append(f"{n} stopped at its bound (x{v:.3g}): the rows want more than a "
-                            "scale of this number can give; the model's form is the suspect")
-    # Rows each fitted coefficient came from: those whose residuals it moves where it ended.
-    rows_by: dict[str, list[str]] = {}
-    for n in names:
-        col = jac_end[:, names.index(n)]
-        seen = sorted({int(descent.owners[r])
-                       for r in np.flatnonzero(np.abs(col) > ROW_SENSITIVITY)})
-        rows_by[n] = [rows[i].origin for i in seen]
+    warnings += _quality_warnings(scales, intervals, hw, left, between)
+    rows_by = _rows_by_coefficient(names, jac_end, descent.owners, rows)
     calibrated = apply(hw.data, scales)
     tuned = load_profile_data(calibrated, "calibrated")  # the numbers as written (rounded)
     end = model.evaluate(tuned)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ascend_tune.base.errors import ExprError, did_you_mean
 from ascend_tune.expr.arith import Kind, promote
@@ -58,95 +59,98 @@ class _Checker:
             raise self.fail(f"expression is too long (more than {MAX_NODES} nodes)")
         if depth > MAX_NESTING:
             raise self.fail(f"expression nests deeper than {MAX_NESTING} levels")
-        d = depth + 1
-        if isinstance(node, ast.Constant):
-            v = node.value
-            if isinstance(v, bool):
-                return Const(Kind.BOOL, v)
-            if isinstance(v, int):
-                if abs(v) >= MAX_INT_LITERAL:
-                    raise self.fail("integer literal out of range (integer literals must be "
-                                    "below 2**62 in magnitude)", node)
-                return Const(Kind.INT, v)
-            if isinstance(v, float):
-                if not math.isfinite(v):
-                    raise self.fail("float literal must be finite", node)
-                return Const(Kind.FLOAT, v)
-            raise self.fail(f"literal of type {type(v).__name__} is not allowed", node)
-        if isinstance(node, ast.Name):
-            return self._name(node.id, node)
-        if isinstance(node, ast.Attribute):
-            if not isinstance(node.value, ast.Name) or node.value.id not in NAMESPACES:
-                raise self.fail("attribute access is only allowed as hw.<field> or "
-                                "sizeof.<tensor>", node)
-            return self._name(f"{node.value.id}.{node.attr}", node)
-        if isinstance(node, ast.UnaryOp):
-            operand = self.check(node.operand, d)
-            if isinstance(node.op, ast.Not):
-                return Unary(Kind.BOOL, "not", operand)
-            if isinstance(node.op, (ast.USub, ast.UAdd)):
-                op = "-" if isinstance(node.op, ast.USub) else "+"
-                kind = Kind.INT if operand.kind is Kind.BOOL else operand.kind
-                if isinstance(operand, Const) and op == "-" and operand.kind is not Kind.BOOL:
-                    return Const(kind, -operand.value)
-                return Unary(kind, op, operand)
-            raise self.fail("operator '~' is not allowed", node)
-        if isinstance(node, ast.BinOp):
-            opname = _BINOPS.get(type(node.op))
-            if opname is None:
-                raise self.fail(f"operator {type(node.op).__name__} is not allowed", node)
-            left = self.check(node.left, d)
-            if opname == "**":
-                right_node = node.right
-                exp = right_node.value if isinstance(right_node, ast.Constant) else None
-                if isinstance(exp, bool) or not isinstance(exp, int) or not (
-                    0 <= exp <= MAX_POW_EXPONENT
-                ):
-                    raise self.fail("'**' needs a literal integer exponent between 0 and "
-                                    f"{MAX_POW_EXPONENT}", node)
-                pow_kind = Kind.INT if left.kind is Kind.BOOL else left.kind
-                return Binary(pow_kind, "**", left, Const(Kind.INT, exp))
-            right = self.check(node.right, d)
-            bin_kind = Kind.FLOAT if opname == "/" else promote(left.kind, right.kind)
-            return Binary(bin_kind, opname, left, right)
-        if isinstance(node, ast.BoolOp):
-            ops = tuple(self.check(v, d) for v in node.values)
-            return BoolOp(Kind.BOOL, "and" if isinstance(node.op, ast.And) else "or", ops)
-        if isinstance(node, ast.Compare):
-            parts: list[Node] = []
-            left = self.check(node.left, d)
-            for cmp, comparator in zip(node.ops, node.comparators, strict=False):
-                cmpname = _CMPOPS.get(type(cmp))
-                if cmpname is None:
-                    raise self.fail(f"comparison {type(cmp).__name__} is not allowed", node)
-                right = self.check(comparator, d)
-                parts.append(Compare(Kind.BOOL, cmpname, left, right))
-                left = right
-            return parts[0] if len(parts) == 1 else BoolOp(Kind.BOOL, "and", tuple(parts))
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name):
-                raise self.fail("only plain function calls are allowed", node)
-            fn = node.func.id
-            if fn not in FUNCTIONS:
-                raise self.fail(f"unknown function '{fn}'{did_you_mean(fn, FUNCTIONS)}; "
-                                f"allowed: {', '.join(sorted(FUNCTIONS))}", node)
-            if node.keywords:
-                raise self.fail(f"'{fn}' takes no keyword arguments", node)
-            lo, hi = FUNCTIONS[fn].min_args, FUNCTIONS[fn].max_args
-            if not lo <= len(node.args) <= hi:
-                want = str(lo) if lo == hi else f"{lo} to {hi}"
-                raise self.fail(f"'{fn}' takes {want} arguments, got {len(node.args)}", node)
-            args = tuple(self.check(a, d) for a in node.args)
-            return self._call(fn, args, node)
-        if isinstance(node, ast.IfExp):
-            raise self.fail("'x if c else y' is not allowed; use where(c, x, y)", node)
-        if isinstance(node, ast.Lambda):
-            raise self.fail("lambda is not allowed", node)
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            raise self.fail("comprehensions are not allowed", node)
-        if isinstance(node, ast.Subscript):
-            raise self.fail("subscripts are not allowed", node)
-        raise self.fail(f"{type(node).__name__} is not allowed", node)
+        build = _BUILDERS.get(type(node))
+        if build is not None:
+            return build(self, node, depth + 1)
+        refused = next((why for kinds, why in _REFUSED if isinstance(node, kinds)), None)
+        raise self.fail(refused or f"{type(node).__name__} is not allowed", node)
+
+    def _constant(self, node: ast.Constant, _d: int) -> Node:
+        v = node.value
+        if isinstance(v, bool):
+            return Const(Kind.BOOL, v)
+        if isinstance(v, int):
+            if abs(v) >= MAX_INT_LITERAL:
+                raise self.fail("integer literal out of range (integer literals must be "
+                                "below 2**62 in magnitude)", node)
+            return Const(Kind.INT, v)
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise self.fail("float literal must be finite", node)
+            return Const(Kind.FLOAT, v)
+        raise self.fail(f"literal of type {type(v).__name__} is not allowed", node)
+
+    def _plain_name(self, node: ast.Name, _d: int) -> Node:
+        return self._name(node.id, node)
+
+    def _attribute(self, node: ast.Attribute, _d: int) -> Node:
+        if not isinstance(node.value, ast.Name) or node.value.id not in NAMESPACES:
+            raise self.fail("attribute access is only allowed as hw.<field> or "
+                            "sizeof.<tensor>", node)
+        return self._name(f"{node.value.id}.{node.attr}", node)
+
+    def _unary(self, node: ast.UnaryOp, d: int) -> Node:
+        operand = self.check(node.operand, d)
+        if isinstance(node.op, ast.Not):
+            return Unary(Kind.BOOL, "not", operand)
+        if isinstance(node.op, (ast.USub, ast.UAdd)):
+            op = "-" if isinstance(node.op, ast.USub) else "+"
+            kind = Kind.INT if operand.kind is Kind.BOOL else operand.kind
+            if isinstance(operand, Const) and op == "-" and operand.kind is not Kind.BOOL:
+                return Const(kind, -operand.value)
+            return Unary(kind, op, operand)
+        raise self.fail("operator '~' is not allowed", node)
+
+    def _binop(self, node: ast.BinOp, d: int) -> Node:
+        opname = _BINOPS.get(type(node.op))
+        if opname is None:
+            raise self.fail(f"operator {type(node.op).__name__} is not allowed", node)
+        left = self.check(node.left, d)
+        if opname == "**":
+            right_node = node.right
+            exp = right_node.value if isinstance(right_node, ast.Constant) else None
+            if isinstance(exp, bool) or not isinstance(exp, int) or not (
+                0 <= exp <= MAX_POW_EXPONENT
+            ):
+                raise self.fail("'**' needs a literal integer exponent between 0 and "
+                                f"{MAX_POW_EXPONENT}", node)
+            pow_kind = Kind.INT if left.kind is Kind.BOOL else left.kind
+            return Binary(pow_kind, "**", left, Const(Kind.INT, exp))
+        right = self.check(node.right, d)
+        bin_kind = Kind.FLOAT if opname == "/" else promote(left.kind, right.kind)
+        return Binary(bin_kind, opname, left, right)
+
+    def _boolop(self, node: ast.BoolOp, d: int) -> Node:
+        ops = tuple(self.check(v, d) for v in node.values)
+        return BoolOp(Kind.BOOL, "and" if isinstance(node.op, ast.And) else "or", ops)
+
+    def _compare(self, node: ast.Compare, d: int) -> Node:
+        parts: list[Node] = []
+        left = self.check(node.left, d)
+        for cmp, comparator in zip(node.ops, node.comparators, strict=False):
+            cmpname = _CMPOPS.get(type(cmp))
+            if cmpname is None:
+                raise self.fail(f"comparison {type(cmp).__name__} is not allowed", node)
+            right = self.check(comparator, d)
+            parts.append(Compare(Kind.BOOL, cmpname, left, right))
+            left = right
+        return parts[0] if len(parts) == 1 else BoolOp(Kind.BOOL, "and", tuple(parts))
+
+    def _call_node(self, node: ast.Call, d: int) -> Node:
+        if not isinstance(node.func, ast.Name):
+            raise self.fail("only plain function calls are allowed", node)
+        fn = node.func.id
+        if fn not in FUNCTIONS:
+            raise self.fail(f"unknown function '{fn}'{did_you_mean(fn, FUNCTIONS)}; "
+                            f"allowed: {', '.join(sorted(FUNCTIONS))}", node)
+        if node.keywords:
+            raise self.fail(f"'{fn}' takes no keyword arguments", node)
+        lo, hi = FUNCTIONS[fn].min_args, FUNCTIONS[fn].max_args
+        if not lo <= len(node.args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise self.fail(f"'{fn}' takes {want} arguments, got {len(node.args)}", node)
+        args = tuple(self.check(a, d) for a in node.args)
+        return self._call(fn, args, node)
 
     def _name(self, name: str, node: ast.AST) -> Node:
         if name.startswith("__") or ".__" in name:
@@ -213,3 +217,24 @@ def parse(source: object, symbols: Mapping[str, Kind], where: str = "") -> Expr:
     checker = _Checker(text, symbols, where)
     root = checker.check(tree.body)
     return Expr(text, root, frozenset(checker.names), where)
+
+
+# The node types an expression may hold, each with the method that checks and builds it.
+_BUILDERS: dict[type, Callable[[Any, Any, int], Node]] = {
+    ast.Constant: _Checker._constant,
+    ast.Name: _Checker._plain_name,
+    ast.Attribute: _Checker._attribute,
+    ast.UnaryOp: _Checker._unary,
+    ast.BinOp: _Checker._binop,
+    ast.BoolOp: _Checker._boolop,
+    ast.Compare: _Checker._compare,
+    ast.Call: _Checker._call_node,
+}
+
+# Python constructs refused with a hint at what to write instead.
+_REFUSED: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (ast.IfExp, "'x if c else y' is not allowed; use where(c, x, y)"),
+    (ast.Lambda, "lambda is not allowed"),
+    ((ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp), "comprehensions are not allowed"),
+    (ast.Subscript, "subscripts are not allowed"),
+)
