@@ -424,8 +424,9 @@ class _Reference:
         if len(side_us) > 1:
             handoffs = (_ref_arr(_ref_value(self.spec.handoffs, env), n)
                         if self.spec.handoffs is not None else np.zeros(n))
-            body_us = (np.maximum(side_us[0], side_us[1])
-                       + handoffs * float(hw["sync_cycles"]) / clock_mhz
+            both = (side_us[0] + side_us[1] if any(s.prologue for s in self.spec.sides)
+                    else np.maximum(side_us[0], side_us[1]))  # a prologue runs first
+            body_us = (both + handoffs * float(hw["sync_cycles"]) / clock_mhz
                        + float(hw["mix_extra_us"]))
         out: np.ndarray = head_us + body_us
         return out

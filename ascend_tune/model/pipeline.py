@@ -115,11 +115,13 @@ def batch_cost(spec: OperatorSpec, hw: HardwareProfile, env: Mapping[str, Any], 
     pipes = {c: pipes[c] if c in pipes else np.zeros(n) for c in PIPE_COLUMNS}
     body_us = side_us[0]
     if len(side_us) > 1:
-        # Mix kernel: Cube and Vector sides overlap; they pay flag handoffs and a launch cost.
+        # Mix kernel: Cube and Vector sides overlap (or, with a prologue side, run one after
+        # the other across its barrier); they pay flag handoffs and a launch cost.
         handoffs = (_arr(spec.handoffs.evaluate(env), n)
                     if spec.handoffs is not None else np.zeros(n))
-        body_us = (np.maximum(side_us[0], side_us[1])
-                   + handoffs * float(hw["sync_cycles"]) / clock_mhz
+        both = (side_us[0] + side_us[1] if any(s.prologue for s in spec.sides)
+                else np.maximum(side_us[0], side_us[1]))
+        body_us = (both + handoffs * float(hw["sync_cycles"]) / clock_mhz
                    + float(hw["mix_extra_us"]))
     return np.add(head_us, body_us, out=body_us), pipes, gm_us, head_us, stages
 

@@ -58,11 +58,19 @@ def pipeline_section(c: Compiler, pipe: Mapping[str, Any], core_kind: str, symbo
                 items=(c.expr(sd["items"], symbols, "pipeline", core, "items")
                        if "items" in sd else None),
                 body=_body(c, sd["body"], symbols, dtypes, core, ("pipeline", core, "body"),
-                           layouts)))
+                           layouts),
+                prologue=bool(sd.get("prologue", False))))
     want = {"cube": ["cube"], "vector": ["vector"], "mix": ["cube", "vector"]}[core_kind]
     if [s.core for s in sides] != want:
         raise c.fail(f"core '{core_kind}' needs pipeline section(s): {', '.join(want)}",
                      "pipeline")
+    first = [s.core for s in sides if s.prologue]
+    if first and core_kind != "mix":
+        raise c.fail("a prologue runs before the other side: only in a 'mix' pipeline",
+                     "pipeline", first[0], "prologue")
+    if len(first) > 1:
+        raise c.fail("only one side can be the prologue (the other runs after its barrier)",
+                     "pipeline", "vector", "prologue")
     handoffs = (c.expr(pipe["handoffs"], symbols, "pipeline", "handoffs")
                 if "handoffs" in pipe else None)
     roof = pipe["roofline"]

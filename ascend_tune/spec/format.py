@@ -99,6 +99,9 @@ SIDE = schema.Obj(fields={
     "cores": (_EXPR, True),
     "items": (_EXPR, False),
     "body": (schema.Arr(_BODY_ITEM, min_items=1), True),
+    "prologue": (_S(("boolean",), doc="mix kernels: this side runs first, to a barrier over "
+                    "its cores, and the other side starts after it (default false: the "
+                    "sides overlap)"), False),
 }, doc="the per-core program of one core type")
 
 FIELD = schema.Obj(fields={"type": (_S(("string",), enum=FIELD_TYPES), True),

@@ -170,6 +170,10 @@ class Side:
     cores: Expr
     items: Expr | None
     body: tuple[Stage | Loop, ...]
+    # A pre-pass (mix kernels): this side runs to a barrier over its cores before the other
+    # side starts, instead of alongside it (CATLASS OptimizedMatmul padding A and B on the
+    # AIVs before the AICs' matmul).
+    prologue: bool = False
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,11 @@ class _Cost:
         if len(side_us) > 1:
             handoffs = (self.src.value(spec.handoffs, Kind.FLOAT)
                         if spec.handoffs is not None else "0.0")
-            body = w.tmp(f"{w.pick(side_us[0], side_us[1], '>')} + {handoffs} * "
+            # A prologue side runs before the other (engine: the sum, else the maximum).
+            both = (w.tmp(f"{side_us[0]} + {side_us[1]}")
+                    if any(s.prologue for s in spec.sides)
+                    else w.pick(side_us[0], side_us[1], '>'))
+            body = w.tmp(f"{both} + {handoffs} * "
                          f"{self.f('sync_cycles')} / {clock} + {self.f('mix_extra_us')}")
         return w.tmp(f"{head_us} + {body}")
 
