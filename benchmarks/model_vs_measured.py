@@ -145,19 +145,46 @@ def _catlass_sweeps(rows: list[dict[str, str]], report: Report) -> None:
                                    float(r["time_us"]), pred))
 
 
+# CATLASS 08_grouped_matmul's groups as the script ran them (group_list [128, 256, 512, 515,
+# 568, 579, 678, 1024] cumulative; catlass_kernels.md section 2).
+GROUPS_08 = (128, 128, 256, 3, 53, 11, 99, 346)
+
+
+def grouped_spec_with_groups(groups: int) -> OperatorSpec:
+    """grouped_matmul with each group's rows as shape variables M0.. (B column-major, as 08
+    passes it): the scheduler's stream of every group's m1 x n1 tiles (a group of 3 rows still
+    costs a whole m-tile row, clipped to 16 rows), each m-tile reading its group's own K x n1
+    panel of B, a tile's rows the mean over the stream; the largest group bounds m1."""
+    text = load_spec("grouped_matmul").source_text
+    names = [f"M{g}" for g in range(groups)]
+    edits = (
+        ("\ndtypes:", "\nlayouts: {b: column_major}\ndtypes:"),
+        ("\nparams:", "".join(f"\n  {n}: {{min: 1, max: 16777216, doc: rows of group {g}}}"
+                               for g, n in enumerate(names)) + "\nparams:"),
+        ("\n  groupM: ceil_div(M, G)\n", f"\n  groupM: max({', '.join(names)})\n"),
+        ("\n  mTiles: ceil_div(groupM, m1)\n",
+         f"\n  mTiles: {' + '.join(f'ceil_div({n}, m1)' for n in names)}\n"),
+        ("\n  tiles: G * mTiles * nTiles\n", "\n  tiles: mTiles * nTiles\n"),
+        ("\n  tileM: min(m1, align_up(groupM, 16))\n",
+         "\n  tileM: min(m1, align_up(ceil_div(M, mTiles), 16))\n"))
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return load_spec_text(text, "grouped_matmul (B column-major, the groups' own rows)")
+
+
 def _grouped_sweep(rows: list[dict[str, str]], report: Report) -> None:
-    """CATLASS 08_grouped_matmul on 910B4: 8 groups over M = 1024 (the spec takes them as
-    equal; the script's group list is uneven), N = 768, K = 512, B column-major per group."""
+    """CATLASS 08_grouped_matmul on 910B4: 8 uneven groups (GROUPS_08) over M = 1024, N = 768,
+    K = 512, B column-major per group (:func:`grouped_spec_with_groups`)."""
     hw = load_profile("ascend910b4")
-    base = load_spec("grouped_matmul")
-    text = base.source_text.replace("\ndtypes:", "\nlayouts: {b: column_major}\ndtypes:", 1)
-    spec = load_spec_text(text, "grouped_matmul (B column-major)")
+    spec = grouped_spec_with_groups(len(GROUPS_08))
     tile = re.compile(r"L1TileShape=<(\d+),(\d+),(\d+)>; L0TileShape=<(\d+),(\d+),(\d+)>")
     for r in rows:
         if "08_grouped_matmul" not in r["kernel"]:
             continue
         m1, n1, k1, _m0, _n0, k0 = (int(v) for v in tile.search(r["tiling"]).groups())  # type: ignore[union-attr]
-        shape = {"M": 1024, "K": 512, "G": 8, "N": 768}
+        shape = {"M": sum(GROUPS_08), "K": 512, "G": len(GROUPS_08), "N": 768,
+                 **{f"M{g}": m for g, m in enumerate(GROUPS_08)}}
         config = {"m1": m1, "n1": n1, "k1": k1, "k0": k0, "blockDim": 20}
         try:
             pred = _predict(spec, hw, shape, config)
