@@ -99,24 +99,23 @@ def _catlass_sweeps(rows: list[dict[str, str]], report: Report) -> None:
     """CATLASS 00_basic_matmul and 06_optimized_matmul on 910B4 as the catlass_matmul spec
     describes them: m1 x n1 tiles dealt round-robin over the AICs, the examples' swizzle
     <3, 0>, BasicMatmul's serial tiles and OptimizedMatmul's preload (variant preload), 06
-    with B column-major. The rows launch 20 AIC (AIC_CORE_NUM); a shape with fewer tiles
-    takes one core per tile (cores without a tile return at once)."""
+    with B column-major; both mix binaries, 00's AIV body empty, 06's the padding prologue.
+    The rows launch 20 AIC (AIC_CORE_NUM); a shape with fewer tiles takes one core per tile
+    (cores without a tile return at once)."""
     hw = load_profile("ascend910b4")
-    basic = load_spec("catlass_matmul")
-    preload = load_spec("catlass_matmul:preload")
-    # 06_optimized_matmul stores B column-major, and the sweep ran with A and B padded on the
-    # AIVs first (data/catlass_padding_prologue.yaml): the same spec with that operand layout,
-    # as a mix kernel whose vector side is that prologue.
-    text = preload.source_text.replace("\ndtypes:", "\nlayouts: {b: column_major}\ndtypes:", 1)
-    prologue = "".join("  " + line if line.strip() else line for line in
+    # All three sweeps ran as mix binaries (jit_build.sh --cce-aicore-arch=dav-c220), 00's and
+    # 08's AIV bodies empty; 06_optimized_matmul stores B column-major, and its sweep ran with A
+    # and B padded on the AIVs first (data/catlass_padding_prologue.yaml): that prologue is
+    # its vector side.
+    basic = load_spec_text(mix_binary(load_spec("catlass_matmul").source_text, EMPTY_AIV),
+                           "catlass_matmul (mix binary, empty AIV body)")
+    text = load_spec("catlass_matmul:preload").source_text.replace(
+        "\ndtypes:", "\nlayouts: {b: column_major}\ndtypes:", 1)
+    prologue = "".join(line for line in
                        (DATA / "catlass_padding_prologue.yaml").read_text().splitlines(True)
                        if not line.startswith("#"))
-    for old, new in (("\ncore: cube\n", "\ncore: mix\n"),
-                     ("\npipeline:\n", "\npipeline:\n" + prologue),
-                     ("\nkernel: {mode: aic_only}", "\nkernel: {mode: mix}")):
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    optimized = load_spec_text(text, "catlass_matmul (B column-major, AIV padding prologue)",
+    optimized = load_spec_text(mix_binary(text, prologue),
+                               "catlass_matmul (B column-major, AIV padding prologue)",
                                "preload")
     tile = re.compile(r"L1TileShape=<(\d+),(\d+),(\d+)>; L0TileShape=<(\d+),(\d+),(\d+)>")
     for r in rows:
@@ -145,6 +144,28 @@ def _catlass_sweeps(rows: list[dict[str, str]], report: Report) -> None:
                                    float(r["time_us"]), pred))
 
 
+# The AIV side of a mix binary whose AIV body is empty (CATLASS 00 and 08 at 9aa69a28): the
+# kernel pays the MIX launch (mix_extra_us), its AIVs nothing else.
+EMPTY_AIV = """vector:
+  cores: 2 * blockDim
+  body:
+    - {stage: empty_aiv_body, pipe: scalar, cycles: 0}
+"""
+
+
+def mix_binary(text: str, vector_side: str) -> str:
+    """A cube-only spec's text as a mix kernel with ``vector_side`` (YAML of pipeline.vector
+    and any pipeline keys beside it, unindented) as its AIV side."""
+    side = "".join("  " + line if line.strip() else line
+                   for line in vector_side.splitlines(True))
+    for old, new in (("\ncore: cube\n", "\ncore: mix\n"),
+                     ("\npipeline:\n", "\npipeline:\n" + side),
+                     ("\nkernel: {mode: aic_only}", "\nkernel: {mode: mix}")):
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return text
+
+
 # CATLASS 08_grouped_matmul's groups as the script ran them (group_list [128, 256, 512, 515,
 # 568, 579, 678, 1024] cumulative; catlass_kernels.md section 2).
 GROUPS_08 = (128, 128, 256, 3, 53, 11, 99, 346)
@@ -170,7 +191,8 @@ def grouped_spec_with_groups(groups: int) -> OperatorSpec:
     for old, new in edits:
         assert old in text, old
         text = text.replace(old, new, 1)
-    return load_spec_text(text, "grouped_matmul (B column-major, the groups' own rows)")
+    return load_spec_text(mix_binary(text, EMPTY_AIV),
+                          "grouped_matmul (B column-major, the groups' own rows, mix binary)")
 
 
 def _grouped_sweep(rows: list[dict[str, str]], report: Report) -> None:
