@@ -7,6 +7,7 @@ scaled); benchmarks/closed_loop.py runs it through `measure` with a subprocess p
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,13 @@ from ascend_tune.calibrate import fit as cal
 from ascend_tune.calibrate.coefficients import leaf, scale_leaves
 from ascend_tune.calibrate.measurements import Measurement
 from ascend_tune.emit.bundle import load_bundle
-from ascend_tune.hardware import HardwareProfile, load_profile_data
+from ascend_tune.hardware import HardwareProfile, load_profile, load_profile_data
 from ascend_tune.hil import candidates as cands
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
+from ascend_tune.spec.shapes import shape_key
+from ascend_tune.tune.shape import TuneSettings, tune_shape
 from tests.test_cli import cli, one_line_error
 
 SHAPES = [{"M": 1024, "N": 1024, "K": 1024}, {"M": 128, "N": 8192, "K": 4096},
@@ -183,3 +186,44 @@ def test_probe_command(tmp_path: Path, searched: Path) -> None:
     one_line_error(cli("probe", str(path), "--count", "-1"), "--count -1")
     one_line_error(cli("probe", str(tmp_path / "missing.json")), "missing.json")
     one_line_error(cli("probe", str(path), "--exclude", "nonsense"), "nonsense")
+
+
+def test_probe_adds_shapes_where_the_files_cannot_determine_a_coefficient(
+        tmp_path: Path, searched: Path, matmul: OperatorSpec) -> None:
+    plain = api.probe(_copy(searched, tmp_path / "plain.json"), 6)
+    path = _copy(searched, tmp_path / "r.json")
+    design = api.probe(path, 6, shapes=2)
+    # The file's shapes get the same probes; the new shapes come on top.
+    assert design.added == plain.added
+    assert 1 <= len(design.new_shapes) <= 2
+    assert design.after is not None and plain.after is not None
+    assert set(plain.after.kept) < set(design.after.kept)
+    doc = results.read_all(path)
+    by_key = {shape_key(e["shape"]): e for e in doc["shapes"]}
+    assert len(doc["shapes"]) == len(SHAPES) + len(design.new_shapes)
+    for new in design.new_shapes:
+        # Each new shape newly determines something, says why it was a candidate, and is an
+        # entry as search writes it (tuned at the file's settings, top-k 4), probes after.
+        assert new.determines and new.why.startswith(("smaller", "misaligned"))
+        assert new.key not in {shape_key(s) for s in SHAPES}
+        entry = by_key[new.key]
+        tuned = tune_shape(matmul, load_profile("ascend910b3"), new.shape,
+                           TuneSettings("auto", 400, 0, 4))
+        assert entry["best"] == tuned["best"]
+        probes = [c for c in entry["candidates"] if c.get("probe")]
+        assert [c["config"] for c in probes] == new.configs and probes
+        assert entry["candidates"][:len(tuned["candidates"])] == tuned["candidates"]
+    assert design.document()["new_shapes"][0]["determines"] == design.new_shapes[0].determines
+    # Deterministic.
+    again = api.probe(_copy(searched, tmp_path / "again.json"), 6, shapes=2)
+    assert [(s.shape, s.configs) for s in again.new_shapes] == \
+        [(s.shape, s.configs) for s in design.new_shapes]
+
+
+def test_probe_shapes_option(tmp_path: Path, searched: Path) -> None:
+    path = _copy(searched, tmp_path / "r.json")
+    proc = cli("probe", str(path), "--count", "2", "--shapes", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"new shape M=\d+,N=\d+,K=\d+: (smaller|misaligned) .*; determines \w+",
+                     proc.stdout), proc.stdout
+    one_line_error(cli("probe", str(path), "--shapes", "-1"), "--shapes -1")

@@ -121,13 +121,16 @@ def write_profile(output: PathLike, fit: FitResult, base: str | Path, name: str,
 
 def probe(results_path: PathLike, count: int = 8, *, hw: HardwareProfile | None = None,
           fit_all: bool = False, include: Sequence[str] = (), exclude: Sequence[str] = (),
-          seed: int = 0) -> ProbeDesign:
+          seed: int = 0, shapes: int = 0) -> ProbeDesign:
     """Add ``count`` probe candidates to a ``search --top-k`` results file: configurations
     chosen so that measuring them with the candidates determines the profile's coefficients
-    (``ascend_tune.hil.probe``). ``fit_all`` / ``include`` / ``exclude`` as for
-    :func:`calibrate`: the coefficients the design aims at. ``hw``: the profile to design at
-    (default: the file's own; after a first calibration, the calibrated one, since what a
-    configuration shows of each coefficient depends on where the numbers are)."""
+    (``ascend_tune.hil.probe``). ``shapes``: where the file's shapes leave a coefficient
+    undetermined, also add up to that many new shapes (smaller, or misaligned by one element),
+    each tuned and given probes (``ascend_tune.hil.probe_shapes``). ``fit_all`` /
+    ``include`` / ``exclude`` as for :func:`calibrate`: the coefficients the design aims
+    at. ``hw``: the profile to design at (default: the file's own; after a first
+    calibration, the calibrated one, since what a configuration shows of each coefficient
+    depends on where the numbers are)."""
     from ascend_tune.calibrate.fit import FitOptions
     from ascend_tune.hil import probe as _probe
     from ascend_tune.hil import run as _hil
@@ -136,4 +139,4 @@ def probe(results_path: PathLike, count: int = 8, *, hw: HardwareProfile | None 
     bundle = _hil.load(path)
     return _probe.add_probes(path, bundle.spec, bundle.hw, count,
                              FitOptions(0.0, seed, fit_all, tuple(include), tuple(exclude)),
-                             seed, design_hw=hw)
+                             seed, design_hw=hw, shapes=shapes)

@@ -31,6 +31,11 @@ def probe(
                                              help="Aim at this coefficient too. Repeatable."),
     exclude: list[str] | None = typer.Option(None, "--exclude", metavar="NAME",
                                              help="Never aim at this coefficient. Repeatable."),
+    shapes: int = typer.Option(0, "--shapes", metavar="COUNT",
+                               help="Where the file's shapes leave a coefficient "
+                                    "undetermined, also add up to COUNT new shapes (smaller: "
+                                    "launch-bound; or one element longer: a misaligned "
+                                    "pitch), each tuned, with probes; says what each is for."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random part of the pool."),
     as_json: bool = typer.Option(False, "--json", help="Print the design as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
@@ -42,7 +47,7 @@ def probe(
     determine."""
     profile = api.load_profile(hw) if hw is not None else None
     design = api.probe(results_path, count, hw=profile, fit_all=fit_all, include=include or [],
-                       exclude=exclude or [], seed=seed)
+                       exclude=exclude or [], seed=seed, shapes=shapes)
     if as_json:
         sys.stdout.write(json.dumps({"results": str(results_path), **design.document()},
                                     indent=1) + "\n")
@@ -51,7 +56,13 @@ def probe(
         return
     rows = [[shape, " ".join(f"{k}={v}" for k, v in config.items())]
             for shape, configs in design.added.items() for config in configs]
+    rows += [[s.key, " ".join(f"{k}={v}" for k, v in config.items())]
+             for s in design.new_shapes for config in s.configs]
     console.table(f"{design.count} probe(s) added to {results_path}", ["shape", "config"], rows)
+    for s in design.new_shapes:
+        aim = (f"determines {', '.join(s.determines)}" if s.determines
+               else f"sharpens {s.sharpens}")
+        console.line(f"new shape {s.key}: {s.why}; {aim}")
     before = design.before.kept if design.before is not None else []
     after = design.after
     assert after is not None
@@ -68,7 +79,7 @@ def probe(
         if weak:
             console.line(f"weakly determined (wider than ±{WEAK_PERCENT:.0f} %): "
                          f"{', '.join(weak)}; more probes (--count), or shapes where they "
-                         "matter more in the results file, narrow them")
+                         "matter more in the results file (--shapes), narrow them")
     for name, partners in after.together.items():
         console.line(f"not determined: {name} moves the times together with "
                      f"{' and '.join(partners)}")

@@ -44,12 +44,14 @@ from ascend_tune.calibrate.identifiability import MIN_SENSITIVITY, Identified, i
 from ascend_tune.calibrate.uncertainty import planned_percent
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.hil import candidates as cands
+from ascend_tune.hil import probe_shapes
+from ascend_tune.hil.probe_shapes import NewShape
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from ascend_tune.results.store import ResultsStore
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
-from ascend_tune.tune.shape import CANDIDATE_KEYS, describe
+from ascend_tune.tune.shape import CANDIDATE_KEYS, TuneSettings, describe, tune_shape
 
 # A probe is predicted at most this many times slower than the shape's best: a probe on a
 # few cores is what shows the per-core GM port, and even 50x a tuned kernel is milliseconds
@@ -89,6 +91,8 @@ class ProbeDesign:
     # candidates and probes' times at PLANNED_NOISE (infinite: not separable in practice)
     precision: dict[str, float] = field(default_factory=dict)
     noise: float = PLANNED_NOISE
+    # Shapes added (probe --shapes) where the file's own cannot determine a coefficient.
+    new_shapes: list[NewShape] = field(default_factory=list)
 
     @property
     def determined(self) -> list[str]:
@@ -96,7 +100,8 @@ class ProbeDesign:
 
     @property
     def count(self) -> int:
-        return sum(len(v) for v in self.added.values())
+        return sum(len(v) for v in self.added.values()) + sum(
+            len(s.configs) for s in self.new_shapes)
 
     def document(self) -> dict[str, Any]:
         def part(found: Identified | None) -> dict[str, Any] | None:
@@ -110,7 +115,10 @@ class ProbeDesign:
                 "with_probes": part(self.after),
                 "planned_precision": {"noise": self.noise, "percent95": {
                     k: (round(v, 3) if math.isfinite(v) else None)
-                    for k, v in self.precision.items()}}}
+                    for k, v in self.precision.items()}},
+                "new_shapes": [{"shape": dict(s.shape), "why": s.why, "probes": s.configs,
+                                "determines": s.determines, "sharpens": s.sharpens}
+                               for s in self.new_shapes]}
 
 
 @dataclass
@@ -189,12 +197,16 @@ def _greedy(existing: np.ndarray, pool: np.ndarray, count: int) -> list[int]:
 
 def design(spec: OperatorSpec, hw: HardwareProfile, entries: Sequence[Mapping[str, Any]],
            count: int, options: FitOptions | None = None, seed: int = 0,
-           file_hw: HardwareProfile | None = None) -> ProbeDesign:
+           file_hw: HardwareProfile | None = None, new_shapes: int = 0) -> ProbeDesign:
     """Choose ``count`` probe configurations over ``entries`` (results entries of ``spec``),
     designed at ``hw``; each is also valid on ``file_hw`` (the results file's own profile,
-    which `measure` checks candidates against; default ``hw``). Nothing is written."""
+    which `measure` checks candidates against; default ``hw``). With ``new_shapes`` > 0 and a
+    coefficient the file's shapes leave undetermined, also up to that many new shapes, each
+    with its probes (:mod:`ascend_tune.hil.probe_shapes`). Nothing is written."""
     if count < 0:
         raise AscendTuneError(f"--count {count}: give a number of probes >= 0")
+    if new_shapes < 0:
+        raise AscendTuneError(f"--shapes {new_shapes}: give a number of shapes >= 0")
     names, _why = fit_candidates(hw, options or FitOptions())
     rng = np.random.default_rng(seed)
     shapes = []
@@ -235,6 +247,19 @@ def design(spec: OperatorSpec, hw: HardwareProfile, entries: Sequence[Mapping[st
     planned = np.concatenate([jac_existing, pool_all[picked]]) if picked else jac_existing
     out.before = identify(jac_existing, names)
     out.after = identify(planned, names)
+    if new_shapes and len(out.after.kept) < len(names):
+        check = file_hw if file_hw is not None and file_hw is not hw else None
+        found = probe_shapes.build_candidates(
+            spec, [dict(e["shape"]) for e in entries],
+            lambda shape: ShapeModel(spec, hw, shape),
+            lambda model, start: _pool(model, start, rng),
+            lambda model, rows: _elasticities(model, hw, rows, names),
+            lambda shape, rows: (ShapeModel(spec, check, shape).evaluate(rows).valid
+                                 if check is not None else np.ones(len(rows), dtype=bool)))
+        out.new_shapes = probe_shapes.choose(spec, found, planned, names, new_shapes, _greedy)
+        if out.new_shapes:
+            planned = np.concatenate([planned, *(s.jacobian for s in out.new_shapes)])
+            out.after = identify(planned, names)
     kept = [names.index(n) for n in out.after.kept]
     out.precision = planned_percent(planned[:, kept], out.after.kept, PLANNED_NOISE)
     return out
@@ -255,19 +280,32 @@ def with_probes(entry: Mapping[str, Any], model: ShapeModel,
 
 def add_probes(path: Path, spec: OperatorSpec, hw: HardwareProfile, count: int,
                options: FitOptions | None = None, seed: int = 0,
-               design_hw: HardwareProfile | None = None) -> ProbeDesign:
+               design_hw: HardwareProfile | None = None, shapes: int = 0) -> ProbeDesign:
     """Design probes for the results file ``path`` (already checked against ``spec`` and its
     profile ``hw``), at ``design_hw`` (default ``hw``), and save them as candidates. Probes
-    added by an earlier run are kept and count as candidates the new ones build on."""
+    added by an earlier run are kept and count as candidates the new ones build on. A new
+    shape (``shapes``) is tuned with the file's search settings and joins the file as
+    ``search`` would add it, its probes after its candidates."""
     head = results.read_head(path)
     with ResultsStore(path, head, fresh=False) as store:
         entries = list(store.entries())
         if not entries:
             raise AscendTuneError(f"{path}: no tuned shapes to probe")
-        found = design(spec, design_hw or hw, entries, count, options, seed, file_hw=hw)
+        found = design(spec, design_hw or hw, entries, count, options, seed, file_hw=hw,
+                       new_shapes=shapes)
         by_key = {shape_key(e["shape"]): e for e in entries}
         for key, configs in found.added.items():
             entry = by_key[key]
             store.replace(with_probes(entry, ShapeModel(spec, hw, dict(entry["shape"])),
                                       configs))
+        search = head["search"]
+        settings = TuneSettings(search["strategy"], int(search["budget"]), int(search["seed"]),
+                                int(search.get("top_k", 1)))
+        for new in found.new_shapes:
+            entry = tune_shape(spec, hw, new.shape, settings)
+            known = {tuple(c["config"][p] for p in spec.params)
+                     for c in cands.candidates(entry)}
+            new.configs = [c for c in new.configs
+                           if tuple(c[p] for p in spec.params) not in known]
+            store.add(with_probes(entry, ShapeModel(spec, hw, new.shape), new.configs))
     return found
