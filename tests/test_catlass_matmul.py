@@ -123,3 +123,26 @@ def test_a_streamed_operand_that_fits_in_l2_is_read_once(hw: HardwareProfile) ->
         assert _derived(ev, "missBytes") == a + b, (offset, direction)
         latencies.add(float(ev.latency_us[0]))
     assert len(latencies) == 1
+
+
+@pytest.mark.parametrize("ref,shape", [
+    ("catlass_matmul", {"M": 1024, "N": 1024}),
+    ("grouped_matmul", {"M": 1024, "G": 4, "N": 1024}),
+    ("quant_matmul", {"M": 1024, "G": 1, "N": 1024})])
+def test_a_partial_last_k_slice_is_charged_as_partial(hw: HardwareProfile, ref: str,
+                                                      shape: dict[str, int]) -> None:
+    # K = 1280 in k1 = 512 slices: two whole slices and a half. Charged as three whole
+    # slices, it cost what K = 1536 costs; as partial, halfway between 1024 and 1536 (every
+    # pitch 512 B aligned, so only the slices differ).
+    config: dict[str, int] = {"m1": 128, "n1": 128, "k1": 512, "k0": 64}
+    if ref == "catlass_matmul":
+        config["swizzleOffset"] = 1
+    if ref == "quant_matmul":
+        config.update(k0=128, epiRows=8)
+    lat = {}
+    for k in (1024, 1280, 1536):
+        ev = _evaluate(hw, {**shape, "K": k}, ref, **config)
+        lat[k] = float(ev.latency_us[0])
+    assert _derived(_evaluate(hw, {**shape, "K": 1280}, ref, **config), "kSlices") == 2.5
+    assert lat[1024] < lat[1280] < lat[1536]
+    assert lat[1280] == pytest.approx((lat[1024] + lat[1536]) / 2, rel=0.02)
