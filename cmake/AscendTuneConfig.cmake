@@ -78,7 +78,7 @@ function(_ascend_tune_command out)
         set(cmd "${_ASCEND_TUNE_PROGRAM}")
       else()
         unset(_ASCEND_TUNE_PROGRAM CACHE)
-        message(FATAL_ERROR "AscendTune: cannot find ascend-tune (${tried}no ascend-tune on "
+        message(FATAL_ERROR " AscendTune: cannot find ascend-tune (${tried}no ascend-tune on "
                             "PATH): pip install ascend-tune into the project's Python, or set "
                             "ASCEND_TUNE_EXECUTABLE")
       endif()
@@ -89,15 +89,16 @@ function(_ascend_tune_command out)
   set(${out} "${cmd}" PARENT_SCOPE)
 endfunction()
 
-# A failed run of the tool: its own message (the last line it wrote to stderr, "error: ..."),
-# not a listing of the command.
-function(_ascend_tune_fail op rc stderr)
+# The message of a failed run of the tool: its own (the last line it wrote to stderr,
+# "error: ..."), not a listing of the command. A leading space keeps CMake from re-wrapping it:
+# the line appears whole, as the tool wrote it.
+function(_ascend_tune_failure out op rc stderr)
   string(STRIP "${stderr}" stderr)
   string(REGEX REPLACE ".*\n" "" last "${stderr}")
   if(last STREQUAL "")
     set(last "ascend-tune exited with ${rc}")
   endif()
-  message(FATAL_ERROR "ascend_tune_tiling(OP ${op}): ${last}")
+  set(${out} " ascend_tune_tiling(OP ${op}): ${last}" PARENT_SCOPE)
 endfunction()
 
 function(ascend_tune_tiling)
@@ -149,7 +150,8 @@ function(ascend_tune_tiling)
     execute_process(COMMAND ${cmd} ${args} --json RESULT_VARIABLE rc
                     OUTPUT_VARIABLE json ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
-      _ascend_tune_fail("${op}" "${rc}" "${err}")
+      _ascend_tune_failure(failure "${op}" "${rc}" "${err}")
+      message(FATAL_ERROR "${failure}")
     endif()
     string(JSON nwritten LENGTH "${json}" written)
     if(nwritten EQUAL 0)
@@ -163,7 +165,8 @@ function(ascend_tune_tiling)
     execute_process(COMMAND ${cmd} ${args} --check --json RESULT_VARIABLE rc
                     OUTPUT_VARIABLE json ERROR_VARIABLE err)
     if(NOT rc EQUAL 0 AND NOT rc EQUAL 1)
-      _ascend_tune_fail("${op}" "${rc}" "${err}")
+      _ascend_tune_failure(failure "${op}" "${rc}" "${err}")
+      message(FATAL_ERROR "${failure}")
     endif()
     set(stamp "${CMAKE_CURRENT_BINARY_DIR}/ascend_tune_${op}.stamp")
   endif()
