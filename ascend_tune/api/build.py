@@ -4,6 +4,7 @@ function's ``SPEC``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ascend_tune.api.paths import PathLike, _list
@@ -23,7 +24,8 @@ def cmake_dir() -> Path:
     return folder
 
 
-def check_results_spec(results_paths: PathLike | list[PathLike], spec_path: PathLike) -> None:
+def check_results_spec(results_paths: PathLike | Sequence[PathLike],
+                       spec_path: PathLike) -> None:
     """Raise unless every results file was tuned from ``spec_path`` as the file reads now (the
     same meaning: comments and docs may differ), naming the first that was not."""
     spec_path = Path(spec_path)

@@ -47,7 +47,7 @@ def emit(
     plan = api.prepare_emit(results_paths, out_dir, style=style, op_host=op_host, socs=socs,
                             replace=replace)
     if spec_file is not None:
-        build.check_results_spec(results_paths, spec_file)
+        build.check_results_spec(list(results_paths), spec_file)
     files = plan.files
     op_host = plan.op_host  # also when an earlier emit wrote it
     extra = plan.leftovers
