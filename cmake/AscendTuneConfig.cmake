@@ -27,8 +27,21 @@ endif()
 include_guard(GLOBAL)
 
 set(AscendTune_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
-include("${CMAKE_CURRENT_LIST_DIR}/AscendTuneConfigVersion.cmake" OPTIONAL)
-set(AscendTune_VERSION "${PACKAGE_VERSION}")
+# The package's __init__.py (its version): a configure dependency, so an upgrade of ascend-tune
+# re-runs the configure and re-emits (rewriting only what the new version writes differently).
+foreach(_ascend_tune_init "${CMAKE_CURRENT_LIST_DIR}/../../__init__.py"
+                          "${CMAKE_CURRENT_LIST_DIR}/../ascend_tune/__init__.py")
+  if(NOT DEFINED AscendTune_PACKAGE_INIT AND EXISTS "${_ascend_tune_init}")
+    get_filename_component(AscendTune_PACKAGE_INIT "${_ascend_tune_init}" ABSOLUTE)
+  endif()
+endforeach()
+unset(_ascend_tune_init)
+if(NOT AscendTune_VERSION AND DEFINED AscendTune_PACKAGE_INIT)  # include() rather than find_package
+  file(STRINGS "${AscendTune_PACKAGE_INIT}" _ascend_tune_line REGEX "^__version__ *= *")
+  string(REGEX REPLACE "^__version__ *= *[\"']([^\"']*)[\"'].*" "\\1" AscendTune_VERSION
+         "${_ascend_tune_line}")
+  unset(_ascend_tune_line)
+endif()
 set(ASCEND_TUNE_EXECUTABLE "$ENV{ASCEND_TUNE_EXECUTABLE}" CACHE FILEPATH
     "ascend-tune program (empty: python -m ascend_tune with the project's Python)")
 
@@ -146,7 +159,8 @@ function(ascend_tune_tiling)
   _ascend_tune_command(cmd)
 
   if(NOT _at_BUILD_TIME)
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${depends})
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${depends}
+                 ${AscendTune_PACKAGE_INIT})
     execute_process(COMMAND ${cmd} ${args} --json RESULT_VARIABLE rc
                     OUTPUT_VARIABLE json ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
@@ -158,6 +172,15 @@ function(ascend_tune_tiling)
       message(STATUS "AscendTune: ${op}: tiling files up to date in ${outdir}")
     else()
       message(STATUS "AscendTune: ${op}: wrote ${nwritten} tiling file(s) in ${outdir}")
+    endif()
+    string(JSON nleft LENGTH "${json}" leftovers)
+    if(nleft GREATER 0)
+      math(EXPR last "${nleft} - 1")
+      foreach(i RANGE ${last})
+        string(JSON f GET "${json}" leftovers ${i})
+        message(WARNING " AscendTune: ${op}: ${f} was generated earlier and is not written by "
+                        "these options; delete it if the project no longer uses it")
+      endforeach()
     endif()
     add_custom_target(ascend_tune_${op})
   else()
