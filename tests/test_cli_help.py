@@ -24,7 +24,7 @@ def _help(*args: str) -> str:
 
 def test_every_command_is_listed() -> None:
     assert COMMANDS == ["search", "explain", "emit", "calibrate", "validate", "measure",
-                        "probe", "report", "check"]
+                        "probe", "report", "check", "cmake-dir"]
 
 
 @pytest.mark.parametrize("command", [[c] for c in COMMANDS] + [["hw", c] for c in HW_COMMANDS])

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ascend_tune import api
+from ascend_tune.api import build
 from ascend_tune.cli import ExitWith, app, console
 
 
@@ -38,10 +39,15 @@ def emit(
     replace: bool = typer.Option(False, "--replace",
                                  help="Overwrite selection code emitted for profiles these "
                                       "results files do not cover."),
+    spec_file: Path | None = typer.Option(None, "--spec", metavar="SPEC",
+                                          help="Exit 2 unless the results were tuned from this "
+                                               "spec file as it reads now."),
 ) -> None:
     """Render AscendC tiling headers, host selection code and kernel constants."""
     plan = api.prepare_emit(results_paths, out_dir, style=style, op_host=op_host, socs=socs,
                             replace=replace)
+    if spec_file is not None:
+        build.check_results_spec(list(results_paths), spec_file)
     files = plan.files
     op_host = plan.op_host  # also when an earlier emit wrote it
     extra = plan.leftovers
