@@ -70,6 +70,9 @@ class Progress:
     def shape_done(self, key: str, entry: Entry | str, seconds: float) -> None:
         """One shape finished: its results entry, or why it has no valid configuration."""
 
+    def served(self, count: int, todo: int) -> None:
+        """``count`` of the ``todo`` shapes to tune were answered by the tuning database."""
+
 
 # ---- search ---------------------------------------------------------------------------------
 
@@ -80,6 +83,7 @@ class SearchOutcome:
     times: dict[str, float] = field(default_factory=dict)  # shape key -> seconds, tuned now
     interrupted: bool = False  # Ctrl-C or SIGTERM stopped the run
     saved: int = 0  # shapes tuned by this run (saved to the file when there is one)
+    served: int = 0  # shapes answered by the tuning database (``known``), not tuned
     _entries: Callable[[], Iterator[Entry]] = field(default=lambda: iter(()), repr=False)
 
     def entries(self) -> Iterator[Entry]:
@@ -114,11 +118,15 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
                settings: TuneSettings, head: Mapping[str, Any], *, jobs: int = 1,
                output: Path | None = None, fresh: bool = False, prune: bool = False,
                progress: Progress | None = None,
-               executor: Executor | None = None) -> SearchOutcome:
+               executor: Executor | None = None,
+               known: Callable[[Sequence[str]], Mapping[str, Entry]] | None = None,
+               record: Callable[[Entry], None] | None = None) -> SearchOutcome:
     """Tune every shape of ``shapes`` that ``output`` does not already hold (all of them with
     ``fresh`` or without ``output``), saving each as it finishes. Entries of other shapes stay
     in the file (tuning data the run-time dispatch uses) unless ``prune``. Ctrl-C and SIGTERM
-    end the run early with ``interrupted`` set; everything finished is kept."""
+    end the run early with ``interrupted`` set; everything finished is kept. ``known`` (the
+    tuning database) answers shape keys it holds the entry of; ``record`` gets each entry
+    tuned now."""
     progress = progress or Progress()
     wanted = {shape_key(s) for s in shapes}
     out = SearchOutcome()
@@ -129,11 +137,17 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
         out.times[key] = seconds
         if isinstance(entry, str):
             out.failures.append(entry)
-        elif store is not None:
+        else:
+            keep(entry)
+            if record is not None:
+                record(entry)
+        progress.shape_done(key, entry, seconds)
+
+    def keep(entry: Entry) -> None:
+        if store is not None:
             store.add(entry)
         else:
             memory.append(entry)
-        progress.shape_done(key, entry, seconds)
 
     old_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -148,6 +162,13 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
                                             len(store.removed_temps),
                                             len(shapes) - len(todo), len(shapes),
                                             store.stale_lock))
+            if known is not None and todo:
+                served = known([shape_key(s) for s in todo])
+                for entry in served.values():
+                    keep(entry)
+                todo = [s for s in todo if shape_key(s) not in served]
+                out.served = len(served)
+                progress.served(out.served, out.served + len(todo))
             try:
                 with progress.running(len(todo)):
                     _run_shapes(todo, spec, hw, settings, jobs, finish, executor)
@@ -155,7 +176,7 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
                 out.interrupted = True
     finally:
         signal.signal(signal.SIGTERM, old_sigterm)
-    out.saved = store.saved if store is not None else len(memory)
+    out.saved = (store.saved if store is not None else len(memory)) - out.served
     if store is not None:
         done = store
         out._entries = lambda: done.entries(wanted)
