@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from ascend_tune.db import Database, location, schema
 from ascend_tune.db.records import Keys, Protocol, measured_under, record_measurement
+from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from tests import cli_process, postgres_server
 from tests.conftest import ROOT
@@ -364,3 +365,88 @@ def test_calibrate_and_validate_take_the_measurements_from_the_database(db_url: 
         rows, name = conn.execute(sa.text("SELECT rows, profile_name FROM calibrations")).one()
     engine.dispose()
     assert rows == len(db_points) and name == "ascend910b3_calibrated"
+
+
+# ---- experience: seeding a new shape's search -----------------------------------------------
+
+
+def test_a_new_shape_starts_from_its_nearest_recorded_shapes(tmp_path: Path) -> None:
+    base = ("search", "matmul", "--hw", "ascend910b3", "--budget", "300", "--strategy", "ga")
+    assert cli(*base, "--shape", "M=1024,N=4096,K=4096", "--shape", "M=4096,N=4096,K=4096",
+               "--shape", "M=128,N=128,K=128", "-q").returncode == 0
+    new = cli(*base, "--shape", "M=2048,N=4096,K=4096", "--json")
+    entry = json.loads(new.stdout)["shapes"][0]
+    # The two nearest recorded shapes (log distance), then the far one.
+    assert entry["seeded"]["from"][:2] in (["M=1024,N=4096,K=4096", "M=4096,N=4096,K=4096"],
+                                           ["M=4096,N=4096,K=4096", "M=1024,N=4096,K=4096"])
+    assert entry["seeded"]["configurations"] >= 1
+    noted = cli(*base, "--shape", "M=3000,N=4096,K=4096")
+    assert "1 of 1 shape(s) start from" in noted.stderr and "tuning database" in noted.stderr
+    alone = cli(*base, "--shape", "M=2048,N=4096,K=4096", "--json", "--no-db")
+    assert "seeded" not in json.loads(alone.stdout)["shapes"][0]
+
+
+def test_seeds_are_repaired_to_the_new_shapes_constraints() -> None:
+    import numpy as np
+
+    from ascend_tune.hardware import load_profile
+    from ascend_tune.spec import load_spec
+    from ascend_tune.tune.shape import Seeds, search_problem, seed_genomes
+
+    spec, hw = load_spec("add"), load_profile("ascend910b3")
+    model = ShapeModel(spec, hw, {"totalLength": 4096})
+    problem = search_problem(model, "ga")
+    # The winner of a large shape: 48 cores and 32768-element tiles break every_core_busy and
+    # tile_not_oversized on 4096 elements.
+    big = (("blockDim", 48), ("tileLength", 32768), ("bufferNum", 2))
+    assert not np.isfinite(model.objective(model.nearest_indices(dict(big))[None, :])).all()
+    genomes = seed_genomes(model, problem, Seeds((big,), ("totalLength=1048576",)), 0)
+    assert len(genomes) == 1
+    assert np.isfinite(model.objective(genomes)).all()
+    # Repair changes only what the broken checks read: bufferNum stays.
+    assert model.values(genomes)[0][spec.params.index("bufferNum")] == 2
+
+
+# ---- emit --from-db -------------------------------------------------------------------------
+
+
+def test_emit_from_the_database_writes_what_emit_of_the_results_file_writes(
+        tmp_path: Path) -> None:
+    results_file = tmp_path / "add.json"
+    assert cli("search", "add", "--hw", "ascend910b3", *SHAPES, "--budget", "200", "-q", "-o",
+               str(results_file)).returncode == 0
+    assert cli("emit", str(results_file), "-o", str(tmp_path / "a"), "--op-host",
+               "-q").returncode == 0
+    proc = cli("emit", "--from-db", "add", "--hw", "ascend910b3", *SHAPES, "-o",
+               str(tmp_path / "b"), "--op-host", "-q")
+    assert proc.returncode == 0, proc.stderr
+    a = {p.relative_to(tmp_path / "a"): p.read_text() for p in (tmp_path / "a").rglob("*")
+         if p.is_file()}
+    b = {p.relative_to(tmp_path / "b"): p.read_text() for p in (tmp_path / "b").rglob("*")
+         if p.is_file()}
+    assert a == b and a
+    one_line_error(cli("emit", "--from-db", "add", "--hw", "ascend910b3", "--shape",
+                       "totalLength=12345", "-o", str(tmp_path / "c")),
+                   "1 shape(s) of AddCustom on ascend910b3 not tuned there: totalLength=12345")
+    one_line_error(cli("emit", "--from-db", "add", "--shape", "totalLength=65536", "-o",
+                       str(tmp_path / "c")), "--from-db needs --hw")
+    one_line_error(cli("emit", "-o", str(tmp_path / "c")), "give RESULTS files")
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+
+def test_report_shows_what_the_database_holds_of_its_operators(tmp_path: Path) -> None:
+    results_file = tmp_path / "add.json"
+    assert cli("search", "add", "--hw", "ascend910b3", *SHAPES, "--budget", "200", "-q", "-o",
+               str(results_file)).returncode == 0
+    page = tmp_path / "r.html"
+    common = (str(results_file), "-o", str(page), "--charts", "0", "--dispatch-shapes", "0",
+              "-q")
+    assert cli("report", *common).returncode == 0
+    html = page.read_text()
+    section = html[html.index('<section id="database">'):]
+    section = section[:section.index("</section>")]
+    assert "<td>AddCustom</td><td>ascend910b3</td><td class=\"num\">2</td>" in section
+    assert cli("report", *common, "--no-db").returncode == 0
+    assert 'id="database"' not in page.read_text()

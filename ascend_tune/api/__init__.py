@@ -81,7 +81,7 @@ from ascend_tune.tune.explain import explain as _explain
 from ascend_tune.tune.predict import Prediction
 from ascend_tune.tune.ranges import RangeOutcome, RangeRound
 from ascend_tune.tune.run import CacheReport, LockCheck, PlannedShape, Progress, SearchResult
-from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
+from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, Seeds, TuneSettings
 
 if TYPE_CHECKING:
     from ascend_tune.calibrate.fit import FitResult
@@ -92,7 +92,7 @@ __all__ = [
     "CandidateOutcome", "Database", "EmitPlan", "Explanation", "FitResult", "HardwareProfile",
     "LockCheck", "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements",
     "OperatorSpec", "PlannedShape", "Prediction", "Progress", "RangeOutcome", "RangeRound",
-    "ReportPage", "SearchResult", "Selected", "Validation", "calibrate",
+    "ReportPage", "SearchResult", "Seeds", "Selected", "Validation", "calibrate",
     "calibration_refusals", "check", "check_locked", "check_search_options", "check_split",
     "check_writable", "collect_shape_sources", "collect_shapes", "emit", "emit_styles",
     "explain", "explain_results", "load_measurements", "load_profile", "load_spec", "measure",
@@ -251,12 +251,12 @@ def search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
     check_search_options(strategy=strategy, budget=budget, seed=seed, jobs=jobs, top_k=top_k)
     checked = [_shapes.check_shape(spec, s, "shape") for s in shapes]
     head = _header(spec, hw, strategy, budget, seed, top_k)
-    known, record = (_database.search_hooks(db, spec, hw, head["search"]) if db is not None
-                     else (None, None))  # --fresh retunes: nothing served, all recorded
+    known, record, seeds = (_database.search_hooks(db, spec, hw, head["search"])
+                            if db is not None else (None, None, None))
     out = _run.run_search(spec, hw, checked, TuneSettings(strategy, budget, seed, top_k), head,
                           jobs=jobs, output=output, fresh=fresh, prune=prune,
-                          progress=progress, executor=executor,
-                          known=None if fresh else known, record=record)
+                          progress=progress, executor=executor,  # --fresh: nothing served
+                          known=None if fresh else known, record=record, seeds_for=seeds)
     return SearchResult(head, checked, out.failures, out.times, out.interrupted, out.saved,
                         out.entries)
 
@@ -433,12 +433,14 @@ def report(results_paths: PathLike | Sequence[PathLike], output: PathLike, *,
            measurements: PathLike | Sequence[PathLike] = (),
            manifest: PathLike | None = None, where: str | None = None,
            chart_shapes: int = DEFAULT_CHART_SHAPES,
-           dispatch_shapes: int = _report.DEFAULT_DISPATCH_SHAPES) -> ReportPage:
+           dispatch_shapes: int = _report.DEFAULT_DISPATCH_SHAPES,
+           db: Database | None = None) -> ReportPage:
     """Write the HTML report of results files (and ``measurements``, and the dispatch judged
     on ``dispatch_shapes`` unseen shapes per operator); needs matplotlib."""
     output = Path(output)
     _report.check_output(output)
+    held = _database.report_knowledge(db)
     built = _report.build(_list(results_paths), _list(measurements), _path(manifest), where,
-                          chart_shapes, dispatch_shapes)
+                          chart_shapes, dispatch_shapes, *held)
     results.write_atomic(output, built.html)
     return built

@@ -24,6 +24,7 @@ from ascend_tune.hil.command import Command, Outcome
 from ascend_tune.hil.run import Progress as MeasureProgress
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec import shapes as _shapes
+from ascend_tune.tune.shape import Seeds
 
 __all__ = ["Database", "Imported", "Keys", "RowFilter", "db_export", "db_import", "db_stats",
            "db_upgrade", "open_db"]
@@ -60,13 +61,62 @@ def keys(spec: OperatorSpec, hw: HardwareProfile) -> Keys:
 # ---- search ---------------------------------------------------------------------------------
 
 
+# Seeds of a new shape: the configurations of this many nearest recorded shapes (same spec
+# and chip digests), per recorded shape its searched winner and its measured fastest.
+SEED_SHAPES = 4
+
+
+def _distance(a: Mapping[str, int], b: Mapping[str, int]) -> float:
+    """How far two shapes are: the sum over shape variables of |log2 a - log2 b|."""
+    import math
+
+    return sum(abs(math.log2(max(1, int(a[k]))) - math.log2(max(1, int(b.get(k, 1)))))
+               for k in a)
+
+
+def nearest_seeds(database: Database, spec: OperatorSpec, hw: HardwareProfile,
+                  shapes: Sequence[Mapping[str, int]], per_shape: int = SEED_SHAPES
+                  ) -> dict[str, Seeds]:
+    """Per shape to tune, the starts the tuning database offers: the searched winner and the
+    measured fastest configuration of each of its ``per_shape`` nearest recorded shapes
+    (never the shape itself). Shapes with nothing recorded near them are left out."""
+    recorded: dict[str, tuple[dict[str, int], dict[tuple[tuple[str, int], ...], float]]] = {}
+    for shape, config, latency in _records.recorded_winners(database, spec.sha256, hw.sha256):
+        if set(shape) != set(spec.shape_vars):
+            continue
+        shape = {v: int(shape[v]) for v in spec.shape_vars}
+        key = _shapes.shape_key(shape)
+        held = recorded.setdefault(key, (shape, {}))[1]
+        item = tuple(sorted((str(k), int(v)) for k, v in config.items()))
+        held[item] = min(latency, held.get(item, float("inf")))
+    out: dict[str, Seeds] = {}
+    for wanted in shapes:
+        key = _shapes.shape_key(wanted)
+        near = sorted((k for k in recorded if k != key),
+                      key=lambda k: (_distance(wanted, recorded[k][0]), k))[:per_shape]
+        starts: list[tuple[tuple[str, int], ...]] = []
+        for k in near:
+            # The fastest two of each shape (searched winners predict, measured ones measure:
+            # each list sorted on its own numbers would mix units; both are kept).
+            best = sorted(recorded[k][1].items(), key=lambda t: (t[1], t[0]))[:2]
+            starts += [c for c, _t in best if c not in starts]
+        if starts:
+            out[key] = Seeds(tuple(starts), tuple(near))
+    return out
+
+
 def search_hooks(database: Database, spec: OperatorSpec, hw: HardwareProfile,
                  settings: Mapping[str, Any]
                  ) -> tuple[Callable[[Sequence[str]], Mapping[str, Any]],
-                            Callable[[Mapping[str, Any]], None]]:
-    """``known`` (exact hits: same spec, chip and shape digests and search settings) and
-    ``record`` (each tuned entry) for ``tune.run.run_search``."""
+                            Callable[[Mapping[str, Any]], None],
+                            Callable[[Sequence[dict[str, int]]], Mapping[str, Seeds]]]:
+    """``known`` (exact hits: same spec, chip and shape digests and search settings),
+    ``record`` (each tuned entry) and ``seeds_for`` (the nearest recorded shapes'
+    configurations) for ``tune.run.run_search``."""
     key = keys(spec, hw)
+
+    def seeds_for(shapes: Sequence[dict[str, int]]) -> Mapping[str, Seeds]:
+        return nearest_seeds(database, spec, hw, shapes)
 
     def known(shape_keys: Sequence[str]) -> Mapping[str, Any]:
         return _records.find_searches(database, spec.sha256, hw.sha256, settings, shape_keys)
@@ -74,7 +124,7 @@ def search_hooks(database: Database, spec: OperatorSpec, hw: HardwareProfile,
     def record(entry: Mapping[str, Any]) -> None:
         _records.record_search(database, key, settings, [entry])
 
-    return known, record
+    return known, record, seeds_for
 
 
 # ---- measure --------------------------------------------------------------------------------
@@ -132,6 +182,54 @@ def measure_hooks(database: Database, spec: OperatorSpec, hw: HardwareProfile,
         return done.get((shape_key, _records.config_text(config)))
 
     return (None if remeasure else prior), RecordingProgress(database, key, how, progress)
+
+
+# ---- emit --from-db -------------------------------------------------------------------------
+
+
+def results_from_db(database: Database, spec: OperatorSpec, hw: HardwareProfile,
+                    shapes: Sequence[Mapping[str, int]]) -> dict[str, Any]:
+    """A results document of the database's latest tuned entry of each shape (this spec and
+    chip by digest), for `emit --from-db`; a shape it does not hold is an error."""
+    from ascend_tune.results import format as results
+
+    wanted = [_shapes.shape_key(s) for s in shapes]
+    found = _records.latest_searches(database, spec.sha256, hw.sha256, wanted)
+    missing = [k for k in wanted if k not in found]
+    if missing:
+        shown = " ".join(missing[:4]) + (f" and {len(missing) - 4} more"
+                                         if len(missing) > 4 else "")
+        raise AscendTuneError(f"database {database.shown}: {len(missing)} shape(s) of "
+                              f"{spec.display_name} on {hw.name} not tuned there: {shown}; "
+                              "run `ascend-tune search` with it first")
+    settings = found[wanted[-1]][0]
+    head = results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
+                          hw.data, str(settings.get("strategy", "auto")),
+                          int(settings.get("seed", 0)), int(settings.get("budget", 0)),
+                          spec.variant, top_k=int(settings.get("top_k", 1)))
+    entries = sorted((found[k][1] for k in dict.fromkeys(wanted)), key=results.sort_key)
+    return {**head, "shapes": entries}
+
+
+def write_results_from_db(database: Database, spec: OperatorSpec, hw: HardwareProfile,
+                          shapes: Sequence[Mapping[str, int]], path: Path) -> Path:
+    """``results_from_db`` written as a results file at ``path``."""
+    from ascend_tune.results import format as results
+
+    results.write_atomic(path, results.to_text(results_from_db(database, spec, hw, shapes)))
+    return path
+
+
+# ---- report --------------------------------------------------------------------------------
+
+
+def report_knowledge(database: Database | None
+                     ) -> tuple[Callable[[Sequence[tuple[str, str]]], list[dict[str, Any]]] | None,
+                                str]:
+    """What ``report.build`` asks the database: per (spec, chip digest) what it holds."""
+    if database is None:
+        return None, ""
+    return (lambda pairs: _records.knowledge(database, pairs)), database.shown
 
 
 # ---- calibrate / validate -------------------------------------------------------------------

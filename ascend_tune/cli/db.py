@@ -40,6 +40,20 @@ def required(url: str | None, what: str) -> api.Database:
     return found
 
 
+def results_for_emit(spec_ref: str, hw_ref: str | None, shapes_files: list[Path],
+                     shape: list[str], url: str | None, folder: Path) -> Path:
+    """`emit --from-db SPEC`: a results file in ``folder`` of the database's winners of the
+    shapes asked for, on --hw."""
+    if hw_ref is None:
+        raise AscendTuneError("--from-db needs --hw: the chip whose winners to emit")
+    spec, hw = api.load_spec(spec_ref), api.load_profile(hw_ref)
+    shapes = api.collect_shapes(spec, shapes_files, shape)
+    if not shapes:
+        raise AscendTuneError("--from-db needs the shapes: --shapes FILE or --shape K=V,...")
+    return dbapi.write_results_from_db(required(url, "--from-db"), spec, hw, shapes,
+                                       folder / f"{spec.snake_name}.results.json")
+
+
 db_app = typer.Typer(no_args_is_help=True,
                      help="The tuning database: upgrade its schema, list, export, import.")
 app.add_typer(db_app, name="db")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +183,15 @@ class _Progress(api.Progress):
         if count and not self.quiet:
             console.note(f"{count} of {todo} shape(s) to tune served from the tuning database "
                          "(the same spec, chip and settings; --no-db tunes them)")
+
+    def seeded(self, seeds: Mapping[str, api.Seeds], todo: int) -> None:
+        if self.quiet:
+            return
+        count = sum(len(s.configs) for s in seeds.values())
+        first, where = next(iter(seeds.items()))
+        console.note(f"{len(seeds)} of {todo} shape(s) start from {count} configuration(s) of "
+                     f"their nearest recorded shapes in the tuning database ({first}: from "
+                     f"{_names(where.shapes, 4)})")
 
     @contextlib.contextmanager
     def running(self, todo: int) -> Iterator[None]:

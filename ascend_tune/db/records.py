@@ -30,6 +30,11 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def _ordered(value: Mapping[str, Any]) -> str:
+    """A shape or configuration as JSON in its own order (the spec's)."""
+    return json.dumps(dict(value), separators=(",", ":"))
+
+
 def shape_text(shape: Mapping[str, int]) -> str:
     """The shape key results files use (``M=128,N=256``)."""
     return ",".join(f"{k}={v}" for k, v in shape.items())
@@ -99,8 +104,9 @@ def record_search(db: Database, keys: Keys, settings: Mapping[str, Any],
     left as it is). Returns how many rows were added."""
     rows = [{**keys.row(), "uid": search_uid(keys, settings, shape_text(e["shape"])),
              "recorded_at": now(), "shape_key": shape_text(e["shape"]),
-             "shape_json": _json(e["shape"]), "settings_json": _json(dict(settings)),
-             "latency_us": float(e["predicted"]["latency_us"]), "best_json": _json(e["best"]),
+             "shape_json": _ordered(e["shape"]), "settings_json": _json(dict(settings)),
+             "latency_us": float(e["predicted"]["latency_us"]),
+             "best_json": _ordered(e["best"]),
              "entry_json": json.dumps(e, separators=(",", ":"))} for e in entries]
     return _insert_new(db, searches, rows)
 
@@ -142,6 +148,23 @@ def find_searches(db: Database, spec_sha256: str, hw_sha256: str,
                         searches.c.settings_json == settings_json,
                         searches.c.shape_key.in_(chunk))):
                 out[shape_key] = json.loads(entry)
+    return out
+
+
+def latest_searches(db: Database, spec_sha256: str, hw_sha256: str, keys: Sequence[str]
+                    ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Per shape key, the most recently recorded (settings, entry) under any settings."""
+    out: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    with db.reading() as conn:
+        for start in range(0, len(keys), 500):
+            for shape_key, settings, entry in conn.execute(
+                    sa.select(searches.c.shape_key, searches.c.settings_json,
+                              searches.c.entry_json).where(
+                        searches.c.spec_sha256 == spec_sha256,
+                        searches.c.hw_sha256 == hw_sha256,
+                        searches.c.shape_key.in_(list(keys[start:start + 500])))
+                    .order_by(searches.c.id)):
+                out[shape_key] = (json.loads(settings), json.loads(entry))
     return out
 
 
@@ -192,8 +215,8 @@ def record_measurement(db: Database, keys: Keys, protocol: Protocol, shape: Mapp
     """Append one measured candidate (``measured``: time_us, runs_us, attempts; or error)."""
     time_us = measured.get("time_us")
     row = {**keys.row(), "uid": uuid.uuid4().hex, "recorded_at": now(),
-           "shape_key": shape_text(shape), "shape_json": _json(dict(shape)),
-           "config_key": config_text(config), "config_json": _json(dict(config)),
+           "shape_key": shape_text(shape), "shape_json": _ordered(shape),
+           "config_key": config_text(config), "config_json": _ordered(config),
            "baseline": baseline, "protocol_sha256": protocol.sha256,
            "command": protocol.command, "warmup": protocol.warmup,
            "repeats": protocol.repeats, "device": device,
@@ -273,3 +296,28 @@ def record_calibration(db: Database, keys: Keys, rows: int, profile_name: str,
             **keys.row(), uid=uuid.uuid4().hex, recorded_at=now(), rows=rows,
             profile_name=profile_name, profile_sha256=profile_sha256,
             scales_json=_json(dict(scales)), document_json=_json(dict(document))))
+
+
+def knowledge(db: Database, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Per (spec digest, chip digest): searched shapes, measurements (successful), calibrations,
+    hosts and the latest record time the database holds."""
+    out = []
+    with db.reading() as conn:
+        for spec_sha, hw_sha in dict.fromkeys(pairs):
+            row: dict[str, Any] = {"spec_sha256": spec_sha, "hw_sha256": hw_sha, "hosts": set(),
+                                   "latest": ""}
+            for name, table in (("searches", searches), ("measurements", measurements),
+                                ("calibrations", calibrations)):
+                c = table.c
+                where = [c.spec_sha256 == spec_sha, c.hw_sha256 == hw_sha]
+                if name == "measurements":
+                    where.append(c.time_us.is_not(None))
+                count, latest = conn.execute(sa.select(sa.func.count(), sa.func.max(
+                    c.recorded_at)).where(*where)).one()
+                row[name] = int(count)
+                row["latest"] = max(row["latest"], latest or "")
+                row["hosts"] |= set(conn.execute(sa.select(c.host).where(*where).distinct())
+                                    .scalars())
+            row["hosts"] = sorted(row["hosts"])
+            out.append(row)
+    return out

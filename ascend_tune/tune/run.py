@@ -30,6 +30,7 @@ from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
 from ascend_tune.tune.shape import (
     DEFAULT_BUDGET,
+    Seeds,
     TuneSettings,
     describe,
     resolve_strategy,
@@ -72,6 +73,10 @@ class Progress:
 
     def served(self, count: int, todo: int) -> None:
         """``count`` of the ``todo`` shapes to tune were answered by the tuning database."""
+
+    def seeded(self, seeds: Mapping[str, Seeds], todo: int) -> None:
+        """The searches of these shapes (of ``todo``) start from the tuning database's
+        configurations of their nearest recorded shapes."""
 
 
 # ---- search ---------------------------------------------------------------------------------
@@ -120,13 +125,17 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
                progress: Progress | None = None,
                executor: Executor | None = None,
                known: Callable[[Sequence[str]], Mapping[str, Entry]] | None = None,
-               record: Callable[[Entry], None] | None = None) -> SearchOutcome:
+               record: Callable[[Entry], None] | None = None,
+               seeds_for: Callable[[Sequence[dict[str, int]]], Mapping[str, Seeds]] | None = None
+               ) -> SearchOutcome:
     """Tune every shape of ``shapes`` that ``output`` does not already hold (all of them with
     ``fresh`` or without ``output``), saving each as it finishes. Entries of other shapes stay
     in the file (tuning data the run-time dispatch uses) unless ``prune``. Ctrl-C and SIGTERM
     end the run early with ``interrupted`` set; everything finished is kept. ``known`` (the
     tuning database) answers shape keys it holds the entry of; ``record`` gets each entry
-    tuned now."""
+    tuned now; ``seeds_for`` gives the shapes to tune their starts (the configurations of the
+    nearest recorded shapes), computed before any is tuned so that results do not depend on
+    the order of shapes or the number of processes."""
     progress = progress or Progress()
     wanted = {shape_key(s) for s in shapes}
     out = SearchOutcome()
@@ -169,9 +178,12 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
                 todo = [s for s in todo if shape_key(s) not in served]
                 out.served = len(served)
                 progress.served(out.served, out.served + len(todo))
+            seeds = seeds_for(todo) if seeds_for is not None and todo else {}
+            if seeds:
+                progress.seeded(seeds, len(todo))
             try:
                 with progress.running(len(todo)):
-                    _run_shapes(todo, spec, hw, settings, jobs, finish, executor)
+                    _run_shapes(todo, spec, hw, settings, jobs, finish, executor, seeds)
             except KeyboardInterrupt:
                 out.interrupted = True
     finally:
@@ -186,10 +198,11 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
 
 
 def _tune_worker(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
-                 settings: TuneSettings) -> tuple[str, Entry | str, float]:
+                 settings: TuneSettings, seeds: Seeds | None = None
+                 ) -> tuple[str, Entry | str, float]:
     start = time.perf_counter()
     try:
-        entry: Entry | str = tune_shape(spec, hw, shape, settings)
+        entry: Entry | str = tune_shape(spec, hw, shape, settings, seeds)
     except NoValidConfigError as exc:
         entry = str(exc)
     return shape_key(shape), entry, time.perf_counter() - start
@@ -217,24 +230,28 @@ def _worker_init() -> None:
 
 
 def _tune_task(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
-               settings: TuneSettings, *, slot: str | None = None
+               settings: TuneSettings, seeds: Seeds | None = None, *, slot: str | None = None
                ) -> tuple[str, Entry | str, float]:
-    return _tune_worker(spec, hw, shape, settings)
+    return _tune_worker(spec, hw, shape, settings, seeds)
 
 
 def _run_shapes(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProfile,
                 settings: TuneSettings, jobs: int, finish: Finish,
-                executor: Executor | None = None) -> None:
+                executor: Executor | None = None,
+                seeds: Mapping[str, Seeds] | None = None) -> None:
+    seeds = seeds or {}
     if executor is None:
         if jobs == 1 or len(todo) <= 1:
             for s in todo:
-                finish(*_tune_worker(spec, hw, s, settings))
+                finish(*_tune_worker(spec, hw, s, settings, seeds.get(shape_key(s))))
             return
         executor = LocalExecutor([None] * jobs, processes=True, initializer=_worker_init)
     # Local processes (--jobs) or e.g. a Ray cluster for a long shape list; leaving the block
     # early (Ctrl-C, SIGTERM, an error) stops the workers: they would finish for nothing.
     with executor:
-        for _index, result in executor.run(_tune_task, [(spec, hw, s, settings) for s in todo]):
+        for _index, result in executor.run(_tune_task, [(spec, hw, s, settings,
+                                                         seeds.get(shape_key(s)))
+                                                        for s in todo]):
             finish(*result)
 
 
