@@ -4,6 +4,7 @@ and serve, export / import, parallel writers, and the one-line refusals."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -112,6 +113,9 @@ def test_a_newer_schema_is_refused_in_one_line_and_upgrade_keeps_a_current_one(
                "--db", db_url)
     one_line_error(proc, "schema revision 9999 was written by a newer ascend-tune")
     one_line_error(cli("db", "upgrade", "--db", db_url), "newer ascend-tune")
+    off = {location.ENV: "off"}
+    one_line_error(cli("db", "upgrade", env=off), "ASCEND_TUNE_DB is off")
+    one_line_error(cli("db", "stats", env=off), "ASCEND_TUNE_DB is off")
 
 
 def test_a_database_of_another_tool_is_refused(tmp_path: Path) -> None:
@@ -450,3 +454,44 @@ def test_report_shows_what_the_database_holds_of_its_operators(tmp_path: Path) -
     assert "<td>AddCustom</td><td>ascend910b3</td><td class=\"num\">2</td>" in section
     assert cli("report", *common, "--no-db").returncode == 0
     assert 'id="database"' not in page.read_text()
+
+
+# ---- a killed writer ------------------------------------------------------------------------
+
+
+def test_a_search_killed_mid_run_leaves_the_database_consistent(db_url: str) -> None:
+    import signal
+    import time
+
+    shapes = [f"M={m},N=4096,K=4096" for m in (128, 256, 512, 1024, 2048, 4096)]
+    argv = [sys.executable, "-m", "ascend_tune", "search", "matmul", "--hw", "ascend910b3",
+            *[a for s in shapes for a in ("--shape", s)], "--budget", "800", "--db", db_url,
+            "-q"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    engine = sa.create_engine(db_url)
+    try:
+        deadline = time.monotonic() + 120
+        count = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(sa.exc.OperationalError, sa.exc.ProgrammingError), \
+                    engine.connect() as conn:
+                count = conn.execute(sa.text("SELECT count(*) FROM searches")).scalar() or 0
+            if count >= 1:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        assert 1 <= count < len(shapes)
+        again = cli(*argv[3:])
+        assert again.returncode == 0, again.stderr
+        with engine.connect() as conn:
+            keys = conn.execute(sa.text("SELECT shape_key FROM searches")).scalars().all()
+            if engine.dialect.name == "sqlite":
+                assert conn.execute(sa.text("PRAGMA integrity_check")).scalar() == "ok"
+        assert sorted(keys) == sorted(shapes)  # each once: nothing lost, nothing twice
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        engine.dispose()

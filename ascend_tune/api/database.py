@@ -293,7 +293,9 @@ def record_calibration(database: Database, spec: OperatorSpec, hw: HardwareProfi
 def db_upgrade(url: str | None = None) -> tuple[str, str | None, str]:
     """Bring the database's schema to this release's: (URL shown, revision before, after)."""
     database = _db.open_database(url)
-    assert database is not None
+    if database is None:
+        raise AscendTuneError(f"db upgrade needs a tuning database: {_location.ENV} is off; "
+                              "give --db URL")
     before, after = database.upgrade()
     return database.shown, before, after
 
