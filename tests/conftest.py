@@ -15,6 +15,13 @@ DATA = Path(__file__).resolve().parent / "data"
 STUB = Path(__file__).resolve().parent / "cann_stub"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # No test may touch the user's real tuning database (the per-user data folder, or one an
+    # exported ASCEND_TUNE_DB names): fixtures wider than a test run without one; each test
+    # gets a fresh one of its own (_tuning_database below).
+    os.environ["ASCEND_TUNE_DB"] = "off"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden")
 
@@ -60,6 +67,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"cannot tag {item.nodeid} with its xdist group {group}: "
                                     "this pytest / pytest-xdist pair would run the group's "
                                     "tests on every worker")
+
+
+@pytest.fixture(autouse=True)
+def _tuning_database(tmp_path_factory: pytest.TempPathFactory,
+                     monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own empty tuning database (a SQLite file in a temp folder): the
+    suite never writes the user's real data folder, and no test sees another's experience.
+    The commands a test runs (forked or spawned) inherit it through the environment."""
+    path = tmp_path_factory.mktemp("db") / "tuning.sqlite"
+    monkeypatch.setenv("ASCEND_TUNE_DB", str(path))
+    monkeypatch.delenv("ASCEND_TUNE_HOST", raising=False)
+    return path
 
 
 @pytest.fixture

@@ -33,8 +33,10 @@ ALLOWED: dict[str, frozenset[str]] = {
                       "tune", "emit", "calibrate"}),
     "report": frozenset({*_FLOOR, "expr", "hardware", "spec", "model", "results", "tune",
                          "emit", "calibrate"}),
+    # The tuning database stores plain values: it knows nothing of specs, models or files.
+    "db": frozenset(_FLOOR),
     "api": frozenset({*_FLOOR, "expr", "hardware", "spec", "model", "search", "results",
-                      "tune", "emit", "calibrate", "hil", "report"}),
+                      "tune", "emit", "calibrate", "hil", "report", "db"}),
     # The command line parses, calls the API and prints: it reaches the core only through it.
     "cli": frozenset({*_FLOOR, "api"}),
     "__main__": frozenset({"cli"}),

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from ascend_tune import report as _report
+from ascend_tune.api import database as _database
+from ascend_tune.api.database import Database, open_db
 from ascend_tune.api.measurements import (
     calibrate,
     calibration_refusals,
@@ -40,6 +41,7 @@ from ascend_tune.api.measurements import (
     validate,
     write_profile,
 )
+from ascend_tune.api.measuring import MeasurePlan, measure, measure_summary, plan_measure
 from ascend_tune.api.paths import PathLike, _list, _path, _paths
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
@@ -49,7 +51,7 @@ from ascend_tune.emit import refine as _emit_refine
 from ascend_tune.emit import render as _emit
 from ascend_tune.emit.bundle import Selected
 from ascend_tune.emit.render import EmitPlan
-from ascend_tune.emit.styles import STYLES, emit_style
+from ascend_tune.emit.styles import STYLES
 from ascend_tune.hardware import (
     HardwareProfile,
     builtin_summaries,
@@ -57,10 +59,6 @@ from ascend_tune.hardware import (
     show_document,
 )
 from ascend_tune.hardware import load_profile as _load_profile
-from ascend_tune.hil import candidates as _cands
-from ascend_tune.hil import command as _command
-from ascend_tune.hil import run as _hil
-from ascend_tune.hil.command import Command
 from ascend_tune.hil.command import Outcome as CandidateOutcome
 from ascend_tune.hil.run import MeasureOutcome
 from ascend_tune.hil.run import Progress as MeasureProgress
@@ -83,7 +81,7 @@ from ascend_tune.tune.explain import explain as _explain
 from ascend_tune.tune.predict import Prediction
 from ascend_tune.tune.ranges import RangeOutcome, RangeRound
 from ascend_tune.tune.run import CacheReport, LockCheck, PlannedShape, Progress, SearchResult
-from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, TuneSettings
+from ascend_tune.tune.shape import DEFAULT_BUDGET, DEFAULT_SEED, Seeds, TuneSettings
 
 if TYPE_CHECKING:
     from ascend_tune.calibrate.fit import FitResult
@@ -91,18 +89,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BUDGET", "DEFAULT_CHART_SHAPES", "DEFAULT_SEED", "AscendTuneError", "CacheReport",
-    "CandidateOutcome", "EmitPlan", "Explanation", "FitResult", "HardwareProfile", "LockCheck",
-    "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements", "OperatorSpec",
-    "PlannedShape", "Prediction", "Progress", "RangeOutcome", "RangeRound", "ReportPage",
-    "SearchResult", "Selected", "Validation", "calibrate", "calibration_refusals", "check",
-    "check_locked", "check_search_options", "check_split", "check_writable",
-    "collect_shape_sources", "collect_shapes", "emit", "emit_styles", "explain",
-    "explain_results", "load_measurements", "load_profile", "load_spec", "measure",
-    "measure_summary", "parse_assignments", "parse_ranges", "parse_shape", "plan",
-    "plan_measure", "predict", "prepare_emit", "probe", "profile_document", "profiles", "render",
-    "report", "results_inputs", "search", "search_range", "select", "shadowing_spec",
-    "shape_key", "strategies", "tune",
-    "validate", "write_profile",
+    "CandidateOutcome", "Database", "EmitPlan", "Explanation", "FitResult", "HardwareProfile",
+    "LockCheck", "MeasureOutcome", "MeasurePlan", "MeasureProgress", "Measurements",
+    "OperatorSpec", "PlannedShape", "Prediction", "Progress", "RangeOutcome", "RangeRound",
+    "ReportPage", "SearchResult", "Seeds", "Selected", "Validation", "calibrate",
+    "calibration_refusals", "check", "check_locked", "check_search_options", "check_split",
+    "check_writable", "collect_shape_sources", "collect_shapes", "emit", "emit_styles",
+    "explain", "explain_results", "load_measurements", "load_profile", "load_spec", "measure",
+    "measure_summary", "open_db", "parse_assignments", "parse_ranges", "parse_shape", "plan",
+    "plan_measure", "predict", "prepare_emit", "probe", "profile_document", "profiles",
+    "render", "report", "results_inputs", "search", "search_range", "select", "shadowing_spec",
+    "shape_key", "strategies", "tune", "validate", "write_profile",
 ]
 
 Shape = Mapping[str, int]
@@ -244,17 +241,22 @@ def search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape], *,
            strategy: str = "auto", budget: int = DEFAULT_BUDGET, seed: int = DEFAULT_SEED,
            top_k: int = 1, jobs: int = 1, output: str | Path | None = None,
            fresh: bool = False, prune: bool = False, progress: Progress | None = None,
-           executor: executors.Executor | None = None) -> SearchResult:
+           executor: executors.Executor | None = None, db: Database | None = None
+           ) -> SearchResult:
     """Tune every shape ``output`` does not hold yet, saving each; failures are not raised.
-    The file keeps entries of shapes not in ``shapes`` unless ``prune``."""
+    The file keeps entries of shapes not in ``shapes`` unless ``prune``. With ``db`` (the
+    tuning database, ``open_db``) a shape it holds under the same settings is served from it
+    and every shape tuned is recorded there."""
     output = _path(output)
     check_search_options(strategy=strategy, budget=budget, seed=seed, jobs=jobs, top_k=top_k)
     checked = [_shapes.check_shape(spec, s, "shape") for s in shapes]
     head = _header(spec, hw, strategy, budget, seed, top_k)
+    known, record, seeds = (_database.search_hooks(db, spec, hw, head["search"])
+                            if db is not None else (None, None, None))
     out = _run.run_search(spec, hw, checked, TuneSettings(strategy, budget, seed, top_k), head,
                           jobs=jobs, output=output, fresh=fresh, prune=prune,
-                          progress=progress,
-                          executor=executor)
+                          progress=progress, executor=executor,  # --fresh: nothing served
+                          known=None if fresh else known, record=record, seeds_for=seeds)
     return SearchResult(head, checked, out.failures, out.times, out.interrupted, out.saved,
                         out.entries)
 
@@ -402,52 +404,6 @@ def emit(results_path: PathLike | Sequence[PathLike], out_dir: PathLike, *,
     return prepare_emit(results_path, out_dir, style=style, op_host=op_host, socs=socs).write()
 
 
-@dataclass(frozen=True)
-class MeasurePlan:
-    """A checked ``measure`` run: the results file, its embedded spec and the command."""
-
-    results: Path
-    spec: OperatorSpec
-    command: Command
-    style: str  # of the headers in {headers_dir}
-
-
-def plan_measure(results_path: PathLike, run: str, *, pattern: str | None = None,
-                 csv: str | None = None, where: str | Mapping[str, str] | None = None,
-                 repeat: int = 3, timeout: float | None = None, retries: int = 1,
-                 style: str = "macro") -> MeasurePlan:
-    """Check a ``measure`` run before anything runs: style, results file, command."""
-    emit_style(style)
-    results_path = Path(results_path)
-    bundle = _hil.load(results_path)
-    if isinstance(where, str):
-        from ascend_tune.calibrate.rows import parse_where
-
-        where = parse_where(where) if where else {}
-    if where and csv is None:
-        raise AscendTuneError("--where selects CSV rows: it needs --csv")
-    command = _command.parse(run, _hil.names(bundle), pattern=pattern, csv=csv, where=where,
-                             timeout_s=timeout, repeat=repeat, retries=retries)
-    return MeasurePlan(results_path, bundle.spec, command, style)
-
-
-def measure(plan: MeasurePlan, executor: executors.Executor | None = None, *,
-            fresh: bool = False, retry_failed: bool = False,
-            progress: MeasureProgress | None = None, baseline: bool = True) -> MeasureOutcome:
-    """Measure the candidates not measured yet; the fastest measured wins its shape. With
-    ``baseline`` each shape's baseline configuration too, for the measured speedup."""
-    engine = executor if executor is not None else executors.make("local", slots=[None])
-    return _hil.run_measure(plan.results, plan.command, engine, fresh=fresh,
-                            retry_failed=retry_failed, style=plan.style, progress=progress,
-                            baseline=baseline)
-
-
-def measure_summary(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per shape: ``shape``, ``winner``, each candidate's predicted and measured time, the
-    ``baseline``'s, and the winner's ``speedup`` over it, ``predicted`` and ``measured``."""
-    return list(_cands.summary(entries))
-
-
 def check_writable(path: PathLike) -> None:
     """Refuse an output file that cannot be written (no such folder, a folder, read-only)."""
     results.check_writable(Path(path))
@@ -477,12 +433,14 @@ def report(results_paths: PathLike | Sequence[PathLike], output: PathLike, *,
            measurements: PathLike | Sequence[PathLike] = (),
            manifest: PathLike | None = None, where: str | None = None,
            chart_shapes: int = DEFAULT_CHART_SHAPES,
-           dispatch_shapes: int = _report.DEFAULT_DISPATCH_SHAPES) -> ReportPage:
+           dispatch_shapes: int = _report.DEFAULT_DISPATCH_SHAPES,
+           db: Database | None = None) -> ReportPage:
     """Write the HTML report of results files (and ``measurements``, and the dispatch judged
     on ``dispatch_shapes`` unseen shapes per operator); needs matplotlib."""
     output = Path(output)
     _report.check_output(output)
+    held = _database.report_knowledge(db)
     built = _report.build(_list(results_paths), _list(measurements), _path(manifest), where,
-                          chart_shapes, dispatch_shapes)
+                          chart_shapes, dispatch_shapes, *held)
     results.write_atomic(output, built.html)
     return built

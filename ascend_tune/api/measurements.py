@@ -7,9 +7,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ascend_tune.api import database as _database
 from ascend_tune.api.paths import PathLike, _list, _path
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.calibrate.measurements import LoadReport as Measurements
+from ascend_tune.db.engine import Database
+from ascend_tune.db.records import RowFilter
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.hil import candidates as _cands
 from ascend_tune.spec import OperatorSpec
@@ -24,22 +27,28 @@ def load_measurements(spec: OperatorSpec, hw: HardwareProfile,
                       files: PathLike | Sequence[PathLike] = (), *,
                       manifest: PathLike | None = None, where: str | None = None,
                       from_results: PathLike | Sequence[PathLike] = (),
-                      on_skipped: Callable[[str], None] | None = None) -> Measurements:
-    """Measured rows of ``files`` and of results files ``from_results``; ``on_skipped`` hears
-    each row left out (and why) before the check that some row is usable."""
+                      on_skipped: Callable[[str], None] | None = None,
+                      from_db: tuple[Database, RowFilter] | None = None) -> Measurements:
+    """Measured rows of ``files``, of results files ``from_results`` and of the tuning
+    database (``from_db``: the database and which of its rows, ``database.rows_filter``);
+    ``on_skipped`` hears each row left out (and why) before the check that some row is
+    usable."""
     from ascend_tune.calibrate.rows import load_rows, require_rows
 
     files, from_results, manifest = _list(files), _list(from_results), _path(manifest)
-    if not files and not from_results:
+    if not files and not from_results and from_db is None:
         raise AscendTuneError("give measurement files, or --from-results RESULTS (measured "
                               "candidates of `ascend-tune measure`)")
     report = load_rows(files, spec, hw, manifest, where)
     if from_results:
         _cands.extend_report(report, from_results, spec, hw)
+    if from_db is not None:
+        _database.extend_from_db(report, from_db[0], spec, hw, from_db[1])
     if on_skipped is not None:
         for line in report.skipped:
             on_skipped(line)
-    require_rows(report, [*files, *from_results])
+    require_rows(report, [*files, *from_results,
+                          *([Path(from_db[0].shown)] if from_db is not None else [])])
     return report
 
 

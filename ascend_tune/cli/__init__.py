@@ -7,7 +7,7 @@ usage (one line on stderr); 130 interrupted; 141 the reader of stdout went away 
 quietly, as other command-line tools do).
 
 One module per command group registers its commands on ``app``: search, explain, emit,
-measure (calibrate, validate), report, check, hw, cmake-dir.
+measure (calibrate, validate), report, check, hw, cmake-dir, db.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 # The command modules import ``app`` and ``ExitWith`` from here; the order is the help order.
-from ascend_tune.cli import search, explain, emit, measure, hil, probe, report, check, hw, cmake  # noqa: E402, F401, I001
+from ascend_tune.cli import search, explain, emit, measure, hil, probe, report, check, hw, cmake, db  # noqa: E402, F401, I001
 
 
 def main() -> None:

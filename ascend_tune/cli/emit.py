@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import typer
 
 from ascend_tune import api
 from ascend_tune.api import build
+from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import ExitWith, app, console
+from ascend_tune.cli.db import db_option, results_for_emit
 
 
 @app.command()
 def emit(
-    results_paths: list[Path] = typer.Argument(
-        ..., metavar="RESULTS...", help="Results file of search; several: one per hardware "
-                                        "profile of the operator (the platform picks one)."),
+    results_paths: list[Path] | None = typer.Argument(
+        None, metavar="RESULTS...", help="Results file of search; several: one per hardware "
+                                         "profile of the operator (the platform picks one)."),
     out_dir: Path = typer.Option(..., "-o", "--output",
                                  help="Operator project folder (op_host/, op_kernel/)."),
     style: str = typer.Option("macro", "--style", help="How the TilingData is declared: "
@@ -42,8 +45,36 @@ def emit(
     spec_file: Path | None = typer.Option(None, "--spec", metavar="SPEC",
                                           help="Exit 2 unless the results were tuned from this "
                                                "spec file as it reads now."),
+    from_db: str | None = typer.Option(None, "--from-db", metavar="SPEC",
+                                       help="Render the tuning database's winners of SPEC "
+                                            "(with --hw and --shapes / --shape) instead of "
+                                            "a results file."),
+    hw_ref: str | None = typer.Option(None, "--hw", metavar="PROFILE",
+                                      help="With --from-db: the chip."),
+    shapes_files: list[Path] = typer.Option([], "--shapes", metavar="FILE",
+                                            help="With --from-db: YAML, JSON or CSV shapes."),
+    shape: list[str] = typer.Option([], "--shape", metavar="K=V,...",
+                                    help="With --from-db: one shape (repeatable)."),
+    db_url: str | None = db_option(),
 ) -> None:
     """Render AscendC tiling headers, host selection code and kernel constants."""
+    with tempfile.TemporaryDirectory(prefix="ascend-tune-emit-") as folder:
+        if from_db is not None:
+            if results_paths:
+                raise AscendTuneError("give RESULTS files or --from-db SPEC, not both")
+            results_paths = [results_for_emit(from_db, hw_ref, shapes_files, shape, db_url,
+                                              Path(folder))]
+        elif not results_paths:
+            raise AscendTuneError("give RESULTS files (or --from-db SPEC)")
+        elif hw_ref is not None or shapes_files or shape:
+            raise AscendTuneError("--hw, --shapes and --shape go with --from-db")
+        _emit(results_paths, out_dir, style, check_only, op_host, socs, quiet, as_json,
+              replace, spec_file)
+
+
+def _emit(results_paths: list[Path], out_dir: Path, style: str, check_only: bool,
+          op_host: bool, socs: list[str], quiet: bool, as_json: bool, replace: bool,
+          spec_file: Path | None) -> None:
     plan = api.prepare_emit(results_paths, out_dir, style=style, op_host=op_host, socs=socs,
                             replace=replace)
     if spec_file is not None:

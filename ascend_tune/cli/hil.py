@@ -15,6 +15,7 @@ from ascend_tune import api
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import ExitWith, app, console
+from ascend_tune.cli.db import database, db_option, no_db_option
 
 
 @app.command()
@@ -55,8 +56,13 @@ def measure(
     fresh: bool = typer.Option(False, "--fresh", help="Measure every candidate again."),
     retry_failed: bool = typer.Option(False, "--retry-failed",
                                       help="Measure the candidates that failed again."),
+    remeasure: bool = typer.Option(False, "--remeasure",
+                                   help="Run candidates the tuning database holds measured "
+                                        "the same way (command, repeats, host) again."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress or table."),
+    db_url: str | None = db_option(),
+    no_db: bool = no_db_option(),
 ) -> None:
     """Measure each shape's candidates with your command; the fastest measured becomes the
     winner `emit` writes. Resumable: measured candidates are saved in RESULTS."""
@@ -65,7 +71,11 @@ def measure(
     engine = _executor(executor, devices, address)
     progress = _Progress(quiet or as_json)
     out = api.measure(plan, engine, fresh=fresh, retry_failed=retry_failed, progress=progress,
-                      baseline=baseline)
+                      baseline=baseline, db=database(db_url, no_db, quiet or as_json),
+                      remeasure=remeasure)
+    if out.reused and not (quiet or as_json):
+        console.note(f"{out.reused} candidate(s) taken from the tuning database, measured the "
+                     "same way before (--remeasure runs them again)")
     for folder in out.removed_run_dirs:
         console.note(f"removed {folder}, the temp folder of a measure run that was killed")
     if out.interrupted:

@@ -10,8 +10,10 @@ from typing import Any
 import typer
 
 from ascend_tune import api
+from ascend_tune.api import database as dbapi
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import app, console
+from ascend_tune.cli.db import database, db_option, required
 
 _MANIFEST_HELP = "YAML: config, free, files, shapes, where."
 _WHERE_HELP = "Use rows with COLUMN=VALUE,..."
@@ -21,13 +23,14 @@ _FROM_RESULTS_HELP = ("Results file of `ascend-tune measure`: its measured candi
 
 def _load(files: list[Path], spec: api.OperatorSpec, hw: api.HardwareProfile,
           manifest: Path | None, where: str | None, quiet: bool,
-          from_results: list[Path] | None = None) -> api.Measurements:
+          from_results: list[Path] | None = None,
+          from_db: tuple[api.Database, Any] | None = None) -> api.Measurements:
     def skipped(line: str) -> None:
         console.warn(f"skipped {line}")
 
     report = api.load_measurements(spec, hw, files, manifest=manifest, where=where,
                                    from_results=from_results or [],
-                                   on_skipped=None if quiet else skipped)
+                                   on_skipped=None if quiet else skipped, from_db=from_db)
     if report.skipped and not quiet:
         total = len(report.rows) + len(report.skipped)
         console.warn(f"used {len(report.rows)} of {total} row(s), skipped {len(report.skipped)}")
@@ -117,6 +120,20 @@ def calibrate(
     force: bool = typer.Option(False, "--force",
                                help="Write the profile even with a fitted scale at its bound "
                                     "or a number beyond a physical limit (refused otherwise)."),
+    from_db: bool = typer.Option(False, "--from-db",
+                                 help="Also every measurement the tuning database holds of "
+                                      "this chip and spec (--hw and --spec digests)."),
+    db_shape: list[str] | None = typer.Option(None, "--db-shape", metavar="SHAPE",
+                                              help="With --from-db: only this shape "
+                                                   "(K=V,...; repeatable)."),
+    db_host: str | None = typer.Option(None, "--db-host", metavar="HOST",
+                                       help="With --from-db: only rows measured on HOST."),
+    since: str | None = typer.Option(None, "--since", metavar="DATE",
+                                     help="With --from-db: rows recorded on or after DATE "
+                                          "(YYYY-MM-DD or an ISO time, UTC)."),
+    until: str | None = typer.Option(None, "--until", metavar="DATE",
+                                     help="With --from-db: rows recorded before DATE."),
+    db_url: str | None = db_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print the split, held-out and in-sample errors, what "
@@ -130,11 +147,18 @@ def calibrate(
     spec, hw = _inputs(spec_ref, hw_ref, from_results)
     base = hw_ref if hw_ref is not None else _builtin_base(hw, from_results)
     api.check_writable(output)
-    report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
+    rows_db = _from_db(from_db, db_url, spec, hw, db_shape, db_host, since, until)
+    report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results,
+                   rows_db)
     fit = api.calibrate(spec, hw, report, holdout=holdout, seed=seed, fit_all=fit_all,
                         include=include or (), exclude=exclude or ())
     api.write_profile(output, fit, base, name or f"{hw.name}_calibrated", report,
                       force=force)
+    recorded = rows_db[0] if rows_db is not None else database(db_url, False, True)
+    if recorded is not None:
+        dbapi.record_calibration(recorded, spec, hw, len(report.rows),
+                                 name or f"{hw.name}_calibrated", output, fit.scales,
+                                 fit.document())
     if as_json:
         sys.stdout.write(json.dumps({
             "spec": spec.display_name, "hw": hw.name, "output": str(output),
@@ -166,6 +190,22 @@ def calibrate(
                 else f" (repeated runs of a row: {fit.scatter_runs:.1%})")
         console.line(f"scatter the fit left: {fit.scatter_left:.1%} per measured time{runs}")
     console.line(f"wrote {output}")
+
+
+def _from_db(wanted: bool, url: str | None, spec: api.OperatorSpec, hw: api.HardwareProfile,
+             shapes: list[str] | None, host: str | None, since: str | None,
+             until: str | None) -> tuple[api.Database, Any] | None:
+    """--from-db: the database and which of its rows (the filters need --from-db)."""
+    if not wanted:
+        used = [n for n, v in (("--db-shape", shapes), ("--db-host", host), ("--since", since),
+                               ("--until", until)) if v]
+        if used:
+            raise AscendTuneError(f"{used[0]} filters the tuning database's rows: it needs "
+                                  "--from-db")
+        return None
+    found = required(url, "--from-db")
+    parsed = [api.parse_shape(s, spec, "--db-shape") for s in shapes or []]
+    return found, dbapi.rows_filter(spec, hw, parsed, host, since, until)
 
 
 def _within(fit: api.FitResult, name: str) -> str:
@@ -200,13 +240,29 @@ def validate(
     exclude: list[str] | None = typer.Option(None, "--exclude", metavar="NAME",
                                              help=_EXCLUDE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print errors and every row as JSON."),
+    from_db: bool = typer.Option(False, "--from-db",
+                                 help="Also every measurement the tuning database holds of "
+                                      "this chip and spec (--hw and --spec digests)."),
+    db_shape: list[str] | None = typer.Option(None, "--db-shape", metavar="SHAPE",
+                                              help="With --from-db: only this shape "
+                                                   "(K=V,...; repeatable)."),
+    db_host: str | None = typer.Option(None, "--db-host", metavar="HOST",
+                                       help="With --from-db: only rows measured on HOST."),
+    since: str | None = typer.Option(None, "--since", metavar="DATE",
+                                     help="With --from-db: rows recorded on or after DATE "
+                                          "(YYYY-MM-DD or an ISO time, UTC)."),
+    until: str | None = typer.Option(None, "--until", metavar="DATE",
+                                     help="With --from-db: rows recorded before DATE."),
+    db_url: str | None = db_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No notes about skipped rows."),
 ) -> None:
     """Model error against measurements: MAPE, max error, bias, Spearman, pairwise ordering;
     with --holdout or --kfold, the error on rows held out of a calibration on the rest."""
     api.check_split(holdout, kfold)
     spec, hw = _inputs(spec_ref, hw_ref, from_results)
-    report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results)
+    rows_db = _from_db(from_db, db_url, spec, hw, db_shape, db_host, since, until)
+    report = _load(files or [], spec, hw, manifest, where, quiet or as_json, from_results,
+                   rows_db)
     result = api.validate(spec, hw, report, holdout=holdout, kfold=kfold, seed=seed,
                           fit_all=fit_all, include=include or (), exclude=exclude or ())
     out = result.document

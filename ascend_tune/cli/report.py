@@ -8,6 +8,7 @@ import typer
 
 from ascend_tune import api
 from ascend_tune.cli import app, console
+from ascend_tune.cli.db import database, db_option, no_db_option
 
 
 @app.command()
@@ -30,12 +31,16 @@ def report(
                                         help="Unseen shapes per operator the run-time dispatch "
                                              "is judged on (each tuned once); 0: none."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line."),
+    db_url: str | None = db_option(),
+    no_db: bool = no_db_option(),
 ) -> None:
     """Write a self-contained HTML report: shapes, pipes, roofline, search history,
-    sensitivity, the run-time dispatch on unseen shapes, and the model against measurements."""
+    sensitivity, the run-time dispatch on unseen shapes, the model against measurements, and
+    what the tuning database holds of these operators."""
     built = api.report(results_paths, output, measurements=measurements, manifest=manifest,
                        where=where, chart_shapes=chart_shapes,
-                       dispatch_shapes=dispatch_shapes)
+                       dispatch_shapes=dispatch_shapes,
+                       db=database(db_url, no_db, quiet))
     if not quiet:
         if built.skipped_rows:
             console.warn(f"fidelity: skipped {len(built.skipped_rows)} measurement row(s); "

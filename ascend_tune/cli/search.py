@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from ascend_tune import api
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import ExitWith, app, console
+from ascend_tune.cli.db import database, db_option, no_db_option
 
 
 @app.command()
@@ -69,6 +70,8 @@ def search(
                                help="No progress lines, notes or summary table."),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Print search spaces and baselines; tune nothing."),
+    db_url: str | None = db_option(),
+    no_db: bool = no_db_option(),
 ) -> None:
     """Tune every shape; save each one as it finishes."""
     api.check_search_options(strategy=strategy, budget=budget, seed=seed, jobs=jobs,
@@ -100,7 +103,7 @@ def search(
         "strategy": strategy, "budget": budget, "seed": seed, "top_k": top_k, "jobs": jobs,
         "output": output, "fresh": fresh, "prune": prune,
         "progress": _Progress(quiet or as_json),
-        "executor": engine}
+        "executor": engine, "db": database(db_url, no_db, quiet or as_json)}
     if shape_range:
         run, outcome = api.search_range(spec, hw, shape_range, shapes=shapes, target=target,
                                         max_shapes=max_shapes, on_round=None if quiet else
@@ -175,6 +178,20 @@ class _Progress(api.Progress):
                          f"{cache.path}")
         if cache.reused:
             console.note(f"{cache.reused} of {cache.total} shape(s) reused from {cache.path}")
+
+    def served(self, count: int, todo: int) -> None:
+        if count and not self.quiet:
+            console.note(f"{count} of {todo} shape(s) to tune served from the tuning database "
+                         "(the same spec, chip and settings; --no-db tunes them)")
+
+    def seeded(self, seeds: Mapping[str, api.Seeds], todo: int) -> None:
+        if self.quiet:
+            return
+        count = sum(len(s.configs) for s in seeds.values())
+        first, where = next(iter(seeds.items()))
+        console.note(f"{len(seeds)} of {todo} shape(s) start from {count} configuration(s) of "
+                     f"their nearest recorded shapes in the tuning database ({first}: from "
+                     f"{_names(where.shapes, 4)})")
 
     @contextlib.contextmanager
     def running(self, todo: int) -> Iterator[None]:

@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import json
 import signal
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,7 @@ class MeasureOutcome:
     baselines: int = 0  # baseline configurations measured by this run (``baseline``)
     failures: list[str] = field(default_factory=list)  # one per candidate that failed now
     invocations: int = 0  # command runs this run started
+    reused: int = 0  # candidates the tuning database had measured (``prior``): not run
     interrupted: bool = False
     removed_run_dirs: list[Path] = field(default_factory=list)  # left by killed workers
 
@@ -140,11 +141,15 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def run_measure(path: Path, command: Command, executor: Executor, *, fresh: bool = False,
                 retry_failed: bool = False, style: str = "macro",
-                progress: Progress | None = None, baseline: bool = True) -> MeasureOutcome:
+                progress: Progress | None = None, baseline: bool = True,
+                prior: Callable[[str, Mapping[str, int]], Mapping[str, Any] | None] | None = None
+                ) -> MeasureOutcome:
     """Measure every candidate of ``path`` that has no measurement yet (all of them with
     ``fresh``; failed ones again with ``retry_failed``), saving each as it finishes; with
     ``baseline`` each shape's baseline configuration too (unless it is a candidate), so the
-    winner's measured speedup over it is known."""
+    winner's measured speedup over it is known. ``prior`` (the tuning database) gives the
+    measurement of a (shape key, configuration) already measured the same way: it is
+    recorded without running."""
     progress = progress or Progress()
     bundle = load(path)
     head = results.read_head(path)
@@ -170,13 +175,25 @@ def run_measure(path: Path, command: Command, executor: Executor, *, fresh: bool
                                 else [])]]
             # Every candidate is checked and the executor started (a Ray cluster joined)
             # before anything in the file changes: a bad file or cluster loses nothing.
-            for _key, i, model, entry in _with_models(bundle, todo, entries):
-                checked(bundle, model, entry, i)
+            reuse: list[tuple[str, int, Mapping[str, Any]]] = []
+            for key, i, model, entry in _with_models(bundle, todo, entries):
+                config, _described = checked(bundle, model, entry, i)
+                known = prior(key, config) if prior is not None else None
+                if known is not None:
+                    reuse.append((key, i, known))
+            if reuse:
+                done = {(key, i) for key, i, _m in reuse}
+                todo = [t for t in todo if t not in done]
             if todo:
                 out.removed_run_dirs = remove_killed_run_dirs()
                 stack.enter_context(executor)
             for entry in forgotten:
                 store.replace(entry)  # a killed --fresh run must not keep the old times
+            for key, i, known in reuse:
+                entries[key] = (cands.record_baseline(entries[key], known)
+                                if i == cands.BASELINE else cands.record(entries[key], i, known))
+                store.replace(entries[key])
+                out.reused += 1
             progress.opened(total, total - len(todo))
             # Blob and headers just in time: preparing thousands up front would delay the
             # first measurement by minutes.

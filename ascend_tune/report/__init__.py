@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ascend_tune.base.errors import AscendTuneError
 
@@ -48,7 +49,9 @@ class Built:
 def build(results_paths: Sequence[Path], measurements: Sequence[Path] = (),
           manifest: Path | None = None, where: str | None = None,
           chart_shapes: int = DEFAULT_CHART_SHAPES,
-          dispatch_shapes: int = DEFAULT_DISPATCH_SHAPES) -> Built:
+          dispatch_shapes: int = DEFAULT_DISPATCH_SHAPES,
+          knowledge: Callable[[Sequence[tuple[str, str]]], list[dict[str, Any]]] | None = None,
+          knowledge_source: str = "") -> Built:
     """The report page for ``results_paths``; with ``measurements`` (measurement files or
     measured results files), or when results files of the first one's spec and profile hold
     measured candidates, a fidelity section comparing the model (the first results file's
@@ -78,6 +81,15 @@ def build(results_paths: Sequence[Path], measurements: Sequence[Path] = (),
         from ascend_tune.report import fidelity
 
         fid = fidelity.compare(first.spec, first.hw, measurements, manifest, where, measured)
-    html, chart_count = page.render(operators, fid)
+    database = None
+    if knowledge is not None:
+        held = knowledge([(op.spec.sha256, op.hw.sha256) for op in operators])
+        names = {(op.spec.sha256, op.hw.sha256): (op.spec.display_name, op.hw.name)
+                 for op in operators}
+        rows = [{**r, "operator": names[(r["spec_sha256"], r["hw_sha256"])][0],
+                 "chip": names[(r["spec_sha256"], r["hw_sha256"])][1]} for r in held
+                if r["searches"] or r["measurements"] or r["calibrations"]]
+        database = {"source": knowledge_source, "rows": rows} if rows else None
+    html, chart_count = page.render(operators, fid, database)
     return Built(html, len(operators), sum(len(op.shapes) for op in operators), chart_count,
                  tuple(fid.skipped) if fid is not None else ())

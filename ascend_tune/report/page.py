@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jinja2
@@ -204,12 +204,14 @@ def _fidelity_view(fid: Fidelity, draw: _Charts) -> dict[str, Any]:
     }
 
 
-def render(operators: Sequence[OperatorResult], fid: Fidelity | None) -> tuple[str, int]:
-    """The page and the number of charts on it."""
+def render(operators: Sequence[OperatorResult], fid: Fidelity | None,
+           database: Mapping[str, Any] | None = None) -> tuple[str, int]:
+    """The page and the number of charts on it; ``database``: what the tuning database holds
+    of these operators (``source`` and ``rows``), shown when given."""
     draw = _Charts()
     ops = [_operator_view(i, op, draw) for i, op in enumerate(operators, start=1)]
     fidelity = _fidelity_view(fid, draw) if fid is not None else None
     html = _environment().get_template("page.html.j2").render(
         version=__version__, csp=CSP, script=Markup(PRINT_SCRIPT), operators=ops,
-        fidelity=fidelity)
+        fidelity=fidelity, database=database)
     return html, draw.count

@@ -62,6 +62,10 @@ class Problem:
         self.n_genes = int(self.sizes.size)
         self.space_size = int(np.prod(self.sizes.astype(object)))
         self.baseline = baseline
+        # Configurations known to be good on similar inputs (the tuning database's nearest
+        # recorded shapes, repaired to this one's constraints): they join the baseline in the
+        # first pool a strategy starts from (``first_pool``).
+        self.seeds = np.zeros((0, self.sizes.size), dtype=np.int64)
         self._objective = objective
         self._radix = radix(self.sizes)  # None: keys are bytes, not configuration numbers
         self.key = genome_keys(self.sizes)
@@ -235,6 +239,13 @@ class Problem:
                 genome = decode_flat(np.array([key], dtype=np.int64), self.sizes)[0]
             out.append((genome, latency))
         return out
+
+    def first_pool(self, fresh: np.ndarray) -> np.ndarray:
+        """The first start pool of a strategy: the baseline and the seeds, then ``fresh``."""
+        known = [self.seeds.astype(np.int64)]
+        if self.baseline is not None:
+            known.insert(0, self.baseline[None, :].astype(np.int64))
+        return np.concatenate([*known, fresh.astype(np.int64)])
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Up to ``n`` fresh configurations built inside the valid set

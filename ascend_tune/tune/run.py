@@ -30,6 +30,7 @@ from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
 from ascend_tune.tune.shape import (
     DEFAULT_BUDGET,
+    Seeds,
     TuneSettings,
     describe,
     resolve_strategy,
@@ -70,6 +71,13 @@ class Progress:
     def shape_done(self, key: str, entry: Entry | str, seconds: float) -> None:
         """One shape finished: its results entry, or why it has no valid configuration."""
 
+    def served(self, count: int, todo: int) -> None:
+        """``count`` of the ``todo`` shapes to tune were answered by the tuning database."""
+
+    def seeded(self, seeds: Mapping[str, Seeds], todo: int) -> None:
+        """The searches of these shapes (of ``todo``) start from the tuning database's
+        configurations of their nearest recorded shapes."""
+
 
 # ---- search ---------------------------------------------------------------------------------
 
@@ -80,6 +88,7 @@ class SearchOutcome:
     times: dict[str, float] = field(default_factory=dict)  # shape key -> seconds, tuned now
     interrupted: bool = False  # Ctrl-C or SIGTERM stopped the run
     saved: int = 0  # shapes tuned by this run (saved to the file when there is one)
+    served: int = 0  # shapes answered by the tuning database (``known``), not tuned
     _entries: Callable[[], Iterator[Entry]] = field(default=lambda: iter(()), repr=False)
 
     def entries(self) -> Iterator[Entry]:
@@ -114,11 +123,19 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
                settings: TuneSettings, head: Mapping[str, Any], *, jobs: int = 1,
                output: Path | None = None, fresh: bool = False, prune: bool = False,
                progress: Progress | None = None,
-               executor: Executor | None = None) -> SearchOutcome:
+               executor: Executor | None = None,
+               known: Callable[[Sequence[str]], Mapping[str, Entry]] | None = None,
+               record: Callable[[Entry], None] | None = None,
+               seeds_for: Callable[[Sequence[dict[str, int]]], Mapping[str, Seeds]] | None = None
+               ) -> SearchOutcome:
     """Tune every shape of ``shapes`` that ``output`` does not already hold (all of them with
     ``fresh`` or without ``output``), saving each as it finishes. Entries of other shapes stay
     in the file (tuning data the run-time dispatch uses) unless ``prune``. Ctrl-C and SIGTERM
-    end the run early with ``interrupted`` set; everything finished is kept."""
+    end the run early with ``interrupted`` set; everything finished is kept. ``known`` (the
+    tuning database) answers shape keys it holds the entry of; ``record`` gets each entry
+    tuned now; ``seeds_for`` gives the shapes to tune their starts (the configurations of the
+    nearest recorded shapes), computed before any is tuned so that results do not depend on
+    the order of shapes or the number of processes."""
     progress = progress or Progress()
     wanted = {shape_key(s) for s in shapes}
     out = SearchOutcome()
@@ -129,11 +146,17 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
         out.times[key] = seconds
         if isinstance(entry, str):
             out.failures.append(entry)
-        elif store is not None:
+        else:
+            keep(entry)
+            if record is not None:
+                record(entry)
+        progress.shape_done(key, entry, seconds)
+
+    def keep(entry: Entry) -> None:
+        if store is not None:
             store.add(entry)
         else:
             memory.append(entry)
-        progress.shape_done(key, entry, seconds)
 
     old_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -148,14 +171,24 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
                                             len(store.removed_temps),
                                             len(shapes) - len(todo), len(shapes),
                                             store.stale_lock))
+            if known is not None and todo:
+                served = known([shape_key(s) for s in todo])
+                for entry in served.values():
+                    keep(entry)
+                todo = [s for s in todo if shape_key(s) not in served]
+                out.served = len(served)
+                progress.served(out.served, out.served + len(todo))
+            seeds = seeds_for(todo) if seeds_for is not None and todo else {}
+            if seeds:
+                progress.seeded(seeds, len(todo))
             try:
                 with progress.running(len(todo)):
-                    _run_shapes(todo, spec, hw, settings, jobs, finish, executor)
+                    _run_shapes(todo, spec, hw, settings, jobs, finish, executor, seeds)
             except KeyboardInterrupt:
                 out.interrupted = True
     finally:
         signal.signal(signal.SIGTERM, old_sigterm)
-    out.saved = store.saved if store is not None else len(memory)
+    out.saved = (store.saved if store is not None else len(memory)) - out.served
     if store is not None:
         done = store
         out._entries = lambda: done.entries(wanted)
@@ -165,10 +198,11 @@ def run_search(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[dict[st
 
 
 def _tune_worker(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
-                 settings: TuneSettings) -> tuple[str, Entry | str, float]:
+                 settings: TuneSettings, seeds: Seeds | None = None
+                 ) -> tuple[str, Entry | str, float]:
     start = time.perf_counter()
     try:
-        entry: Entry | str = tune_shape(spec, hw, shape, settings)
+        entry: Entry | str = tune_shape(spec, hw, shape, settings, seeds)
     except NoValidConfigError as exc:
         entry = str(exc)
     return shape_key(shape), entry, time.perf_counter() - start
@@ -196,24 +230,28 @@ def _worker_init() -> None:
 
 
 def _tune_task(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
-               settings: TuneSettings, *, slot: str | None = None
+               settings: TuneSettings, seeds: Seeds | None = None, *, slot: str | None = None
                ) -> tuple[str, Entry | str, float]:
-    return _tune_worker(spec, hw, shape, settings)
+    return _tune_worker(spec, hw, shape, settings, seeds)
 
 
 def _run_shapes(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProfile,
                 settings: TuneSettings, jobs: int, finish: Finish,
-                executor: Executor | None = None) -> None:
+                executor: Executor | None = None,
+                seeds: Mapping[str, Seeds] | None = None) -> None:
+    seeds = seeds or {}
     if executor is None:
         if jobs == 1 or len(todo) <= 1:
             for s in todo:
-                finish(*_tune_worker(spec, hw, s, settings))
+                finish(*_tune_worker(spec, hw, s, settings, seeds.get(shape_key(s))))
             return
         executor = LocalExecutor([None] * jobs, processes=True, initializer=_worker_init)
     # Local processes (--jobs) or e.g. a Ray cluster for a long shape list; leaving the block
     # early (Ctrl-C, SIGTERM, an error) stops the workers: they would finish for nothing.
     with executor:
-        for _index, result in executor.run(_tune_task, [(spec, hw, s, settings) for s in todo]):
+        for _index, result in executor.run(_tune_task, [(spec, hw, s, settings,
+                                                         seeds.get(shape_key(s)))
+                                                        for s in todo]):
             finish(*result)
 
 

@@ -88,13 +88,40 @@ def describe_evaluation(model: ShapeModel, ev: Evaluation) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class Seeds:
+    """Configurations of the nearest recorded shapes (the tuning database) to start from."""
+
+    configs: tuple[tuple[tuple[str, int], ...], ...] = ()
+    shapes: tuple[str, ...] = ()  # the recorded shapes they come from
+
+
+def seed_genomes(model: ShapeModel, problem: Problem, seeds: Seeds, seed: int
+                 ) -> np.ndarray:
+    """The seeds as index genomes of this shape's domains (nearest values), repaired inside
+    its valid set where they break a constraint (re-sampling only the genes the broken checks
+    read); seeds that cannot be repaired, and duplicates, are dropped."""
+    from ascend_tune.search import construct
+
+    if not seeds.configs:
+        return problem.seeds
+    genomes = np.array([model.nearest_indices({**model.baseline_values(), **dict(c)})
+                        for c in seeds.configs], dtype=np.int64)
+    rng = np.random.default_rng([seed, zlib.crc32(shape_key(model.shape).encode()), 1])
+    repaired, ok = construct.repair(problem.feasible, problem.sizes, genomes, rng)
+    kept = np.unique(repaired[ok], axis=0) if ok.any() else repaired[:0]
+    return kept
+
+
 def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],
-               settings: TuneSettings) -> dict[str, Any]:
+               settings: TuneSettings, seeds: Seeds | None = None) -> dict[str, Any]:
     model = ShapeModel(spec, hw, shape)
     name, enum, valid = resolve_strategy(model, settings.strategy, settings.budget)
     baseline_values = model.baseline_values()
     problem = search_problem(model, name, enum, valid)
     problem.keep_top = max(problem.keep_top, settings.top_k)
+    if seeds is not None and seeds.configs and STRATEGIES[name].builds_valid:
+        problem.seeds = seed_genomes(model, problem, seeds, settings.seed)
     try:
         result = run(STRATEGIES[name](), problem, settings.budget, shape_rng(settings.seed, shape))
     except NoValidFound as exc:
@@ -134,6 +161,9 @@ def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int]
         # Only when it happened: fresh sampling inside the valid set hit its walk cap
         # (search.problem.WALKS_PER_BUDGET), on spaces where valid configurations are rare.
         **({"sampling_capped": True} if result.walks_capped else {}),
+        # Only when the tuning database seeded the search: how many starts, from where.
+        **({"seeded": {"configurations": len(problem.seeds), "from": list(seeds.shapes)}}
+           if seeds is not None and len(problem.seeds) else {}),
     }
     if candidates is not None:
         out["candidates"] = candidates

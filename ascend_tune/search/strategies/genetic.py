@@ -283,8 +283,8 @@ class _Run:
             more = problem.sample(_STOCKED * pool, self.rng)
             self.stock = np.concatenate([self.stock, more])
         fresh, self.stock = self.stock[:pool], self.stock[pool:]
-        if self.first and problem.baseline is not None:
-            fresh = np.concatenate([problem.baseline[None, :].astype(np.int64), fresh])
+        if self.first:  # the baseline and the seeds (problem.first_pool) the first time
+            fresh = problem.first_pool(fresh)
         self.first = False
         if len(fresh) == 0:
             return None

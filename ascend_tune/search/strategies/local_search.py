@@ -60,8 +60,8 @@ class IteratedLocalSearch:
                first: bool) -> tuple[np.ndarray, float] | None:
         """The best of a fresh sample pool (with the baseline, the first time)."""
         fresh = problem.sample(self.pool, rng)
-        if first and problem.baseline is not None:
-            fresh = np.concatenate([problem.baseline[None, :].astype(np.int64), fresh])
+        if first:  # the baseline and the seeds (problem.first_pool) the first time
+            fresh = problem.first_pool(fresh)
         if len(fresh) == 0:
             return None
         fit = problem.evaluate(fresh)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the tuning database (``ascend-tune db upgrade`` runs them)."""
