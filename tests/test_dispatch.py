@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ascend_tune.emit import profiles as emit_profiles
 from ascend_tune.emit import render as emit
 from ascend_tune.emit.selection import (
     BASELINE,
@@ -335,7 +336,14 @@ def test_api_select_is_the_emitted_rule(tmp_path: Path, bundles: dict[str, emit.
         assert pick.config == sel.config and pick.index == sel.index
         assert pick.source == ("exact", "model", "baseline", "none", "walk", "refined")[sel.source]
         assert pick.derived["blockDim"] == sel.env["blockDim"]
-    assert api.select(b.doc, dict(b.shapes[0][0])).source == "exact"
+    exact = api.select(b.doc, dict(b.shapes[0][0]))
+    assert exact.source == "exact"
+    # The exact tuned shape's winner has the model's time on this chip, as any pick has.
+    model = dispatch_model(b.spec, b.hw)
+    values = [int(b.shapes[0][0][v]) for v in b.spec.shape_vars]
+    cores = emit_profiles.cores(b)
+    assert math.isfinite(exact.latency_us) and exact.latency_us == model.latency_us(
+        values, [exact.config[p] for p in b.spec.params], *cores)
     with pytest.raises(AscendTuneError, match="aic must be a core count"):
         api.select(b.doc, {"M": 8, "N": 8, "K": 8}, aic=0)
     with pytest.raises(AscendTuneError, match="shape"):
