@@ -31,7 +31,7 @@ from ascend_tune.emit.walk import walk
 from ascend_tune.expr import CPP_RUNTIME
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.dispatch import dispatch_model
-from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME, render_function
+from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec, evaluate_baseline, load_spec
@@ -122,7 +122,7 @@ def test_dispatch_model_in_cpp_returns_the_python_bits(tmp_path: Path,
                 for aic, aiv in ((20, 40), (8, 7)):
                     rows.append(([shape[v] for v in spec.shape_vars], config, aic, aiv))
         source = (CPP_RUNTIME + CPP_DISPATCH_RUNTIME + "using namespace ascend_tune_rt;\n"
-                  + render_function(model.source, "PredictUs", model.curves) + _PREDICT_MAIN)
+                  + model.cpp("PredictUs") + _PREDICT_MAIN)
         cpp = tmp_path / f"{name}.cpp"
         cpp.write_text(source)
         exe = tmp_path / name

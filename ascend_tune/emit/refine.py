@@ -16,7 +16,7 @@ ranked, the pick is improved by a descent that reaches exactly those:
 Every configuration looked at counts towards :data:`MAX_EVALS`, so the host time is bounded;
 when the budget runs out, the best move found so far is kept. Each step only ever accepts a
 faster valid configuration, so the result is never slower than the pick it started from (nor,
-therefore, than the fallback). Python (:func:`refine`) and C++ (:func:`render_cpp`) look at
+therefore, than the fallback). Python (:func:`refine`) and C++ (the template's ``Refine``) look at
 the same configurations in the same order and count the same, so they agree bit for bit.
 """
 
@@ -26,8 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ascend_tune.base.errors import SpecError
-from ascend_tune.emit.walk import domain_cpp
-from ascend_tune.expr import Expr
 from ascend_tune.spec import OperatorSpec
 
 # Configurations one refinement may look at: 256 takes every example family to a mean within
@@ -135,15 +133,3 @@ def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
     if not changed:
         return None
     return dict(zip(spec.params, cur, strict=True)), best
-
-
-def render_cpp(spec: OperatorSpec, cpp: Callable[[Expr], str]) -> str:
-    """The body of ``bool Refine(const Shape&, int64_t aicNum, int64_t aivNum, Config& config,
-    double& us)`` after the shape and profile names and ``dims`` are declared: the domains;
-    the descent itself is generic C++ in the template (``RefineDescent``)."""
-    lines: list[str] = []
-    for j, p in enumerate(spec.params):
-        lines += domain_cpp(spec, p, f"dom{j}", cpp, near_base=False)
-    doms = ", ".join(f"&dom{j}" for j in range(len(spec.params)))
-    lines.append(f"const std::vector<int64_t>* doms[{len(spec.params)}] = {{{doms}}};")
-    return "\n".join("    " + line for line in lines)
