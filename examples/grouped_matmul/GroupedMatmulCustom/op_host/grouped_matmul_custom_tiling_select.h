@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "grouped_matmul_custom_tiling.h"
@@ -204,317 +205,186 @@ static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
 static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
 static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t s2 = shape[2];
-    const int64_t s3 = shape[3];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
-    const int64_t p4 = config[4];
+    const int64_t v_M = shape[0];
+    const int64_t v_K = shape[1];
+    const int64_t v_G = shape[2];
+    const int64_t v_N = shape[3];
+    const int64_t v_m1 = config[0];
+    const int64_t v_n1 = config[1];
+    const int64_t v_k1 = config[2];
+    const int64_t v_k0 = config[3];
+    const int64_t v_blockDim = config[4];
     (void)aiv;
-    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
-    const int64_t t1 = at_ceil_div(s0, s2);
-    const int64_t t2 = at_ceil_div(t1, p0);
-    const int64_t t3 = at_ceil_div(s3, p1);
-    const int64_t t4 = (s2 * t2);
-    const int64_t t5 = (t4 * t3);
-    const int64_t t6 = at_ceil_div(t5, p4);
-    const int64_t t7 = ((-at_floordiv((-t1), INT64_C(16))) * INT64_C(16));
-    const int64_t t8 = (((p0 < t7)) ? p0 : t7);
-    const int64_t t9 = ((-at_floordiv((-s3), INT64_C(16))) * INT64_C(16));
-    const int64_t t10 = (((p1 < t9)) ? p1 : t9);
-    const int64_t t11 = ((-at_floordiv((-s1), t0)) * t0);
-    const int64_t t12 = (((p2 < t11)) ? p2 : t11);
-    const int64_t t13 = at_ceil_div(s1, p2);
-    const int64_t t14 = at_ceil_div(t12, p3);
-    const int64_t t15 = (s0 * s1);
-    const int64_t t16 = (t15 * INT64_C(2));
-    const int64_t t17 = (s2 * s1);
-    const int64_t t18 = (t17 * s3);
-    const int64_t t19 = (t18 * INT64_C(2));
-    const int64_t t20 = (t16 + t19);
-    const int64_t t21 = (t5 * s1);
-    const int64_t t22 = (t8 * INT64_C(2));
-    const int64_t t23 = (t10 * INT64_C(2));
-    const int64_t t24 = (t22 + t23);
-    const int64_t t25 = (t21 * t24);
-    const int64_t t26 = (((t25 > INT64_C(1))) ? t25 : INT64_C(1));
-    const double t27 = at_fdiv(static_cast<double>(t20), static_cast<double>(t26));
-    const double t28 = (1.0 - t27);
-    const double t29 = (((t20 <= INT64_C(201326592))) ? (((0.0 > t28)) ? 0.0 : t28) : 0.0);
-    const double t30 = static_cast<double>(p4);
-    const double t31 = at_fceil(at_py_div(t30, ((((t30 > 1.0)) || ((t30 != t30))) ? t30 : 1.0)));
-    const double t32 = ((((t31 > 0.0)) || ((t31 != t31))) ? t31 : 0.0);
-    const double t33 = (((t32 > 1.0)) ? 14.0 : 0.0);
-    const double t34 = t33;
-    const int64_t t35 = (s2 * INT64_C(14));
-    const double t36 = (static_cast<double>(t35) * 1.0);
-    const double t37 = (t34 + t36);
-    const double t38 = (t33 + t36);
-    const double t39 = (0.0 + 0.0);
-    const double t40 = static_cast<double>(t6);
-    const double t41 = static_cast<double>(INT64_C(2));
-    const double t42 = ((((t40 > 0.0)) || ((t40 != t40))) ? t40 : 0.0);
-    const double t43 = (((t42 > 1.0)) ? 14.0 : 0.0);
-    const double t44 = t43;
-    const double t45 = static_cast<double>(t13);
-    const double t46 = static_cast<double>(INT64_C(2));
-    const double t47 = ((((t45 > 0.0)) || ((t45 != t45))) ? t45 : 0.0);
-    const double t48 = (((t47 > 1.0)) ? 14.0 : 0.0);
-    const double t49 = t48;
-    const int64_t t50 = (t8 * t12);
-    const double t51 = static_cast<double>((t50 * INT64_C(2)));
-    const double t52 = static_cast<double>(t8);
-    const double t53 = t29;
-    const double t54 = static_cast<double>(s1);
-    const double t55 = ((((t52 > 1.0)) || ((t52 != t52))) ? t52 : 1.0);
-    const double t56 = at_py_div(t51, t55);
-    const double t57 = ((t55 * at_fceil(at_py_div(t56, 32.0))) * 32.0);
-    const double t58 = at_interp(t57, k_XP0, k_FP0, 6);
-    const bool t59 = ((std::fmod(t56, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t60 = (t59 ? 1.0 : 0.7);
-    const double t61 = (t54 * 2.0);
-    const bool t62 = ((std::fmod(t61, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t63 = (((std::fmod(t61, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t61, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t64 = (t62 ? t60 : ((((t60 < t63)) || ((t60 != t60))) ? t60 : t63));
-    const double t65 = (t62 ? 1.0 : (((1.0 < t63)) ? 1.0 : t63));
-    const double t66 = (t58 * t64);
-    const double t67 = ((((t53 > 0.0)) || ((t53 != t53))) ? t53 : 0.0);
-    const double t68 = ((((t67 < 1.0)) || ((t67 != t67))) ? t67 : 1.0);
-    const double t69 = at_py_div(1.0, (at_py_div((1.0 - t68), 888.8888888888889) + at_py_div(t68, 3888.8888888888887)));
-    const double t70 = (t69 * t65);
-    const double t71 = ((((t30 > 1.0)) || ((t30 != t30))) ? t30 : 1.0);
-    const double t72 = (t71 * 330.0);
-    const double t73 = std::pow(t70, (-1.5));
-    const double t74 = at_py_div(std::pow((std::pow(t72, (-1.5)) + t73), (-0.6666666666666666)), t71);
-    const double t75 = ((((t66 < t74)) || ((t66 != t66))) ? t66 : t74);
-    const double t76 = at_py_div((1.0 * t57), t74);
-    const double t77 = at_py_div(t57, t75);
-    const double t78 = (t55 * 4.8);
-    const double t79 = ((((t77 > t78)) || ((t77 != t77))) ? t77 : t78);
-    const double t80 = (((t54 > 65535.0)) ? (t55 * 210.0) : 210.0);
-    const double t81 = (t80 + t79);
-    const double t82 = (1.0 * t81);
-    const double t83 = (t49 + t82);
-    const double t84 = (0.0 + t82);
-    const double t85 = (0.0 + t76);
-    const int64_t t86 = (t12 * t10);
-    const double t87 = static_cast<double>((t86 * INT64_C(2)));
-    const double t88 = static_cast<double>(t12);
-    const double t89 = t29;
-    const double t90 = static_cast<double>(s3);
-    const double t91 = ((((t88 > 1.0)) || ((t88 != t88))) ? t88 : 1.0);
-    const double t92 = at_py_div(t87, t91);
-    const double t93 = ((t91 * at_fceil(at_py_div(t92, 32.0))) * 32.0);
-    const double t94 = at_interp(t93, k_XP0, k_FP0, 6);
-    const bool t95 = ((std::fmod(t92, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t96 = (t95 ? 1.0 : 0.7);
-    const double t97 = (t90 * 2.0);
-    const bool t98 = ((std::fmod(t97, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t99 = (((std::fmod(t97, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t97, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t100 = (t98 ? t96 : ((((t96 < t99)) || ((t96 != t96))) ? t96 : t99));
-    const double t101 = (t98 ? 1.0 : (((1.0 < t99)) ? 1.0 : t99));
-    const double t102 = (t94 * t100);
-    const double t103 = ((((t89 > 0.0)) || ((t89 != t89))) ? t89 : 0.0);
-    const double t104 = ((((t103 < 1.0)) || ((t103 != t103))) ? t103 : 1.0);
-    const double t105 = at_py_div(1.0, (at_py_div((1.0 - t104), 888.8888888888889) + at_py_div(t104, 3888.8888888888887)));
-    const double t106 = (t105 * t101);
-    const double t107 = ((((t30 > 1.0)) || ((t30 != t30))) ? t30 : 1.0);
-    const double t108 = (t107 * 330.0);
-    const double t109 = std::pow(t106, (-1.5));
-    const double t110 = at_py_div(std::pow((std::pow(t108, (-1.5)) + t109), (-0.6666666666666666)), t107);
-    const double t111 = ((((t102 < t110)) || ((t102 != t102))) ? t102 : t110);
-    const double t112 = at_py_div((1.0 * t93), t110);
-    const double t113 = at_py_div(t93, t111);
-    const double t114 = (t91 * 4.8);
-    const double t115 = ((((t113 > t114)) || ((t113 != t113))) ? t113 : t114);
-    const double t116 = (((t90 > 65535.0)) ? (t91 * 210.0) : 210.0);
-    const double t117 = (t116 + t115);
-    const double t118 = (1.0 * t117);
-    const double t119 = (t83 + t118);
-    const double t120 = (t84 + t118);
-    const double t121 = (t85 + t112);
-    const double t122 = static_cast<double>(t14);
-    const double t123 = static_cast<double>(INT64_C(2));
-    const double t124 = ((((t122 > 0.0)) || ((t122 != t122))) ? t122 : 0.0);
-    const double t125 = (((t124 > 1.0)) ? 14.0 : 0.0);
-    const double t126 = t125;
-    const int64_t t127 = (t8 * p3);
-    const double t128 = static_cast<double>((t127 * INT64_C(2)));
-    const double t129 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t130 = at_py_div(t128, t129);
-    const double t131 = ((t129 * at_fceil(at_py_div(t130, 32.0))) * 32.0);
-    const double t132 = at_interp(t131, k_XP1, k_FP1, 4);
-    const double t133 = at_py_div(t131, t132);
-    const double t134 = (2.0 + t133);
-    const double t135 = (1.0 * t134);
-    const double t136 = (t126 + t135);
-    const double t137 = (0.0 + t135);
-    const double t138 = (0.0 + 0.0);
-    const int64_t t139 = (t10 * p3);
-    const double t140 = static_cast<double>((t139 * INT64_C(2)));
-    const double t141 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t142 = at_py_div(t140, t141);
-    const double t143 = ((t141 * at_fceil(at_py_div(t142, 32.0))) * 32.0);
-    const double t144 = at_interp(t143, k_XP2, k_FP2, 4);
-    const double t145 = at_py_div(t143, t144);
-    const double t146 = (2.0 + t145);
-    const double t147 = (1.0 * t146);
-    const double t148 = (t136 + t147);
-    const double t149 = (t137 + t147);
-    const double t150 = (t138 + 0.0);
-    const double t151 = static_cast<double>(t8);
-    const double t152 = static_cast<double>(t10);
-    const double t153 = static_cast<double>(p3);
-    const double t154 = ((at_fceil(at_py_div(t151, 16.0)) * at_fceil(at_py_div(t152, 16.0))) * at_fceil(at_py_div(t153, static_cast<double>(INT64_C(16)))));
-    const double t155 = ((t154 * 1.0) + 2.0);
-    const double t156 = (1.0 * t155);
-    const double t157 = (t148 + t156);
-    const double t158 = (0.0 + t156);
-    const double t159 = (t150 + 0.0);
-    const double t160 = (t157 + 2.0);
-    const double t161 = (t125 + 2.0);
-    const double t162 = ((((t161 > t149)) || ((t161 != t161))) ? t161 : t149);
-    const double t163 = ((((t162 > t158)) || ((t162 != t162))) ? t162 : t158);
-    const double t164 = ((((t163 > t159)) || ((t163 != t163))) ? t163 : t159);
-    const double t165 = ((((t164 > 0.0)) || ((t164 != t164))) ? t164 : 0.0);
-    const double t166 = (t124 - 1.0);
-    const double t167 = ((((t166 > 0.0)) || ((t166 != t166))) ? t166 : 0.0);
-    const bool t168 = ((t123 >= static_cast<double>(INT64_C(2))));
-    const double t169 = (t168 ? (t160 + (t167 * t165)) : (t124 * t160));
-    const double t170 = (t168 ? (t124 * 0.0) : ((t167 * t160) + t165));
-    const double t171 = (((t124 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t169);
-    const double t172 = (((t124 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t170);
-    const double t173 = (t161 * t124);
-    const double t174 = (t149 * t124);
-    const double t175 = (t158 * t124);
-    const double t176 = (t159 * t124);
-    const double t177 = (t119 + t171);
-    const double t178 = (t48 + t173);
-    const double t179 = (0.0 + t174);
-    const double t180 = (0.0 + t175);
-    const double t181 = (t121 + t176);
-    const double t182 = (((0.0 > t172)) ? 0.0 : t172);
-    const double t183 = (t177 + 2.0);
-    const double t184 = (t178 + 2.0);
-    const double t185 = ((((t184 > t120)) || ((t184 != t184))) ? t184 : t120);
-    const double t186 = ((((t185 > t179)) || ((t185 != t185))) ? t185 : t179);
-    const double t187 = ((((t186 > t180)) || ((t186 != t186))) ? t186 : t180);
-    const double t188 = ((((t187 > t181)) || ((t187 != t187))) ? t187 : t181);
-    const double t189 = ((((t188 > t182)) || ((t188 != t188))) ? t188 : t182);
-    const double t190 = (t47 - 1.0);
-    const double t191 = ((((t190 > 0.0)) || ((t190 != t190))) ? t190 : 0.0);
-    const bool t192 = ((t46 >= static_cast<double>(INT64_C(2))));
-    const double t193 = (t192 ? (t183 + (t191 * t189)) : (t47 * t183));
-    const double t194 = (t192 ? (t47 * t182) : ((t191 * t183) + t189));
-    const double t195 = (((t47 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t193);
-    const double t196 = (((t47 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t194);
-    const double t197 = (t184 * t47);
-    const double t198 = (t120 * t47);
-    const double t199 = (t179 * t47);
-    const double t200 = (t180 * t47);
-    const double t201 = (t181 * t47);
-    const double t202 = (t44 + t195);
-    const double t203 = (t43 + t197);
-    const double t204 = (0.0 + t198);
-    const double t205 = (0.0 + t199);
-    const double t206 = (0.0 + t200);
-    const double t207 = (0.0 + t201);
-    const double t208 = (((0.0 > t196)) ? 0.0 : t196);
-    const int64_t t209 = (t8 * t10);
-    const double t210 = static_cast<double>((t209 * INT64_C(2)));
-    const double t211 = static_cast<double>(t8);
-    const double t212 = static_cast<double>(s3);
-    const double t213 = ((((t211 > 1.0)) || ((t211 != t211))) ? t211 : 1.0);
-    const double t214 = at_py_div(t210, t213);
-    const double t215 = ((t213 * at_fceil(at_py_div(t214, 32.0))) * 32.0);
-    const double t216 = at_interp(t215, k_XP3, k_FP3, 6);
-    const bool t217 = ((std::fmod(t214, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t218 = (t217 ? 1.0 : 0.7);
-    const double t219 = (t212 * 2.0);
-    const bool t220 = ((std::fmod(t219, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t221 = (t220 ? t218 : ((((t218 < 0.7)) || ((t218 != t218))) ? t218 : 0.7));
-    const double t222 = (t220 ? 1.0 : (((1.0 < 0.7)) ? 1.0 : 0.7));
-    const double t223 = (t216 * t221);
-    const double t224 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t225 = ((((t224 < 1.0)) || ((t224 != t224))) ? t224 : 1.0);
-    const double t226 = at_py_div(1.0, (at_py_div((1.0 - t225), 888.8888888888889) + at_py_div(t225, 3888.8888888888887)));
-    const double t227 = (t226 * t222);
-    const double t228 = ((((t30 > 1.0)) || ((t30 != t30))) ? t30 : 1.0);
-    const double t229 = (t228 * 330.0);
-    const double t230 = std::pow(t227, (-1.5));
-    const double t231 = at_py_div(std::pow((std::pow(t229, (-1.5)) + t230), (-0.6666666666666666)), t228);
-    const double t232 = ((((t223 < t231)) || ((t223 != t223))) ? t223 : t231);
-    const double t233 = at_py_div((1.0 * t215), t231);
-    const double t234 = at_py_div(t215, t232);
-    const double t235 = (11.0 + t234);
-    const double t236 = (1.0 * t235);
-    const double t237 = (t202 + t236);
-    const double t238 = (0.0 + t236);
-    const double t239 = (t207 + t233);
-    const double t240 = (t237 + 2.0);
-    const double t241 = (t203 + 2.0);
-    const double t242 = ((((t241 > t204)) || ((t241 != t241))) ? t241 : t204);
-    const double t243 = ((((t242 > t205)) || ((t242 != t242))) ? t242 : t205);
-    const double t244 = ((((t243 > t206)) || ((t243 != t243))) ? t243 : t206);
-    const double t245 = ((((t244 > t238)) || ((t244 != t244))) ? t244 : t238);
-    const double t246 = ((((t245 > t239)) || ((t245 != t245))) ? t245 : t239);
-    const double t247 = ((((t246 > t208)) || ((t246 != t246))) ? t246 : t208);
-    const double t248 = (t42 - 1.0);
-    const double t249 = ((((t248 > 0.0)) || ((t248 != t248))) ? t248 : 0.0);
-    const bool t250 = ((t41 >= static_cast<double>(INT64_C(2))));
-    const double t251 = (t250 ? (t240 + (t249 * t247)) : (t42 * t240));
-    const double t252 = (t250 ? (t42 * t208) : ((t249 * t240) + t247));
-    const double t253 = (((t42 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t251);
-    const double t254 = (((t42 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t252);
-    const double t255 = (t241 * t42);
-    const double t256 = (t204 * t42);
-    const double t257 = (t205 * t42);
-    const double t258 = (t206 * t42);
-    const double t259 = (t238 * t42);
-    const double t260 = (t239 * t42);
-    const double t261 = (t37 + t253);
-    const double t262 = (t38 + t255);
-    const double t263 = (0.0 + t256);
-    const double t264 = (0.0 + t257);
-    const double t265 = (0.0 + t258);
-    const double t266 = (0.0 + t259);
-    const double t267 = (t39 + t260);
-    const double t268 = (((0.0 > t254)) ? 0.0 : t254);
-    const double t269 = (t261 + 2.0);
-    const double t270 = (t262 + 2.0);
-    const double t271 = ((((t270 > t263)) || ((t270 != t270))) ? t270 : t263);
-    const double t272 = ((((t271 > t264)) || ((t271 != t271))) ? t271 : t264);
-    const double t273 = ((((t272 > t265)) || ((t272 != t272))) ? t272 : t265);
-    const double t274 = ((((t273 > t266)) || ((t273 != t273))) ? t273 : t266);
-    const double t275 = ((((t274 > t267)) || ((t274 != t274))) ? t274 : t267);
-    const double t276 = ((((t275 > t268)) || ((t275 != t275))) ? t275 : t268);
-    const double t277 = (t32 - 1.0);
-    const double t278 = ((((t277 > 0.0)) || ((t277 != t277))) ? t277 : 0.0);
-    const double t279 = (t32 * t269);
-    const double t280 = ((t278 * t269) + t276);
-    const double t281 = (((t32 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t279);
-    const double t282 = (((t32 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t280);
-    (void)t282;
-    const double t283 = (t270 * t32);
-    (void)t283;
-    const double t284 = (t263 * t32);
-    (void)t284;
-    const double t285 = (t264 * t32);
-    (void)t285;
-    const double t286 = (t265 * t32);
-    (void)t286;
-    const double t287 = (t266 * t32);
-    (void)t287;
-    const double t288 = (t267 * t32);
-    (void)t288;
-    const double t289 = at_py_div(t281, 1800.0);
-    const double t290 = ((2.0 + 16.87) + at_py_div((1.3 * t30), static_cast<double>(aic)));
-    const double t291 = (((0.0 > t290)) ? 0.0 : t290);
-    const double t292 = (t291 + t289);
-    return t292;
+    // groupM
+    const int64_t groupM_0 = at_ceil_div(v_M, v_G);
+    // mTiles
+    const int64_t mTiles_0 = at_ceil_div(groupM_0, v_m1);
+    // nTiles
+    const int64_t nTiles_0 = at_ceil_div(v_N, v_n1);
+    // tiles
+    const int64_t tiles_0 = ((v_G * mTiles_0) * nTiles_0);
+    // tilesPerCore
+    const int64_t tilesPerCore_0 = at_ceil_div(tiles_0, v_blockDim);
+    // tileM
+    const int64_t tileM_0 = ((-at_floordiv((-groupM_0), INT64_C(16))) * INT64_C(16));
+    const int64_t tileM_1 = ((v_m1 < tileM_0) ? v_m1 : tileM_0);
+    // tileN
+    const int64_t tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
+    const int64_t tileN_1 = ((v_n1 < tileN_0) ? v_n1 : tileN_0);
+    // sliceK
+    const int64_t sliceK_0 = ((-at_floordiv((-v_K), INT64_C(16))) * INT64_C(16));
+    const int64_t sliceK_1 = ((v_k1 < sliceK_0) ? v_k1 : sliceK_0);
+    // kL1Iters
+    const int64_t kL1Iters_0 = at_ceil_div(v_K, v_k1);
+    // kL0Iters
+    const int64_t kL0Iters_0 = at_ceil_div(sliceK_1, v_k0);
+    // uniqueBytes
+    const int64_t uniqueBytes_0 = (((v_M * v_K) * INT64_C(2)) + (((v_G * v_K) * v_N) * INT64_C(2)));
+    // readBytes
+    const int64_t readBytes_0 = ((tiles_0 * v_K) * ((tileM_1 * INT64_C(2)) + (tileN_1 * INT64_C(2))));
+    // l2Hit
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(uniqueBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((uniqueBytes_0 <= INT64_C(201326592)) ? ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0) : 0.0);
+    // cube_side
+    const double cube_side_0 = static_cast<double>(v_blockDim);
+    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
+    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
+    // group_walk
+    const double group_walk_0 = (cube_side_3 + (static_cast<double>((v_G * INT64_C(14))) * 1.0));
+    // cube_side
+    const double cube_side_4 = static_cast<double>(tilesPerCore_0);
+    // tile
+    const double tile_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
+    const double tile_2 = static_cast<double>(kL1Iters_0);
+    // k_l1
+    const double k_l1_0 = (((tile_2 > 0.0) || (tile_2 != tile_2)) ? tile_2 : 0.0);
+    const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l1
+    const double load_a_l1_0 = static_cast<double>(tileM_1);
+    const double load_a_l1_1 = static_cast<double>(v_K);
+    const double load_a_l1_2 = (((load_a_l1_0 > 1.0) || (load_a_l1_0 != load_a_l1_0)) ? load_a_l1_0 : 1.0);
+    const double load_a_l1_3 = at_py_div(static_cast<double>(((tileM_1 * sliceK_1) * INT64_C(2))), load_a_l1_2);
+    const double load_a_l1_4 = ((load_a_l1_2 * at_fceil(at_py_div(load_a_l1_3, 32.0))) * 32.0);
+    const double load_a_l1_5 = ((std::fmod(load_a_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_a_l1_6 = (load_a_l1_1 * 2.0);
+    const bool load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_a_l1_9 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (load_a_l1_7 ? load_a_l1_5 : (((load_a_l1_5 < load_a_l1_8) || (load_a_l1_5 != load_a_l1_5)) ? load_a_l1_5 : load_a_l1_8)));
+    const double load_a_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_a_l1_11 = (((load_a_l1_10 < 1.0) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : 1.0);
+    const double load_a_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_11), 888.8888888888889) + at_py_div(load_a_l1_11, 3888.8888888888887))) * (load_a_l1_7 ? 1.0 : ((1.0 < load_a_l1_8) ? 1.0 : load_a_l1_8)));
+    const double load_a_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_a_l1_14 = at_py_div(std::pow((std::pow((load_a_l1_13 * 330.0), -1.5) + std::pow(load_a_l1_12, -1.5)), -0.6666666666666666), load_a_l1_13);
+    const double load_a_l1_15 = at_py_div(load_a_l1_4, (((load_a_l1_9 < load_a_l1_14) || (load_a_l1_9 != load_a_l1_9)) ? load_a_l1_9 : load_a_l1_14));
+    const double load_a_l1_16 = (load_a_l1_2 * 4.8);
+    const double load_a_l1_17 = (((load_a_l1_1 > 65535.0) ? (load_a_l1_2 * 210.0) : 210.0) + (((load_a_l1_15 > load_a_l1_16) || (load_a_l1_15 != load_a_l1_15)) ? load_a_l1_15 : load_a_l1_16));
+    const double load_a_l1_18 = (1.0 * load_a_l1_17);
+    const double load_a_l1_19 = (k_l1_1 + load_a_l1_18);
+    const double load_a_l1_20 = (0.0 + load_a_l1_18);
+    const double load_a_l1_21 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_14));
+    // load_b_l1
+    const double load_b_l1_0 = static_cast<double>(sliceK_1);
+    const double load_b_l1_1 = static_cast<double>(v_N);
+    const double load_b_l1_2 = (((load_b_l1_0 > 1.0) || (load_b_l1_0 != load_b_l1_0)) ? load_b_l1_0 : 1.0);
+    const double load_b_l1_3 = at_py_div(static_cast<double>(((sliceK_1 * tileN_1) * INT64_C(2))), load_b_l1_2);
+    const double load_b_l1_4 = ((load_b_l1_2 * at_fceil(at_py_div(load_b_l1_3, 32.0))) * 32.0);
+    const double load_b_l1_5 = ((std::fmod(load_b_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_b_l1_6 = (load_b_l1_1 * 2.0);
+    const bool load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_b_l1_9 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (load_b_l1_7 ? load_b_l1_5 : (((load_b_l1_5 < load_b_l1_8) || (load_b_l1_5 != load_b_l1_5)) ? load_b_l1_5 : load_b_l1_8)));
+    const double load_b_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_b_l1_11 = (((load_b_l1_10 < 1.0) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : 1.0);
+    const double load_b_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_11), 888.8888888888889) + at_py_div(load_b_l1_11, 3888.8888888888887))) * (load_b_l1_7 ? 1.0 : ((1.0 < load_b_l1_8) ? 1.0 : load_b_l1_8)));
+    const double load_b_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_b_l1_14 = at_py_div(std::pow((std::pow((load_b_l1_13 * 330.0), -1.5) + std::pow(load_b_l1_12, -1.5)), -0.6666666666666666), load_b_l1_13);
+    const double load_b_l1_15 = at_py_div(load_b_l1_4, (((load_b_l1_9 < load_b_l1_14) || (load_b_l1_9 != load_b_l1_9)) ? load_b_l1_9 : load_b_l1_14));
+    const double load_b_l1_16 = (load_b_l1_2 * 4.8);
+    const double load_b_l1_17 = (((load_b_l1_1 > 65535.0) ? (load_b_l1_2 * 210.0) : 210.0) + (((load_b_l1_15 > load_b_l1_16) || (load_b_l1_15 != load_b_l1_15)) ? load_b_l1_15 : load_b_l1_16));
+    const double load_b_l1_18 = (1.0 * load_b_l1_17);
+    const double load_b_l1_19 = (load_a_l1_19 + load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_20 + load_b_l1_18);
+    const double load_b_l1_21 = (load_a_l1_21 + at_py_div((1.0 * load_b_l1_4), load_b_l1_14));
+    // k_l1
+    const double k_l1_2 = static_cast<double>(kL0Iters_0);
+    // k_l0
+    const double k_l0_0 = (((k_l1_2 > 0.0) || (k_l1_2 != k_l1_2)) ? k_l1_2 : 0.0);
+    const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l0a
+    const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileM_1 * v_k0) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_a_l0a_1 = (1.0 * (2.0 + at_py_div(load_a_l0a_0, at_interp(load_a_l0a_0, k_XP1, k_FP1, 4))));
+    const double load_a_l0a_2 = (k_l0_1 + load_a_l0a_1);
+    const double load_a_l0a_3 = (0.0 + load_a_l0a_1);
+    // load_b_l0b
+    const double load_b_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileN_1 * v_k0) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_b_l0b_1 = (1.0 * (2.0 + at_py_div(load_b_l0b_0, at_interp(load_b_l0b_0, k_XP2, k_FP2, 4))));
+    const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
+    const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
+    // mmad
+    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(tileM_1), 16.0)) * at_fceil(at_py_div(static_cast<double>(tileN_1), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(16)))));
+    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
+    const double mmad_2 = (load_b_l0b_2 + mmad_1);
+    const double mmad_3 = (0.0 + mmad_1);
+    // k_l0
+    const double k_l0_2 = (k_l0_1 + 2.0);
+    const double k_l0_3 = (((k_l0_2 > load_b_l0b_3) || (k_l0_2 != k_l0_2)) ? k_l0_2 : load_b_l0b_3);
+    const double k_l0_4 = (((k_l0_3 > mmad_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : mmad_3);
+    const double k_l0_5 = (((k_l0_4 > 0.0) || (k_l0_4 != k_l0_4)) ? k_l0_4 : 0.0);
+    const double k_l0_6 = (k_l0_0 - 1.0);
+    const double k_l0_7 = ((mmad_2 + 2.0) + ((((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0) * (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0)));
+    const double k_l0_8 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_0 * 0.0));
+    const double k_l0_9 = (load_b_l1_19 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
+    const double k_l0_10 = (k_l1_1 + (k_l0_2 * k_l0_0));
+    const double k_l0_11 = (0.0 + (load_b_l0b_3 * k_l0_0));
+    const double k_l0_12 = (0.0 + (mmad_3 * k_l0_0));
+    const double k_l0_13 = (load_b_l1_21 + (0.0 * k_l0_0));
+    const double k_l0_14 = ((0.0 > k_l0_8) ? 0.0 : k_l0_8);
+    // k_l1
+    const double k_l1_3 = (k_l0_10 + 2.0);
+    const double k_l1_4 = (((k_l1_3 > load_b_l1_20) || (k_l1_3 != k_l1_3)) ? k_l1_3 : load_b_l1_20);
+    const double k_l1_5 = (((k_l1_4 > k_l0_11) || (k_l1_4 != k_l1_4)) ? k_l1_4 : k_l0_11);
+    const double k_l1_6 = (((k_l1_5 > k_l0_12) || (k_l1_5 != k_l1_5)) ? k_l1_5 : k_l0_12);
+    const double k_l1_7 = (((k_l1_6 > k_l0_13) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_13);
+    const double k_l1_8 = (k_l1_0 - 1.0);
+    const double k_l1_9 = ((k_l0_9 + 2.0) + ((((k_l1_8 > 0.0) || (k_l1_8 != k_l1_8)) ? k_l1_8 : 0.0) * (((k_l1_7 > k_l0_14) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_14)));
+    const double k_l1_10 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_0 * k_l0_14));
+    const double k_l1_11 = (tile_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l1_9));
+    const double k_l1_12 = (tile_1 + (k_l1_3 * k_l1_0));
+    const double k_l1_13 = (0.0 + (load_b_l1_20 * k_l1_0));
+    const double k_l1_14 = (0.0 + (k_l0_11 * k_l1_0));
+    const double k_l1_15 = (0.0 + (k_l0_12 * k_l1_0));
+    const double k_l1_16 = (0.0 + (k_l0_13 * k_l1_0));
+    const double k_l1_17 = ((0.0 > k_l1_10) ? 0.0 : k_l1_10);
+    // write_c
+    const double write_c_0 = static_cast<double>(tileM_1);
+    const double write_c_1 = (((write_c_0 > 1.0) || (write_c_0 != write_c_0)) ? write_c_0 : 1.0);
+    const double write_c_2 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(2))), write_c_1);
+    const double write_c_3 = ((write_c_1 * at_fceil(at_py_div(write_c_2, 32.0))) * 32.0);
+    const double write_c_4 = ((std::fmod(write_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const bool write_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
+    const double write_c_6 = (at_interp(write_c_3, k_XP3, k_FP3, 6) * (write_c_5 ? write_c_4 : (((write_c_4 < 0.7) || (write_c_4 != write_c_4)) ? write_c_4 : 0.7)));
+    const double write_c_7 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double write_c_8 = at_py_div(std::pow((std::pow((write_c_7 * 330.0), -1.5) + std::pow((888.8888888888889 * (write_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), write_c_7);
+    const double write_c_9 = (1.0 * (11.0 + at_py_div(write_c_3, (((write_c_6 < write_c_8) || (write_c_6 != write_c_6)) ? write_c_6 : write_c_8))));
+    const double write_c_10 = (k_l1_11 + write_c_9);
+    const double write_c_11 = (0.0 + write_c_9);
+    const double write_c_12 = (k_l1_16 + at_py_div((1.0 * write_c_3), write_c_8));
+    // tile
+    const double tile_3 = (k_l1_12 + 2.0);
+    const double tile_4 = (((tile_3 > k_l1_13) || (tile_3 != tile_3)) ? tile_3 : k_l1_13);
+    const double tile_5 = (((tile_4 > k_l1_14) || (tile_4 != tile_4)) ? tile_4 : k_l1_14);
+    const double tile_6 = (((tile_5 > k_l1_15) || (tile_5 != tile_5)) ? tile_5 : k_l1_15);
+    const double tile_7 = (((tile_6 > write_c_11) || (tile_6 != tile_6)) ? tile_6 : write_c_11);
+    const double tile_8 = (((tile_7 > write_c_12) || (tile_7 != tile_7)) ? tile_7 : write_c_12);
+    const double tile_9 = (tile_0 - 1.0);
+    const double tile_10 = ((write_c_10 + 2.0) + ((((tile_9 > 0.0) || (tile_9 != tile_9)) ? tile_9 : 0.0) * (((tile_8 > k_l1_17) || (tile_8 != tile_8)) ? tile_8 : k_l1_17)));
+    const double tile_11 = (group_walk_0 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_10));
+    // cube_side
+    const double cube_side_5 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
+    const double cube_side_6 = (((0.0 > cube_side_5) ? 0.0 : cube_side_5) + at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (tile_11 + 2.0))), 1800.0));
+    return cube_side_6;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -562,114 +432,80 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.M >= INT64_C(1) && shape.M <= INT64_C(16777216) && shape.K >= INT64_C(1) && shape.K <= INT64_C(1048576) && shape.G >= INT64_C(1) && shape.G <= INT64_C(4096) && shape.N >= INT64_C(1) && shape.N <= INT64_C(1048576);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+const int32_t kSteps = 5;
+inline bool CheckStep(int32_t step, Values& v) {
+    switch (step) {
+    case 0:  // m1
+        v.v_c0 = at_floordiv(INT64_C(32), sizeof_a);
+        v.v_groupM = at_ceil_div(v.v_M, v.v_G);
+        v.v_mTiles = at_ceil_div(v.v_groupM, v.v_m1);
+        v.v_tileM = at_min(v.v_m1, at_align_up(v.v_groupM, INT64_C(16)));
+        v.v_uniqueBytes = (((v.v_M * v.v_K) * sizeof_a) + (((v.v_G * v.v_K) * v.v_N) * sizeof_b));
+        if (!(((v.v_m1 < (INT64_C(2) * v.v_groupM)) || (v.v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
+        if (!Within(static_cast<double>(v.v_M), 0.0, 4294967295.0)) return false;  // M_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_G), 0.0, 4294967295.0)) return false;  // groupNum_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_m1), 0.0, 4294967295.0)) return false;  // l1M_fits_uint32_t
+        return true;
+    case 1:  // n1
+        v.v_nTiles = at_ceil_div(v.v_N, v.v_n1);
+        v.v_tiles = ((v.v_G * v.v_mTiles) * v.v_nTiles);
+        v.v_tileN = at_min(v.v_n1, at_align_up(v.v_N, INT64_C(16)));
+        v.v_readBytes = ((v.v_tiles * v.v_K) * ((v.v_tileM * sizeof_a) + (v.v_tileN * sizeof_b)));
+        v.v_l2Hit = (((v.v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v.v_uniqueBytes), static_cast<double>(at_max(v.v_readBytes, INT64_C(1))))))) : (0.0));
+        if (!((((v.v_m1 * v.v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
+        if (!(((v.v_n1 < (INT64_C(2) * v.v_N)) || (v.v_n1 == INT64_C(16))))) return false;  // n1_not_oversized
+        if (!Within(static_cast<double>(v.v_n1), 0.0, 4294967295.0)) return false;  // l1N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_nTiles), 0.0, 4294967295.0)) return false;  // nTiles_fits_uint32_t
+        return true;
+    case 2:  // k1
+        v.v_sliceK = at_min(v.v_k1, at_align_up(v.v_K, v.v_c0));
+        v.v_kL1Iters = at_ceil_div(v.v_K, v.v_k1);
+        if (!((((INT64_C(2) * v.v_k1) * ((v.v_m1 * sizeof_a) + (v.v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
+        if (!(((v.v_k1 < (INT64_C(2) * v.v_K)) || (v.v_k1 == INT64_C(32))))) return false;  // k1_not_oversized
+        if (!Within(static_cast<double>(v.v_k1), 0.0, 4294967295.0)) return false;  // l1K_fits_uint32_t
+        return true;
+    case 3:  // k0
+        v.v_kL0Iters = at_ceil_div(v.v_sliceK, v.v_k0);
+        if (!(((((INT64_C(2) * v.v_m1) * v.v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
+        if (!(((((INT64_C(2) * v.v_n1) * v.v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
+        if (!((at_mod(v.v_k0, v.v_c0) == INT64_C(0)))) return false;  // k0_fractal
+        if (!((at_mod(v.v_k1, v.v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
+        if (!Within(static_cast<double>(v.v_k0), 0.0, 4294967295.0)) return false;  // l0K_fits_uint32_t
+        return true;
+    case 4:  // blockDim
+        v.v_tilesPerCore = at_ceil_div(v.v_tiles, v.v_blockDim);
+        if (!((v.v_blockDim <= v.v_tiles))) return false;  // every_core_busy
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
+        return true;
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    out.v_M = v_M;
-    const int64_t v_K = shape.K;
-    out.v_K = v_K;
-    const int64_t v_G = shape.G;
-    out.v_G = v_G;
-    const int64_t v_N = shape.N;
-    out.v_N = v_N;
-    const int64_t v_m1 = config.m1;
-    out.v_m1 = v_m1;
-    const int64_t v_n1 = config.n1;
-    out.v_n1 = v_n1;
-    const int64_t v_k1 = config.k1;
-    out.v_k1 = v_k1;
-    const int64_t v_k0 = config.k0;
-    out.v_k0 = v_k0;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-    out.v_c0 = v_c0;
-    const int64_t v_groupM = at_ceil_div(v_M, v_G);
-    out.v_groupM = v_groupM;
-    const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
-    out.v_mTiles = v_mTiles;
-    const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-    out.v_nTiles = v_nTiles;
-    const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
-    out.v_tiles = v_tiles;
-    const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-    out.v_tilesPerCore = v_tilesPerCore;
-    const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
-    out.v_tileM = v_tileM;
-    const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-    out.v_tileN = v_tileN;
-    const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-    out.v_sliceK = v_sliceK;
-    const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-    out.v_kL1Iters = v_kL1Iters;
-    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-    out.v_kL0Iters = v_kL0Iters;
-    const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
-    out.v_uniqueBytes = v_uniqueBytes;
-    const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-    out.v_readBytes = v_readBytes;
-    const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
-    out.v_l2Hit = v_l2Hit;
-    if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
-    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
-    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
-    if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
-    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) return false;  // k0_fractal
-    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
-    if (!((v_blockDim <= v_tiles))) return false;  // every_core_busy
-    if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
-    if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(16))))) return false;  // n1_not_oversized
-    if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(32))))) return false;  // k1_not_oversized
-    {
-        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
+    out.v_M = shape.M;
+    out.v_K = shape.K;
+    out.v_G = shape.G;
+    out.v_N = shape.N;
+    out.v_m1 = config.m1;
+    out.v_n1 = config.n1;
+    out.v_k1 = config.k1;
+    out.v_k0 = config.k0;
+    out.v_blockDim = config.blockDim;
+    for (int32_t step = 0; step < kSteps; ++step) {
+        if (!CheckStep(step, out)) return false;
     }
     return true;
 }
@@ -702,11 +538,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -719,195 +580,12 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_G;
     const int64_t v_N = shape.N;
     (void)v_N;
-    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.m1 ? a - base.m1 : base.m1 - a;
-        const int64_t db = b > base.m1 ? b - base.m1 : base.m1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.n1 ? a - base.n1 : base.n1 - a;
-        const int64_t db = b > base.n1 ? b - base.n1 : base.n1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k1 ? a - base.k1 : base.k1 - a;
-        const int64_t db = b > base.k1 ? b - base.k1 : base.k1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k0 ? a - base.k0 : base.k0 - a;
-        const int64_t db = b > base.k0 ? b - base.k0 : base.k0 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom4;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
-    }
-    if (dom4.empty()) return false;
-    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_m1 = k0 < 0 ? base.m1 : dom0[k0];
-        if (k0 >= 0 && v_m1 == base.m1) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-        (void)v_c0;
-        const int64_t v_groupM = at_ceil_div(v_M, v_G);
-        (void)v_groupM;
-        const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
-        (void)v_mTiles;
-        const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
-        (void)v_tileM;
-        const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
-        (void)v_uniqueBytes;
-        if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) continue;  // m1_not_oversized
-        {
-            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_n1 = k1 < 0 ? base.n1 : dom1[k1];
-            if (k1 >= 0 && v_n1 == base.n1) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-            (void)v_nTiles;
-            const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
-            (void)v_tiles;
-            const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-            (void)v_tileN;
-            const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-            (void)v_readBytes;
-            const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
-            (void)v_l2Hit;
-            if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) continue;  // l0c_fits
-            if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(16))))) continue;  // n1_not_oversized
-            {
-                const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_k1 = k2 < 0 ? base.k1 : dom2[k2];
-                if (k2 >= 0 && v_k1 == base.k1) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-                (void)v_sliceK;
-                const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-                (void)v_kL1Iters;
-                if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) continue;  // l1_fits
-                if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(32))))) continue;  // k1_not_oversized
-                {
-                    const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_k0 = k3 < 0 ? base.k0 : dom3[k3];
-                    if (k3 >= 0 && v_k0 == base.k0) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-                    (void)v_kL0Iters;
-                    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) continue;  // l0a_fits
-                    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) continue;  // l0b_fits
-                    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) continue;  // k0_fractal
-                    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) continue;  // k0_divides_k1
-                    {
-                        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
-                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                    }
-                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
-                        const int64_t v_blockDim = k4 < 0 ? base.blockDim : dom4[k4];
-                        if (k4 >= 0 && v_blockDim == base.blockDim) continue;
-                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                        const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-                        (void)v_tilesPerCore;
-                        if (!((v_blockDim <= v_tiles))) continue;  // every_core_busy
-                        {
-                            const int64_t cores = v_blockDim;  // cube_cores_within_chip
-                            if (cores < 1 || cores > aicNum) continue;
-                        }
-                        {
-                            const int64_t cores = v_blockDim;  // block_dim_within_chip
-                            if (cores < 1 || cores > aicNum) continue;
-                        }
-                        {
-                            const int64_t values[5] = {v_m1, v_n1, v_k1, v_k0, v_blockDim};
-                            const double us = PredictUs(dims, values, aicNum, aivNum);
-                            if (found == 0 || us < bestUs) {
-                                bestUs = us;
-                                out.m1 = v_m1;
-                                out.n1 = v_n1;
-                                out.k1 = v_k1;
-                                out.k0 = v_k0;
-                                out.blockDim = v_blockDim;
-                            }
-                            if (++found >= 16) break;
-                        }
-                    }
-                if (gaveUp || found >= 16) break;
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainValues(doms[0], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // m1
+    if (!DomainValues(doms[1], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // n1
+    if (!DomainValues(doms[2], {INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256), INT64_C(512), INT64_C(1024)})) return false;  // k1
+    if (!DomainValues(doms[3], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256)})) return false;  // k0
+    if (!DomainRange(doms[4], INT64_C(1), static_cast<int64_t>(hw_cube_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -919,6 +597,67 @@ inline Config ConfigOf(const int64_t* v) {
     config.blockDim = v[4];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 5;
+    std::vector<int64_t> doms[5];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[5] = { base.m1, base.n1, base.k1, base.k0, base.blockDim };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_M = shape.M;
+    w.v_K = shape.K;
+    w.v_G = shape.G;
+    w.v_N = shape.N;
+    int64_t cur[5] = {};
+    int64_t* const slots[5] = { &w.v_m1, &w.v_n1, &w.v_k1, &w.v_k0, &w.v_blockDim };
+    int64_t k[5] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -957,53 +696,9 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    (void)v_M;
-    const int64_t v_K = shape.K;
-    (void)v_K;
-    const int64_t v_G = shape.G;
-    (void)v_G;
-    const int64_t v_N = shape.N;
-    (void)v_N;
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::vector<int64_t> dom4;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
-    }
-    if (dom4.empty()) return false;
-    const std::vector<int64_t>* doms[5] = {&dom0, &dom1, &dom2, &dom3, &dom4};
+    std::vector<int64_t> doms[5];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 5;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
     int64_t cur[5] = { config.m1, config.n1, config.k1, config.k0, config.blockDim };
@@ -1017,8 +712,8 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -1044,8 +739,8 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
             for (int32_t j = i + 1; j < n && !spent; ++j) {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[5];

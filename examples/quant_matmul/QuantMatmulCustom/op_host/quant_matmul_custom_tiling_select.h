@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "quant_matmul_custom_tiling.h"
@@ -209,549 +210,291 @@ static const double k_FP4[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP5[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP5[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t s2 = shape[2];
-    const int64_t s3 = shape[3];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
-    const int64_t p4 = config[4];
-    const int64_t p5 = config[5];
-    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(1));
-    const int64_t t1 = at_ceil_div(s0, s2);
-    const int64_t t2 = at_ceil_div(t1, p0);
-    const int64_t t3 = at_ceil_div(s3, p1);
-    const int64_t t4 = (s2 * t2);
-    const int64_t t5 = (t4 * t3);
-    const int64_t t6 = at_ceil_div(t5, p4);
-    const int64_t t7 = ((-at_floordiv((-t1), INT64_C(16))) * INT64_C(16));
-    const int64_t t8 = (((p0 < t7)) ? p0 : t7);
-    const int64_t t9 = ((-at_floordiv((-s3), INT64_C(16))) * INT64_C(16));
-    const int64_t t10 = (((p1 < t9)) ? p1 : t9);
-    const int64_t t11 = ((-at_floordiv((-s1), t0)) * t0);
-    const int64_t t12 = (((p2 < t11)) ? p2 : t11);
-    const int64_t t13 = at_ceil_div(s1, p2);
-    const int64_t t14 = at_ceil_div(t12, p3);
-    const int64_t t15 = (-at_floordiv((-t8), INT64_C(2)));
-    const int64_t t16 = (((p5 < t15)) ? p5 : t15);
-    const int64_t t17 = at_ceil_div(t15, t16);
-    const int64_t t18 = (s0 * s1);
-    const int64_t t19 = (t18 * INT64_C(1));
-    const int64_t t20 = (s2 * s1);
-    const int64_t t21 = (t20 * s3);
-    const int64_t t22 = (t21 * INT64_C(1));
-    const int64_t t23 = (t19 + t22);
-    const int64_t t24 = (t5 * s1);
-    const int64_t t25 = (t8 * INT64_C(1));
-    const int64_t t26 = (t10 * INT64_C(1));
-    const int64_t t27 = (t25 + t26);
-    const int64_t t28 = (t24 * t27);
-    const int64_t t29 = (((t28 > INT64_C(1))) ? t28 : INT64_C(1));
-    const double t30 = at_fdiv(static_cast<double>(t23), static_cast<double>(t29));
-    const double t31 = (1.0 - t30);
-    const double t32 = (((t23 <= INT64_C(201326592))) ? (((0.0 > t31)) ? 0.0 : t31) : 0.0);
-    const double t33 = static_cast<double>(p4);
-    const double t34 = at_fceil(at_py_div(t33, ((((t33 > 1.0)) || ((t33 != t33))) ? t33 : 1.0)));
-    const double t35 = ((((t34 > 0.0)) || ((t34 != t34))) ? t34 : 0.0);
-    const double t36 = (((t35 > 1.0)) ? 14.0 : 0.0);
-    const double t37 = t36;
-    const int64_t t38 = (s2 * INT64_C(14));
-    const double t39 = (static_cast<double>(t38) * 1.0);
-    const double t40 = (t37 + t39);
-    const double t41 = (t36 + t39);
-    const double t42 = (0.0 + 0.0);
-    const double t43 = static_cast<double>(t6);
-    const double t44 = static_cast<double>(INT64_C(2));
-    const double t45 = ((((t43 > 0.0)) || ((t43 != t43))) ? t43 : 0.0);
-    const double t46 = (((t45 > 1.0)) ? 14.0 : 0.0);
-    const double t47 = t46;
-    const double t48 = static_cast<double>(t13);
-    const double t49 = static_cast<double>(INT64_C(2));
-    const double t50 = ((((t48 > 0.0)) || ((t48 != t48))) ? t48 : 0.0);
-    const double t51 = (((t50 > 1.0)) ? 14.0 : 0.0);
-    const double t52 = t51;
-    const int64_t t53 = (t8 * t12);
-    const double t54 = static_cast<double>((t53 * INT64_C(1)));
-    const double t55 = static_cast<double>(t8);
-    const double t56 = t32;
-    const double t57 = static_cast<double>(s1);
-    const double t58 = ((((t55 > 1.0)) || ((t55 != t55))) ? t55 : 1.0);
-    const double t59 = at_py_div(t54, t58);
-    const double t60 = ((t58 * at_fceil(at_py_div(t59, 32.0))) * 32.0);
-    const double t61 = at_interp(t60, k_XP0, k_FP0, 6);
-    const bool t62 = ((std::fmod(t59, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t63 = (t62 ? 1.0 : 0.7);
-    const double t64 = (t57 * 1.0);
-    const bool t65 = ((std::fmod(t64, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t66 = (((std::fmod(t64, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t64, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t67 = (t65 ? t63 : ((((t63 < t66)) || ((t63 != t63))) ? t63 : t66));
-    const double t68 = (t65 ? 1.0 : (((1.0 < t66)) ? 1.0 : t66));
-    const double t69 = (t61 * t67);
-    const double t70 = ((((t56 > 0.0)) || ((t56 != t56))) ? t56 : 0.0);
-    const double t71 = ((((t70 < 1.0)) || ((t70 != t70))) ? t70 : 1.0);
-    const double t72 = at_py_div(1.0, (at_py_div((1.0 - t71), 888.8888888888889) + at_py_div(t71, 3888.8888888888887)));
-    const double t73 = (t72 * t68);
-    const double t74 = ((((t33 > 1.0)) || ((t33 != t33))) ? t33 : 1.0);
-    const double t75 = (t74 * 330.0);
-    const double t76 = std::pow(t73, (-1.5));
-    const double t77 = at_py_div(std::pow((std::pow(t75, (-1.5)) + t76), (-0.6666666666666666)), t74);
-    const double t78 = ((((t69 < t77)) || ((t69 != t69))) ? t69 : t77);
-    const double t79 = at_py_div((1.0 * t60), t77);
-    const double t80 = at_py_div(t60, t78);
-    const double t81 = (t58 * 4.8);
-    const double t82 = ((((t80 > t81)) || ((t80 != t80))) ? t80 : t81);
-    const double t83 = (((t57 > 65535.0)) ? (t58 * 210.0) : 210.0);
-    const double t84 = (t83 + t82);
-    const double t85 = (1.0 * t84);
-    const double t86 = (t52 + t85);
-    const double t87 = (0.0 + t85);
-    const double t88 = (0.0 + t79);
-    const int64_t t89 = (t12 * t10);
-    const double t90 = static_cast<double>((t89 * INT64_C(1)));
-    const double t91 = static_cast<double>(t12);
-    const double t92 = t32;
-    const double t93 = static_cast<double>(s3);
-    const double t94 = ((((t91 > 1.0)) || ((t91 != t91))) ? t91 : 1.0);
-    const double t95 = at_py_div(t90, t94);
-    const double t96 = ((t94 * at_fceil(at_py_div(t95, 32.0))) * 32.0);
-    const double t97 = at_interp(t96, k_XP0, k_FP0, 6);
-    const bool t98 = ((std::fmod(t95, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t99 = (t98 ? 1.0 : 0.7);
-    const double t100 = (t93 * 1.0);
-    const bool t101 = ((std::fmod(t100, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t102 = (((std::fmod(t100, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t100, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t103 = (t101 ? t99 : ((((t99 < t102)) || ((t99 != t99))) ? t99 : t102));
-    const double t104 = (t101 ? 1.0 : (((1.0 < t102)) ? 1.0 : t102));
-    const double t105 = (t97 * t103);
-    const double t106 = ((((t92 > 0.0)) || ((t92 != t92))) ? t92 : 0.0);
-    const double t107 = ((((t106 < 1.0)) || ((t106 != t106))) ? t106 : 1.0);
-    const double t108 = at_py_div(1.0, (at_py_div((1.0 - t107), 888.8888888888889) + at_py_div(t107, 3888.8888888888887)));
-    const double t109 = (t108 * t104);
-    const double t110 = ((((t33 > 1.0)) || ((t33 != t33))) ? t33 : 1.0);
-    const double t111 = (t110 * 330.0);
-    const double t112 = std::pow(t109, (-1.5));
-    const double t113 = at_py_div(std::pow((std::pow(t111, (-1.5)) + t112), (-0.6666666666666666)), t110);
-    const double t114 = ((((t105 < t113)) || ((t105 != t105))) ? t105 : t113);
-    const double t115 = at_py_div((1.0 * t96), t113);
-    const double t116 = at_py_div(t96, t114);
-    const double t117 = (t94 * 4.8);
-    const double t118 = ((((t116 > t117)) || ((t116 != t116))) ? t116 : t117);
-    const double t119 = (((t93 > 65535.0)) ? (t94 * 210.0) : 210.0);
-    const double t120 = (t119 + t118);
-    const double t121 = (1.0 * t120);
-    const double t122 = (t86 + t121);
-    const double t123 = (t87 + t121);
-    const double t124 = (t88 + t115);
-    const double t125 = static_cast<double>(t14);
-    const double t126 = static_cast<double>(INT64_C(2));
-    const double t127 = ((((t125 > 0.0)) || ((t125 != t125))) ? t125 : 0.0);
-    const double t128 = (((t127 > 1.0)) ? 14.0 : 0.0);
-    const double t129 = t128;
-    const int64_t t130 = (t8 * p3);
-    const double t131 = static_cast<double>((t130 * INT64_C(1)));
-    const double t132 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t133 = at_py_div(t131, t132);
-    const double t134 = ((t132 * at_fceil(at_py_div(t133, 32.0))) * 32.0);
-    const double t135 = at_interp(t134, k_XP1, k_FP1, 4);
-    const double t136 = at_py_div(t134, t135);
-    const double t137 = (2.0 + t136);
-    const double t138 = (1.0 * t137);
-    const double t139 = (t129 + t138);
-    const double t140 = (0.0 + t138);
-    const double t141 = (0.0 + 0.0);
-    const int64_t t142 = (t10 * p3);
-    const double t143 = static_cast<double>((t142 * INT64_C(1)));
-    const double t144 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t145 = at_py_div(t143, t144);
-    const double t146 = ((t144 * at_fceil(at_py_div(t145, 32.0))) * 32.0);
-    const double t147 = at_interp(t146, k_XP2, k_FP2, 4);
-    const double t148 = at_py_div(t146, t147);
-    const double t149 = (2.0 + t148);
-    const double t150 = (1.0 * t149);
-    const double t151 = (t139 + t150);
-    const double t152 = (t140 + t150);
-    const double t153 = (t141 + 0.0);
-    const double t154 = static_cast<double>(t8);
-    const double t155 = static_cast<double>(t10);
-    const double t156 = static_cast<double>(p3);
-    const double t157 = ((at_fceil(at_py_div(t154, 16.0)) * at_fceil(at_py_div(t155, 16.0))) * at_fceil(at_py_div(t156, static_cast<double>(INT64_C(32)))));
-    const double t158 = ((t157 * 1.0) + 2.0);
-    const double t159 = (1.0 * t158);
-    const double t160 = (t151 + t159);
-    const double t161 = (0.0 + t159);
-    const double t162 = (t153 + 0.0);
-    const double t163 = (t160 + 2.0);
-    const double t164 = (t128 + 2.0);
-    const double t165 = ((((t164 > t152)) || ((t164 != t164))) ? t164 : t152);
-    const double t166 = ((((t165 > t161)) || ((t165 != t165))) ? t165 : t161);
-    const double t167 = ((((t166 > t162)) || ((t166 != t166))) ? t166 : t162);
-    const double t168 = ((((t167 > 0.0)) || ((t167 != t167))) ? t167 : 0.0);
-    const double t169 = (t127 - 1.0);
-    const double t170 = ((((t169 > 0.0)) || ((t169 != t169))) ? t169 : 0.0);
-    const bool t171 = ((t126 >= static_cast<double>(INT64_C(2))));
-    const double t172 = (t171 ? (t163 + (t170 * t168)) : (t127 * t163));
-    const double t173 = (t171 ? (t127 * 0.0) : ((t170 * t163) + t168));
-    const double t174 = (((t127 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t172);
-    const double t175 = (((t127 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t173);
-    const double t176 = (t164 * t127);
-    const double t177 = (t152 * t127);
-    const double t178 = (t161 * t127);
-    const double t179 = (t162 * t127);
-    const double t180 = (t122 + t174);
-    const double t181 = (t51 + t176);
-    const double t182 = (0.0 + t177);
-    const double t183 = (0.0 + t178);
-    const double t184 = (t124 + t179);
-    const double t185 = (((0.0 > t175)) ? 0.0 : t175);
-    const double t186 = (t180 + 2.0);
-    const double t187 = (t181 + 2.0);
-    const double t188 = ((((t187 > t123)) || ((t187 != t187))) ? t187 : t123);
-    const double t189 = ((((t188 > t182)) || ((t188 != t188))) ? t188 : t182);
-    const double t190 = ((((t189 > t183)) || ((t189 != t189))) ? t189 : t183);
-    const double t191 = ((((t190 > t184)) || ((t190 != t190))) ? t190 : t184);
-    const double t192 = ((((t191 > t185)) || ((t191 != t191))) ? t191 : t185);
-    const double t193 = (t50 - 1.0);
-    const double t194 = ((((t193 > 0.0)) || ((t193 != t193))) ? t193 : 0.0);
-    const bool t195 = ((t49 >= static_cast<double>(INT64_C(2))));
-    const double t196 = (t195 ? (t186 + (t194 * t192)) : (t50 * t186));
-    const double t197 = (t195 ? (t50 * t185) : ((t194 * t186) + t192));
-    const double t198 = (((t50 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t196);
-    const double t199 = (((t50 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t197);
-    const double t200 = (t187 * t50);
-    const double t201 = (t123 * t50);
-    const double t202 = (t182 * t50);
-    const double t203 = (t183 * t50);
-    const double t204 = (t184 * t50);
-    const double t205 = (t47 + t198);
-    const double t206 = (t46 + t200);
-    const double t207 = (0.0 + t201);
-    const double t208 = (0.0 + t202);
-    const double t209 = (0.0 + t203);
-    const double t210 = (0.0 + t204);
-    const double t211 = (((0.0 > t199)) ? 0.0 : t199);
-    const int64_t t212 = (t8 * t10);
-    const double t213 = static_cast<double>((t212 * INT64_C(4)));
-    const double t214 = static_cast<double>(t8);
-    const double t215 = static_cast<double>(INT64_C(1));
-    const double t216 = ((((t214 > 1.0)) || ((t214 != t214))) ? t214 : 1.0);
-    const double t217 = at_py_div(t213, t216);
-    const double t218 = ((t216 * at_fceil(at_py_div(t217, 32.0))) * 32.0);
-    const double t219 = at_interp(t218, k_XP3, k_FP3, 6);
-    const bool t220 = ((std::fmod(t217, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t221 = (t220 ? 1.0 : 0.7);
-    const double t222 = (t219 * t221);
-    const double t223 = ((((t215 > 0.0)) || ((t215 != t215))) ? t215 : 0.0);
-    const double t224 = ((((t223 < 1.0)) || ((t223 != t223))) ? t223 : 1.0);
-    const double t225 = at_py_div(1.0, (at_py_div((1.0 - t224), 888.8888888888889) + at_py_div(t224, 3888.8888888888887)));
-    const double t226 = ((((t33 > 1.0)) || ((t33 != t33))) ? t33 : 1.0);
-    const double t227 = (t226 * 330.0);
-    const double t228 = std::pow(t225, (-1.5));
-    const double t229 = at_py_div(std::pow((std::pow(t227, (-1.5)) + t228), (-0.6666666666666666)), t226);
-    const double t230 = ((((t222 < t229)) || ((t222 != t222))) ? t222 : t229);
-    const double t231 = at_py_div((1.0 * t218), t229);
-    const double t232 = at_py_div(t218, t230);
-    const double t233 = (11.0 + t232);
-    const double t234 = (1.0 * t233);
-    const double t235 = (t205 + t234);
-    const double t236 = (0.0 + t234);
-    const double t237 = (t210 + t231);
-    const double t238 = (t235 + 2.0);
-    const double t239 = (t206 + 2.0);
-    const double t240 = ((((t239 > t207)) || ((t239 != t239))) ? t239 : t207);
-    const double t241 = ((((t240 > t208)) || ((t240 != t240))) ? t240 : t208);
-    const double t242 = ((((t241 > t209)) || ((t241 != t241))) ? t241 : t209);
-    const double t243 = ((((t242 > t236)) || ((t242 != t242))) ? t242 : t236);
-    const double t244 = ((((t243 > t237)) || ((t243 != t243))) ? t243 : t237);
-    const double t245 = ((((t244 > t211)) || ((t244 != t244))) ? t244 : t211);
-    const double t246 = (t45 - 1.0);
-    const double t247 = ((((t246 > 0.0)) || ((t246 != t246))) ? t246 : 0.0);
-    const bool t248 = ((t44 >= static_cast<double>(INT64_C(2))));
-    const double t249 = (t248 ? (t238 + (t247 * t245)) : (t45 * t238));
-    const double t250 = (t248 ? (t45 * t211) : ((t247 * t238) + t245));
-    const double t251 = (((t45 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t249);
-    const double t252 = (((t45 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t250);
-    const double t253 = (t239 * t45);
-    const double t254 = (t207 * t45);
-    const double t255 = (t208 * t45);
-    const double t256 = (t209 * t45);
-    const double t257 = (t236 * t45);
-    const double t258 = (t237 * t45);
-    const double t259 = (t40 + t251);
-    const double t260 = (t41 + t253);
-    const double t261 = (0.0 + t254);
-    const double t262 = (0.0 + t255);
-    const double t263 = (0.0 + t256);
-    const double t264 = (0.0 + t257);
-    const double t265 = (t42 + t258);
-    const double t266 = (((0.0 > t252)) ? 0.0 : t252);
-    const double t267 = (t259 + 2.0);
-    const double t268 = (t260 + 2.0);
-    const double t269 = ((((t268 > t261)) || ((t268 != t268))) ? t268 : t261);
-    const double t270 = ((((t269 > t262)) || ((t269 != t269))) ? t269 : t262);
-    const double t271 = ((((t270 > t263)) || ((t270 != t270))) ? t270 : t263);
-    const double t272 = ((((t271 > t264)) || ((t271 != t271))) ? t271 : t264);
-    const double t273 = ((((t272 > t265)) || ((t272 != t272))) ? t272 : t265);
-    const double t274 = ((((t273 > t266)) || ((t273 != t273))) ? t273 : t266);
-    const double t275 = (t35 - 1.0);
-    const double t276 = ((((t275 > 0.0)) || ((t275 != t275))) ? t275 : 0.0);
-    const double t277 = (t35 * t267);
-    const double t278 = ((t276 * t267) + t274);
-    const double t279 = (((t35 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t277);
-    const double t280 = (((t35 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t278);
-    (void)t280;
-    const double t281 = (t268 * t35);
-    (void)t281;
-    const double t282 = (t261 * t35);
-    (void)t282;
-    const double t283 = (t262 * t35);
-    (void)t283;
-    const double t284 = (t263 * t35);
-    (void)t284;
-    const double t285 = (t264 * t35);
-    (void)t285;
-    const double t286 = (t265 * t35);
-    (void)t286;
-    const double t287 = at_py_div(t279, 1800.0);
-    const double t288 = ((2.0 + 16.87) + at_py_div((1.3 * t33), static_cast<double>(aic)));
-    const double t289 = (((0.0 > t288)) ? 0.0 : t288);
-    const double t290 = static_cast<double>((INT64_C(2) * p4));
-    const double t291 = at_fceil(at_py_div(t290, ((((t290 > 1.0)) || ((t290 != t290))) ? t290 : 1.0)));
-    const double t292 = ((((t291 > 0.0)) || ((t291 != t291))) ? t291 : 0.0);
-    const double t293 = (((t292 > 1.0)) ? 14.0 : 0.0);
-    const double t294 = t293;
-    const double t295 = static_cast<double>(t6);
-    const double t296 = static_cast<double>(INT64_C(1));
-    const double t297 = ((((t295 > 0.0)) || ((t295 != t295))) ? t295 : 0.0);
-    const double t298 = (((t297 > 1.0)) ? 14.0 : 0.0);
-    const double t299 = t298;
-    const double t300 = static_cast<double>((t10 * INT64_C(4)));
-    const double t301 = t32;
-    const double t302 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t303 = at_py_div(t300, t302);
-    const double t304 = ((t302 * at_fceil(at_py_div(t303, 32.0))) * 32.0);
-    const double t305 = at_interp(t304, k_XP4, k_FP4, 5);
-    const bool t306 = ((std::fmod(t303, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t307 = (t306 ? 1.0 : 0.7);
-    const double t308 = (t305 * t307);
-    const double t309 = ((((t301 > 0.0)) || ((t301 != t301))) ? t301 : 0.0);
-    const double t310 = ((((t309 < 1.0)) || ((t309 != t309))) ? t309 : 1.0);
-    const double t311 = at_py_div(1.0, (at_py_div((1.0 - t310), 888.8888888888889) + at_py_div(t310, 3888.8888888888887)));
-    const double t312 = ((((t290 > 1.0)) || ((t290 != t290))) ? t290 : 1.0);
-    const double t313 = (t312 * 200.0);
-    const double t314 = std::pow(t311, (-1.5));
-    const double t315 = at_py_div(std::pow((std::pow(t313, (-1.5)) + t314), (-0.6666666666666666)), t312);
-    const double t316 = ((((t308 < t315)) || ((t308 != t308))) ? t308 : t315);
-    const double t317 = at_py_div((1.0 * t304), t315);
-    const double t318 = at_py_div(t304, t316);
-    const double t319 = (190.0 + t318);
-    const double t320 = (1.0 * t319);
-    const double t321 = (t299 + t320);
-    const double t322 = (0.0 + t320);
-    const double t323 = (0.0 + t317);
-    const double t324 = static_cast<double>(t17);
-    const double t325 = static_cast<double>(INT64_C(2));
-    const double t326 = ((((t324 > 0.0)) || ((t324 != t324))) ? t324 : 0.0);
-    const double t327 = (((t326 > 1.0)) ? 14.0 : 0.0);
-    const double t328 = t327;
-    const int64_t t329 = (t16 * t10);
-    const double t330 = static_cast<double>((t329 * INT64_C(4)));
-    const double t331 = static_cast<double>(t16);
-    const double t332 = static_cast<double>(INT64_C(1));
-    const double t333 = ((((t331 > 1.0)) || ((t331 != t331))) ? t331 : 1.0);
-    const double t334 = at_py_div(t330, t333);
-    const double t335 = ((t333 * at_fceil(at_py_div(t334, 32.0))) * 32.0);
-    const double t336 = at_interp(t335, k_XP4, k_FP4, 5);
-    const bool t337 = ((std::fmod(t334, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t338 = (t337 ? 1.0 : 0.7);
-    const double t339 = (t336 * t338);
-    const double t340 = ((((t332 > 0.0)) || ((t332 != t332))) ? t332 : 0.0);
-    const double t341 = ((((t340 < 1.0)) || ((t340 != t340))) ? t340 : 1.0);
-    const double t342 = at_py_div(1.0, (at_py_div((1.0 - t341), 888.8888888888889) + at_py_div(t341, 3888.8888888888887)));
-    const double t343 = ((((t290 > 1.0)) || ((t290 != t290))) ? t290 : 1.0);
-    const double t344 = (t343 * 200.0);
-    const double t345 = std::pow(t342, (-1.5));
-    const double t346 = at_py_div(std::pow((std::pow(t344, (-1.5)) + t345), (-0.6666666666666666)), t343);
-    const double t347 = ((((t339 < t346)) || ((t339 != t339))) ? t339 : t346);
-    const double t348 = at_py_div((1.0 * t335), t346);
-    const double t349 = at_py_div(t335, t347);
-    const double t350 = (190.0 + t349);
-    const double t351 = (1.0 * t350);
-    const double t352 = (t328 + t351);
-    const double t353 = (0.0 + t351);
-    const double t354 = (0.0 + t348);
-    const double t355 = static_cast<double>((t16 * INT64_C(4)));
-    const double t356 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t357 = at_py_div(t355, t356);
-    const double t358 = ((t356 * at_fceil(at_py_div(t357, 32.0))) * 32.0);
-    const double t359 = at_interp(t358, k_XP4, k_FP4, 5);
-    const bool t360 = ((std::fmod(t357, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t361 = (t360 ? 1.0 : 0.7);
-    const double t362 = (t359 * t361);
-    const double t363 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t364 = ((((t363 < 1.0)) || ((t363 != t363))) ? t363 : 1.0);
-    const double t365 = at_py_div(1.0, (at_py_div((1.0 - t364), 888.8888888888889) + at_py_div(t364, 3888.8888888888887)));
-    const double t366 = ((((t290 > 1.0)) || ((t290 != t290))) ? t290 : 1.0);
-    const double t367 = (t366 * 200.0);
-    const double t368 = std::pow(t365, (-1.5));
-    const double t369 = at_py_div(std::pow((std::pow(t367, (-1.5)) + t368), (-0.6666666666666666)), t366);
-    const double t370 = ((((t362 < t369)) || ((t362 != t362))) ? t362 : t369);
-    const double t371 = at_py_div((1.0 * t358), t369);
-    const double t372 = at_py_div(t358, t370);
-    const double t373 = (190.0 + t372);
-    const double t374 = (1.0 * t373);
-    const double t375 = (t352 + t374);
-    const double t376 = (t353 + t374);
-    const double t377 = (t354 + t371);
-    const double t378 = static_cast<double>((t16 * t10));
-    const double t379 = at_fceil(at_py_div((t378 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t380 = at_fceil(at_py_div(t379, 255.0));
-    const double t381 = ((t380 * 22.0) + (t379 * 2.0));
-    const double t382 = (1.0 * t381);
-    const double t383 = (t375 + t382);
-    const double t384 = (0.0 + t382);
-    const double t385 = (t377 + 0.0);
-    const double t386 = static_cast<double>(t16);
-    const double t387 = static_cast<double>(t10);
-    const double t388 = at_fceil(at_py_div((t387 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t389 = at_fceil(at_py_div(t388, 255.0));
-    const double t390 = ((t389 * 22.0) + (t388 * 2.0));
-    const double t391 = (t386 * t390);
-    const double t392 = (t383 + t391);
-    const double t393 = (t384 + t391);
-    const double t394 = (t385 + 0.0);
-    const double t395 = static_cast<double>(t16);
-    const double t396 = static_cast<double>(t10);
-    const double t397 = at_fceil(at_py_div((t396 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t398 = at_fceil(at_py_div(t397, 255.0));
-    const double t399 = ((t398 * 22.0) + (t397 * 1.0));
-    const double t400 = (t395 * t399);
-    const double t401 = (t392 + t400);
-    const double t402 = (t393 + t400);
-    const double t403 = (t394 + 0.0);
-    const double t404 = static_cast<double>((t16 * t10));
-    const double t405 = at_fceil(at_py_div((t404 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t406 = at_fceil(at_py_div(t405, 255.0));
-    const double t407 = ((t406 * 22.0) + (t405 * 2.0));
-    const double t408 = (1.0 * t407);
-    const double t409 = (t401 + t408);
-    const double t410 = (t402 + t408);
-    const double t411 = (t403 + 0.0);
-    const int64_t t412 = (t16 * t10);
-    const double t413 = static_cast<double>((t412 * INT64_C(2)));
-    const double t414 = static_cast<double>(t16);
-    const double t415 = static_cast<double>(s3);
-    const double t416 = ((((t414 > 1.0)) || ((t414 != t414))) ? t414 : 1.0);
-    const double t417 = at_py_div(t413, t416);
-    const double t418 = ((t416 * at_fceil(at_py_div(t417, 32.0))) * 32.0);
-    const double t419 = at_interp(t418, k_XP5, k_FP5, 5);
-    const bool t420 = ((std::fmod(t417, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t421 = (t420 ? 1.0 : 0.7);
-    const double t422 = (t415 * 2.0);
-    const bool t423 = ((std::fmod(t422, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t424 = (t423 ? t421 : ((((t421 < 0.7)) || ((t421 != t421))) ? t421 : 0.7));
-    const double t425 = (t423 ? 1.0 : (((1.0 < 0.7)) ? 1.0 : 0.7));
-    const double t426 = (t419 * t424);
-    const double t427 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t428 = ((((t427 < 1.0)) || ((t427 != t427))) ? t427 : 1.0);
-    const double t429 = at_py_div(1.0, (at_py_div((1.0 - t428), 888.8888888888889) + at_py_div(t428, 3888.8888888888887)));
-    const double t430 = (t429 * t425);
-    const double t431 = ((((t290 > 1.0)) || ((t290 != t290))) ? t290 : 1.0);
-    const double t432 = (t431 * 200.0);
-    const double t433 = std::pow(t430, (-1.5));
-    const double t434 = at_py_div(std::pow((std::pow(t432, (-1.5)) + t433), (-0.6666666666666666)), t431);
-    const double t435 = ((((t426 < t434)) || ((t426 != t426))) ? t426 : t434);
-    const double t436 = at_py_div((1.0 * t418), t434);
-    const double t437 = at_py_div(t418, t435);
-    const double t438 = (80.0 + t437);
-    const double t439 = (1.0 * t438);
-    const double t440 = (t409 + t439);
-    const double t441 = (0.0 + t439);
-    const double t442 = (t411 + t436);
-    const double t443 = (t440 + 4.0);
-    const double t444 = (t327 + 4.0);
-    const double t445 = ((((t444 > t376)) || ((t444 != t444))) ? t444 : t376);
-    const double t446 = ((((t445 > t410)) || ((t445 != t445))) ? t445 : t410);
-    const double t447 = ((((t446 > t441)) || ((t446 != t446))) ? t446 : t441);
-    const double t448 = ((((t447 > t442)) || ((t447 != t447))) ? t447 : t442);
-    const double t449 = ((((t448 > 0.0)) || ((t448 != t448))) ? t448 : 0.0);
-    const double t450 = (t326 - 1.0);
-    const double t451 = ((((t450 > 0.0)) || ((t450 != t450))) ? t450 : 0.0);
-    const bool t452 = ((t325 >= static_cast<double>(INT64_C(2))));
-    const double t453 = (t452 ? (t443 + (t451 * t449)) : (t326 * t443));
-    const double t454 = (t452 ? (t326 * 0.0) : ((t451 * t443) + t449));
-    const double t455 = (((t326 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t453);
-    const double t456 = (((t326 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t454);
-    const double t457 = (t444 * t326);
-    const double t458 = (t376 * t326);
-    const double t459 = (t410 * t326);
-    const double t460 = (t441 * t326);
-    const double t461 = (t442 * t326);
-    const double t462 = (t321 + t455);
-    const double t463 = (t298 + t457);
-    const double t464 = (t322 + t458);
-    const double t465 = (0.0 + t459);
-    const double t466 = (0.0 + t460);
-    const double t467 = (t323 + t461);
-    const double t468 = (((0.0 > t456)) ? 0.0 : t456);
-    const double t469 = (t462 + 0.0);
-    const double t470 = (t463 + 0.0);
-    const double t471 = ((((t470 > t464)) || ((t470 != t470))) ? t470 : t464);
-    const double t472 = ((((t471 > t465)) || ((t471 != t471))) ? t471 : t465);
-    const double t473 = ((((t472 > t466)) || ((t472 != t472))) ? t472 : t466);
-    const double t474 = ((((t473 > t467)) || ((t473 != t473))) ? t473 : t467);
-    const double t475 = ((((t474 > t468)) || ((t474 != t474))) ? t474 : t468);
-    const double t476 = (t297 - 1.0);
-    const double t477 = ((((t476 > 0.0)) || ((t476 != t476))) ? t476 : 0.0);
-    const bool t478 = ((t296 >= static_cast<double>(INT64_C(2))));
-    const double t479 = (t478 ? (t469 + (t477 * t475)) : (t297 * t469));
-    const double t480 = (t478 ? (t297 * t468) : ((t477 * t469) + t475));
-    const double t481 = (((t297 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t479);
-    const double t482 = (((t297 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t480);
-    const double t483 = (t470 * t297);
-    const double t484 = (t464 * t297);
-    const double t485 = (t465 * t297);
-    const double t486 = (t466 * t297);
-    const double t487 = (t467 * t297);
-    const double t488 = (t294 + t481);
-    const double t489 = (t293 + t483);
-    const double t490 = (0.0 + t484);
-    const double t491 = (0.0 + t485);
-    const double t492 = (0.0 + t486);
-    const double t493 = (0.0 + t487);
-    const double t494 = (((0.0 > t482)) ? 0.0 : t482);
-    const double t495 = (t488 + 0.0);
-    const double t496 = (t489 + 0.0);
-    const double t497 = ((((t496 > t490)) || ((t496 != t496))) ? t496 : t490);
-    const double t498 = ((((t497 > t491)) || ((t497 != t497))) ? t497 : t491);
-    const double t499 = ((((t498 > t492)) || ((t498 != t498))) ? t498 : t492);
-    const double t500 = ((((t499 > t493)) || ((t499 != t499))) ? t499 : t493);
-    const double t501 = ((((t500 > t494)) || ((t500 != t500))) ? t500 : t494);
-    const double t502 = (t292 - 1.0);
-    const double t503 = ((((t502 > 0.0)) || ((t502 != t502))) ? t502 : 0.0);
-    const double t504 = (t292 * t495);
-    const double t505 = ((t503 * t495) + t501);
-    const double t506 = (((t292 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t504);
-    const double t507 = (((t292 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t505);
-    (void)t507;
-    const double t508 = (t496 * t292);
-    (void)t508;
-    const double t509 = (t490 * t292);
-    (void)t509;
-    const double t510 = (t491 * t292);
-    (void)t510;
-    const double t511 = (t492 * t292);
-    (void)t511;
-    const double t512 = (t493 * t292);
-    (void)t512;
-    const double t513 = at_py_div(t506, 1800.0);
-    const double t514 = ((2.0 + 0.0) + at_py_div((1.3 * t290), static_cast<double>(aiv)));
-    const double t515 = ((((t289 > t514)) || ((t289 != t289))) ? t289 : t514);
-    const double t516 = static_cast<double>((INT64_C(2) * t6));
-    const double t517 = ((((((t287 > t513)) || ((t287 != t287))) ? t287 : t513) + at_py_div((t516 * 2.0), 1800.0)) + 1.0);
-    const double t518 = (t515 + t517);
-    return t518;
+    const int64_t v_M = shape[0];
+    const int64_t v_K = shape[1];
+    const int64_t v_G = shape[2];
+    const int64_t v_N = shape[3];
+    const int64_t v_m1 = config[0];
+    const int64_t v_n1 = config[1];
+    const int64_t v_k1 = config[2];
+    const int64_t v_k0 = config[3];
+    const int64_t v_blockDim = config[4];
+    const int64_t v_epiRows = config[5];
+    // groupM
+    const int64_t groupM_0 = at_ceil_div(v_M, v_G);
+    // mTiles
+    const int64_t mTiles_0 = at_ceil_div(groupM_0, v_m1);
+    // nTiles
+    const int64_t nTiles_0 = at_ceil_div(v_N, v_n1);
+    // tiles
+    const int64_t tiles_0 = ((v_G * mTiles_0) * nTiles_0);
+    // tilesPerCore
+    const int64_t tilesPerCore_0 = at_ceil_div(tiles_0, v_blockDim);
+    // tileM
+    const int64_t tileM_0 = ((-at_floordiv((-groupM_0), INT64_C(16))) * INT64_C(16));
+    const int64_t tileM_1 = ((v_m1 < tileM_0) ? v_m1 : tileM_0);
+    // tileN
+    const int64_t tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
+    const int64_t tileN_1 = ((v_n1 < tileN_0) ? v_n1 : tileN_0);
+    // sliceK
+    const int64_t sliceK_0 = ((-at_floordiv((-v_K), INT64_C(32))) * INT64_C(32));
+    const int64_t sliceK_1 = ((v_k1 < sliceK_0) ? v_k1 : sliceK_0);
+    // kL1Iters
+    const int64_t kL1Iters_0 = at_ceil_div(v_K, v_k1);
+    // kL0Iters
+    const int64_t kL0Iters_0 = at_ceil_div(sliceK_1, v_k0);
+    // aivRows
+    const int64_t aivRows_0 = (-at_floordiv((-tileM_1), INT64_C(2)));
+    // passRows
+    const int64_t passRows_0 = ((v_epiRows < aivRows_0) ? v_epiRows : aivRows_0);
+    // epiPasses
+    const int64_t epiPasses_0 = at_ceil_div(aivRows_0, passRows_0);
+    // uniqueBytes
+    const int64_t uniqueBytes_0 = (((v_M * v_K) * INT64_C(1)) + (((v_G * v_K) * v_N) * INT64_C(1)));
+    // readBytes
+    const int64_t readBytes_0 = ((tiles_0 * v_K) * ((tileM_1 * INT64_C(1)) + (tileN_1 * INT64_C(1))));
+    // l2Hit
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(uniqueBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((uniqueBytes_0 <= INT64_C(201326592)) ? ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0) : 0.0);
+    // cube_side
+    const double cube_side_0 = static_cast<double>(v_blockDim);
+    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
+    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
+    // group_walk
+    const double group_walk_0 = (cube_side_3 + (static_cast<double>((v_G * INT64_C(14))) * 1.0));
+    // cube_side
+    const double cube_side_4 = static_cast<double>(tilesPerCore_0);
+    // tile
+    const double tile_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
+    const double tile_2 = static_cast<double>(kL1Iters_0);
+    // k_l1
+    const double k_l1_0 = (((tile_2 > 0.0) || (tile_2 != tile_2)) ? tile_2 : 0.0);
+    const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l1
+    const double load_a_l1_0 = static_cast<double>(tileM_1);
+    const double load_a_l1_1 = static_cast<double>(v_K);
+    const double load_a_l1_2 = (((load_a_l1_0 > 1.0) || (load_a_l1_0 != load_a_l1_0)) ? load_a_l1_0 : 1.0);
+    const double load_a_l1_3 = at_py_div(static_cast<double>(((tileM_1 * sliceK_1) * INT64_C(1))), load_a_l1_2);
+    const double load_a_l1_4 = ((load_a_l1_2 * at_fceil(at_py_div(load_a_l1_3, 32.0))) * 32.0);
+    const double load_a_l1_5 = ((std::fmod(load_a_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_a_l1_6 = (load_a_l1_1 * 1.0);
+    const bool load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_a_l1_9 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (load_a_l1_7 ? load_a_l1_5 : (((load_a_l1_5 < load_a_l1_8) || (load_a_l1_5 != load_a_l1_5)) ? load_a_l1_5 : load_a_l1_8)));
+    const double load_a_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_a_l1_11 = (((load_a_l1_10 < 1.0) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : 1.0);
+    const double load_a_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_11), 888.8888888888889) + at_py_div(load_a_l1_11, 3888.8888888888887))) * (load_a_l1_7 ? 1.0 : ((1.0 < load_a_l1_8) ? 1.0 : load_a_l1_8)));
+    const double load_a_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_a_l1_14 = at_py_div(std::pow((std::pow((load_a_l1_13 * 330.0), -1.5) + std::pow(load_a_l1_12, -1.5)), -0.6666666666666666), load_a_l1_13);
+    const double load_a_l1_15 = at_py_div(load_a_l1_4, (((load_a_l1_9 < load_a_l1_14) || (load_a_l1_9 != load_a_l1_9)) ? load_a_l1_9 : load_a_l1_14));
+    const double load_a_l1_16 = (load_a_l1_2 * 4.8);
+    const double load_a_l1_17 = (((load_a_l1_1 > 65535.0) ? (load_a_l1_2 * 210.0) : 210.0) + (((load_a_l1_15 > load_a_l1_16) || (load_a_l1_15 != load_a_l1_15)) ? load_a_l1_15 : load_a_l1_16));
+    const double load_a_l1_18 = (1.0 * load_a_l1_17);
+    const double load_a_l1_19 = (k_l1_1 + load_a_l1_18);
+    const double load_a_l1_20 = (0.0 + load_a_l1_18);
+    const double load_a_l1_21 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_14));
+    // load_b_l1
+    const double load_b_l1_0 = static_cast<double>(sliceK_1);
+    const double load_b_l1_1 = static_cast<double>(v_N);
+    const double load_b_l1_2 = (((load_b_l1_0 > 1.0) || (load_b_l1_0 != load_b_l1_0)) ? load_b_l1_0 : 1.0);
+    const double load_b_l1_3 = at_py_div(static_cast<double>(((sliceK_1 * tileN_1) * INT64_C(1))), load_b_l1_2);
+    const double load_b_l1_4 = ((load_b_l1_2 * at_fceil(at_py_div(load_b_l1_3, 32.0))) * 32.0);
+    const double load_b_l1_5 = ((std::fmod(load_b_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_b_l1_6 = (load_b_l1_1 * 1.0);
+    const bool load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_b_l1_9 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (load_b_l1_7 ? load_b_l1_5 : (((load_b_l1_5 < load_b_l1_8) || (load_b_l1_5 != load_b_l1_5)) ? load_b_l1_5 : load_b_l1_8)));
+    const double load_b_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_b_l1_11 = (((load_b_l1_10 < 1.0) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : 1.0);
+    const double load_b_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_11), 888.8888888888889) + at_py_div(load_b_l1_11, 3888.8888888888887))) * (load_b_l1_7 ? 1.0 : ((1.0 < load_b_l1_8) ? 1.0 : load_b_l1_8)));
+    const double load_b_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_b_l1_14 = at_py_div(std::pow((std::pow((load_b_l1_13 * 330.0), -1.5) + std::pow(load_b_l1_12, -1.5)), -0.6666666666666666), load_b_l1_13);
+    const double load_b_l1_15 = at_py_div(load_b_l1_4, (((load_b_l1_9 < load_b_l1_14) || (load_b_l1_9 != load_b_l1_9)) ? load_b_l1_9 : load_b_l1_14));
+    const double load_b_l1_16 = (load_b_l1_2 * 4.8);
+    const double load_b_l1_17 = (((load_b_l1_1 > 65535.0) ? (load_b_l1_2 * 210.0) : 210.0) + (((load_b_l1_15 > load_b_l1_16) || (load_b_l1_15 != load_b_l1_15)) ? load_b_l1_15 : load_b_l1_16));
+    const double load_b_l1_18 = (1.0 * load_b_l1_17);
+    const double load_b_l1_19 = (load_a_l1_19 + load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_20 + load_b_l1_18);
+    const double load_b_l1_21 = (load_a_l1_21 + at_py_div((1.0 * load_b_l1_4), load_b_l1_14));
+    // k_l1
+    const double k_l1_2 = static_cast<double>(kL0Iters_0);
+    // k_l0
+    const double k_l0_0 = (((k_l1_2 > 0.0) || (k_l1_2 != k_l1_2)) ? k_l1_2 : 0.0);
+    const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l0a
+    const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileM_1 * v_k0) * INT64_C(1))), 1.0), 32.0))) * 32.0);
+    const double load_a_l0a_1 = (1.0 * (2.0 + at_py_div(load_a_l0a_0, at_interp(load_a_l0a_0, k_XP1, k_FP1, 4))));
+    const double load_a_l0a_2 = (k_l0_1 + load_a_l0a_1);
+    const double load_a_l0a_3 = (0.0 + load_a_l0a_1);
+    // load_b_l0b
+    const double load_b_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileN_1 * v_k0) * INT64_C(1))), 1.0), 32.0))) * 32.0);
+    const double load_b_l0b_1 = (1.0 * (2.0 + at_py_div(load_b_l0b_0, at_interp(load_b_l0b_0, k_XP2, k_FP2, 4))));
+    const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
+    const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
+    // mmad
+    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(tileM_1), 16.0)) * at_fceil(at_py_div(static_cast<double>(tileN_1), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(32)))));
+    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
+    const double mmad_2 = (load_b_l0b_2 + mmad_1);
+    const double mmad_3 = (0.0 + mmad_1);
+    // k_l0
+    const double k_l0_2 = (k_l0_1 + 2.0);
+    const double k_l0_3 = (((k_l0_2 > load_b_l0b_3) || (k_l0_2 != k_l0_2)) ? k_l0_2 : load_b_l0b_3);
+    const double k_l0_4 = (((k_l0_3 > mmad_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : mmad_3);
+    const double k_l0_5 = (((k_l0_4 > 0.0) || (k_l0_4 != k_l0_4)) ? k_l0_4 : 0.0);
+    const double k_l0_6 = (k_l0_0 - 1.0);
+    const double k_l0_7 = ((mmad_2 + 2.0) + ((((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0) * (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0)));
+    const double k_l0_8 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_0 * 0.0));
+    const double k_l0_9 = (load_b_l1_19 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
+    const double k_l0_10 = (k_l1_1 + (k_l0_2 * k_l0_0));
+    const double k_l0_11 = (0.0 + (load_b_l0b_3 * k_l0_0));
+    const double k_l0_12 = (0.0 + (mmad_3 * k_l0_0));
+    const double k_l0_13 = (load_b_l1_21 + (0.0 * k_l0_0));
+    const double k_l0_14 = ((0.0 > k_l0_8) ? 0.0 : k_l0_8);
+    // k_l1
+    const double k_l1_3 = (k_l0_10 + 2.0);
+    const double k_l1_4 = (((k_l1_3 > load_b_l1_20) || (k_l1_3 != k_l1_3)) ? k_l1_3 : load_b_l1_20);
+    const double k_l1_5 = (((k_l1_4 > k_l0_11) || (k_l1_4 != k_l1_4)) ? k_l1_4 : k_l0_11);
+    const double k_l1_6 = (((k_l1_5 > k_l0_12) || (k_l1_5 != k_l1_5)) ? k_l1_5 : k_l0_12);
+    const double k_l1_7 = (((k_l1_6 > k_l0_13) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_13);
+    const double k_l1_8 = (k_l1_0 - 1.0);
+    const double k_l1_9 = ((k_l0_9 + 2.0) + ((((k_l1_8 > 0.0) || (k_l1_8 != k_l1_8)) ? k_l1_8 : 0.0) * (((k_l1_7 > k_l0_14) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_14)));
+    const double k_l1_10 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_0 * k_l0_14));
+    const double k_l1_11 = (tile_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l1_9));
+    const double k_l1_12 = (tile_1 + (k_l1_3 * k_l1_0));
+    const double k_l1_13 = (0.0 + (load_b_l1_20 * k_l1_0));
+    const double k_l1_14 = (0.0 + (k_l0_11 * k_l1_0));
+    const double k_l1_15 = (0.0 + (k_l0_12 * k_l1_0));
+    const double k_l1_16 = (0.0 + (k_l0_13 * k_l1_0));
+    const double k_l1_17 = ((0.0 > k_l1_10) ? 0.0 : k_l1_10);
+    // acc_to_workspace
+    const double acc_to_workspace_0 = static_cast<double>(tileM_1);
+    const double acc_to_workspace_1 = (((acc_to_workspace_0 > 1.0) || (acc_to_workspace_0 != acc_to_workspace_0)) ? acc_to_workspace_0 : 1.0);
+    const double acc_to_workspace_2 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(4))), acc_to_workspace_1);
+    const double acc_to_workspace_3 = ((acc_to_workspace_1 * at_fceil(at_py_div(acc_to_workspace_2, 32.0))) * 32.0);
+    const double acc_to_workspace_4 = (at_interp(acc_to_workspace_3, k_XP3, k_FP3, 6) * ((std::fmod(acc_to_workspace_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double acc_to_workspace_5 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double acc_to_workspace_6 = at_py_div(std::pow((std::pow((acc_to_workspace_5 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), acc_to_workspace_5);
+    const double acc_to_workspace_7 = (1.0 * (11.0 + at_py_div(acc_to_workspace_3, (((acc_to_workspace_4 < acc_to_workspace_6) || (acc_to_workspace_4 != acc_to_workspace_4)) ? acc_to_workspace_4 : acc_to_workspace_6))));
+    const double acc_to_workspace_8 = (k_l1_11 + acc_to_workspace_7);
+    const double acc_to_workspace_9 = (0.0 + acc_to_workspace_7);
+    const double acc_to_workspace_10 = (k_l1_16 + at_py_div((1.0 * acc_to_workspace_3), acc_to_workspace_6));
+    // tile
+    const double tile_3 = (k_l1_12 + 2.0);
+    const double tile_4 = (((tile_3 > k_l1_13) || (tile_3 != tile_3)) ? tile_3 : k_l1_13);
+    const double tile_5 = (((tile_4 > k_l1_14) || (tile_4 != tile_4)) ? tile_4 : k_l1_14);
+    const double tile_6 = (((tile_5 > k_l1_15) || (tile_5 != tile_5)) ? tile_5 : k_l1_15);
+    const double tile_7 = (((tile_6 > acc_to_workspace_9) || (tile_6 != tile_6)) ? tile_6 : acc_to_workspace_9);
+    const double tile_8 = (((tile_7 > acc_to_workspace_10) || (tile_7 != tile_7)) ? tile_7 : acc_to_workspace_10);
+    const double tile_9 = (tile_0 - 1.0);
+    const double tile_10 = ((acc_to_workspace_8 + 2.0) + ((((tile_9 > 0.0) || (tile_9 != tile_9)) ? tile_9 : 0.0) * (((tile_8 > k_l1_17) || (tile_8 != tile_8)) ? tile_8 : k_l1_17)));
+    const double tile_11 = (group_walk_0 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_10));
+    // cube_side
+    const double cube_side_5 = at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (tile_11 + 2.0))), 1800.0);
+    const double cube_side_6 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
+    const double cube_side_7 = ((0.0 > cube_side_6) ? 0.0 : cube_side_6);
+    // vector_side
+    const double vector_side_0 = static_cast<double>((INT64_C(2) * v_blockDim));
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
+    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
+    const double vector_side_4 = static_cast<double>(tilesPerCore_0);
+    // tile
+    const double tile_12 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double tile_13 = ((tile_12 > 1.0) ? 14.0 : 0.0);
+    // load_channel_scale
+    const double load_channel_scale_0 = at_py_div(static_cast<double>((tileN_1 * INT64_C(4))), 1.0);
+    const double load_channel_scale_1 = ((1.0 * at_fceil(at_py_div(load_channel_scale_0, 32.0))) * 32.0);
+    const double load_channel_scale_2 = (at_interp(load_channel_scale_1, k_XP4, k_FP4, 5) * ((std::fmod(load_channel_scale_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_channel_scale_3 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_channel_scale_4 = (((load_channel_scale_3 < 1.0) || (load_channel_scale_3 != load_channel_scale_3)) ? load_channel_scale_3 : 1.0);
+    const double load_channel_scale_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_channel_scale_6 = std::pow(at_py_div(1.0, (at_py_div((1.0 - load_channel_scale_4), 888.8888888888889) + at_py_div(load_channel_scale_4, 3888.8888888888887))), -1.5);
+    const double load_channel_scale_7 = at_py_div(std::pow((std::pow((load_channel_scale_5 * 200.0), -1.5) + load_channel_scale_6), -0.6666666666666666), load_channel_scale_5);
+    const double load_channel_scale_8 = (tile_13 + (1.0 * (190.0 + at_py_div(load_channel_scale_1, (((load_channel_scale_2 < load_channel_scale_7) || (load_channel_scale_2 != load_channel_scale_2)) ? load_channel_scale_2 : load_channel_scale_7)))));
+    // tile
+    const double tile_14 = static_cast<double>(epiPasses_0);
+    // pass
+    const double pass_0 = (((tile_14 > 0.0) || (tile_14 != tile_14)) ? tile_14 : 0.0);
+    const double pass_1 = ((pass_0 > 1.0) ? 14.0 : 0.0);
+    // load_acc
+    const double load_acc_0 = static_cast<double>(passRows_0);
+    const double load_acc_1 = (((load_acc_0 > 1.0) || (load_acc_0 != load_acc_0)) ? load_acc_0 : 1.0);
+    const double load_acc_2 = at_py_div(static_cast<double>(((passRows_0 * tileN_1) * INT64_C(4))), load_acc_1);
+    const double load_acc_3 = ((load_acc_1 * at_fceil(at_py_div(load_acc_2, 32.0))) * 32.0);
+    const double load_acc_4 = (at_interp(load_acc_3, k_XP4, k_FP4, 5) * ((std::fmod(load_acc_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_acc_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_acc_6 = at_py_div(std::pow((std::pow((load_acc_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_acc_5);
+    const double load_acc_7 = (1.0 * (190.0 + at_py_div(load_acc_3, (((load_acc_4 < load_acc_6) || (load_acc_4 != load_acc_4)) ? load_acc_4 : load_acc_6))));
+    const double load_acc_8 = (pass_1 + load_acc_7);
+    const double load_acc_9 = (0.0 + load_acc_7);
+    const double load_acc_10 = (0.0 + at_py_div((1.0 * load_acc_3), load_acc_6));
+    // load_token_scale
+    const double load_token_scale_0 = at_py_div(static_cast<double>((passRows_0 * INT64_C(4))), 1.0);
+    const double load_token_scale_1 = ((1.0 * at_fceil(at_py_div(load_token_scale_0, 32.0))) * 32.0);
+    const double load_token_scale_2 = (at_interp(load_token_scale_1, k_XP4, k_FP4, 5) * ((std::fmod(load_token_scale_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_token_scale_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_token_scale_4 = at_py_div(std::pow((std::pow((load_token_scale_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), load_token_scale_3);
+    const double load_token_scale_5 = (1.0 * (190.0 + at_py_div(load_token_scale_1, (((load_token_scale_2 < load_token_scale_4) || (load_token_scale_2 != load_token_scale_2)) ? load_token_scale_2 : load_token_scale_4))));
+    const double load_token_scale_6 = (load_acc_8 + load_token_scale_5);
+    const double load_token_scale_7 = (load_acc_9 + load_token_scale_5);
+    const double load_token_scale_8 = (load_acc_10 + at_py_div((1.0 * load_token_scale_1), load_token_scale_4));
+    // acc_to_float
+    const double acc_to_float_0 = at_fceil(at_py_div((static_cast<double>((passRows_0 * tileN_1)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double acc_to_float_1 = (1.0 * ((at_fceil(at_py_div(acc_to_float_0, 255.0)) * 22.0) + (acc_to_float_0 * 2.0)));
+    const double acc_to_float_2 = (load_token_scale_6 + acc_to_float_1);
+    const double acc_to_float_3 = (0.0 + acc_to_float_1);
+    const double acc_to_float_4 = (load_token_scale_8 + 0.0);
+    // mul_channel_scale
+    const double mul_channel_scale_0 = at_fceil(at_py_div((static_cast<double>(tileN_1) * static_cast<double>(INT64_C(4))), 256.0));
+    const double mul_channel_scale_1 = (static_cast<double>(passRows_0) * ((at_fceil(at_py_div(mul_channel_scale_0, 255.0)) * 22.0) + (mul_channel_scale_0 * 2.0)));
+    const double mul_channel_scale_2 = (acc_to_float_2 + mul_channel_scale_1);
+    const double mul_channel_scale_3 = (acc_to_float_3 + mul_channel_scale_1);
+    const double mul_channel_scale_4 = (acc_to_float_4 + 0.0);
+    // mul_token_scale
+    const double mul_token_scale_0 = at_fceil(at_py_div((static_cast<double>(tileN_1) * static_cast<double>(INT64_C(4))), 256.0));
+    const double mul_token_scale_1 = (static_cast<double>(passRows_0) * ((at_fceil(at_py_div(mul_token_scale_0, 255.0)) * 22.0) + (mul_token_scale_0 * 1.0)));
+    const double mul_token_scale_2 = (mul_channel_scale_2 + mul_token_scale_1);
+    const double mul_token_scale_3 = (mul_channel_scale_3 + mul_token_scale_1);
+    const double mul_token_scale_4 = (mul_channel_scale_4 + 0.0);
+    // to_output
+    const double to_output_0 = at_fceil(at_py_div((static_cast<double>((passRows_0 * tileN_1)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double to_output_1 = (1.0 * ((at_fceil(at_py_div(to_output_0, 255.0)) * 22.0) + (to_output_0 * 2.0)));
+    const double to_output_2 = (mul_token_scale_2 + to_output_1);
+    const double to_output_3 = (mul_token_scale_3 + to_output_1);
+    const double to_output_4 = (mul_token_scale_4 + 0.0);
+    // store_c
+    const double store_c_0 = static_cast<double>(passRows_0);
+    const double store_c_1 = (((store_c_0 > 1.0) || (store_c_0 != store_c_0)) ? store_c_0 : 1.0);
+    const double store_c_2 = at_py_div(static_cast<double>(((passRows_0 * tileN_1) * INT64_C(2))), store_c_1);
+    const double store_c_3 = ((store_c_1 * at_fceil(at_py_div(store_c_2, 32.0))) * 32.0);
+    const double store_c_4 = ((std::fmod(store_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const bool store_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
+    const double store_c_6 = (at_interp(store_c_3, k_XP5, k_FP5, 5) * (store_c_5 ? store_c_4 : (((store_c_4 < 0.7) || (store_c_4 != store_c_4)) ? store_c_4 : 0.7)));
+    const double store_c_7 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double store_c_8 = at_py_div(std::pow((std::pow((store_c_7 * 200.0), -1.5) + std::pow((888.8888888888889 * (store_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), store_c_7);
+    const double store_c_9 = (1.0 * (80.0 + at_py_div(store_c_3, (((store_c_6 < store_c_8) || (store_c_6 != store_c_6)) ? store_c_6 : store_c_8))));
+    const double store_c_10 = (to_output_2 + store_c_9);
+    const double store_c_11 = (0.0 + store_c_9);
+    const double store_c_12 = (to_output_4 + at_py_div((1.0 * store_c_3), store_c_8));
+    // pass
+    const double pass_2 = (pass_1 + 4.0);
+    const double pass_3 = (((pass_2 > load_token_scale_7) || (pass_2 != pass_2)) ? pass_2 : load_token_scale_7);
+    const double pass_4 = (((pass_3 > to_output_3) || (pass_3 != pass_3)) ? pass_3 : to_output_3);
+    const double pass_5 = (((pass_4 > store_c_11) || (pass_4 != pass_4)) ? pass_4 : store_c_11);
+    const double pass_6 = (((pass_5 > store_c_12) || (pass_5 != pass_5)) ? pass_5 : store_c_12);
+    const double pass_7 = (pass_0 - 1.0);
+    const double pass_8 = ((store_c_10 + 4.0) + ((((pass_7 > 0.0) || (pass_7 != pass_7)) ? pass_7 : 0.0) * (((pass_6 > 0.0) || (pass_6 != pass_6)) ? pass_6 : 0.0)));
+    const double pass_9 = (load_channel_scale_8 + ((pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : pass_8));
+    // tile
+    const double tile_15 = (vector_side_3 + ((tile_12 <= static_cast<double>(INT64_C(0))) ? 0.0 : (tile_12 * (pass_9 + 0.0))));
+    // vector_side
+    const double vector_side_5 = at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_15 + 0.0))), 1800.0);
+    const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_7 = (((((cube_side_5 > vector_side_5) || (cube_side_5 != cube_side_5)) ? cube_side_5 : vector_side_5) + at_py_div((static_cast<double>((INT64_C(2) * tilesPerCore_0)) * 2.0), 1800.0)) + 1.0);
+    const double vector_side_8 = ((((cube_side_7 > vector_side_6) || (cube_side_7 != cube_side_7)) ? cube_side_7 : vector_side_6) + vector_side_7);
+    return vector_side_8;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -806,136 +549,91 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.M >= INT64_C(1) && shape.M <= INT64_C(16777216) && shape.K >= INT64_C(1) && shape.K <= INT64_C(1048576) && shape.G >= INT64_C(1) && shape.G <= INT64_C(4096) && shape.N >= INT64_C(1) && shape.N <= INT64_C(1048576);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+const int32_t kSteps = 6;
+inline bool CheckStep(int32_t step, Values& v) {
+    switch (step) {
+    case 0:  // m1
+        v.v_c0 = at_floordiv(INT64_C(32), sizeof_a);
+        v.v_groupM = at_ceil_div(v.v_M, v.v_G);
+        v.v_mTiles = at_ceil_div(v.v_groupM, v.v_m1);
+        v.v_tileM = at_min(v.v_m1, at_align_up(v.v_groupM, INT64_C(16)));
+        v.v_aivRows = at_ceil_div(v.v_tileM, INT64_C(2));
+        v.v_uniqueBytes = (((v.v_M * v.v_K) * sizeof_a) + (((v.v_G * v.v_K) * v.v_N) * sizeof_b));
+        if (!(((v.v_m1 < (INT64_C(2) * v.v_groupM)) || (v.v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
+        if (!Within(static_cast<double>(v.v_M), 0.0, 4294967295.0)) return false;  // M_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_G), 0.0, 4294967295.0)) return false;  // groupNum_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_m1), 0.0, 4294967295.0)) return false;  // l1M_fits_uint32_t
+        return true;
+    case 1:  // n1
+        v.v_nTiles = at_ceil_div(v.v_N, v.v_n1);
+        v.v_tiles = ((v.v_G * v.v_mTiles) * v.v_nTiles);
+        v.v_tileN = at_min(v.v_n1, at_align_up(v.v_N, INT64_C(16)));
+        v.v_readBytes = ((v.v_tiles * v.v_K) * ((v.v_tileM * sizeof_a) + (v.v_tileN * sizeof_b)));
+        v.v_l2Hit = (((v.v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v.v_uniqueBytes), static_cast<double>(at_max(v.v_readBytes, INT64_C(1))))))) : (0.0));
+        if (!((((v.v_m1 * v.v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
+        if (!(((v.v_n1 < (INT64_C(2) * v.v_N)) || (v.v_n1 == INT64_C(32))))) return false;  // n1_not_oversized
+        if (!Within(static_cast<double>(v.v_n1), 0.0, 4294967295.0)) return false;  // l1N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_nTiles), 0.0, 4294967295.0)) return false;  // nTiles_fits_uint32_t
+        return true;
+    case 2:  // k1
+        v.v_sliceK = at_min(v.v_k1, at_align_up(v.v_K, v.v_c0));
+        v.v_kL1Iters = at_ceil_div(v.v_K, v.v_k1);
+        if (!((((INT64_C(2) * v.v_k1) * ((v.v_m1 * sizeof_a) + (v.v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
+        if (!(((v.v_k1 < (INT64_C(2) * v.v_K)) || (v.v_k1 == INT64_C(64))))) return false;  // k1_not_oversized
+        if (!Within(static_cast<double>(v.v_k1), 0.0, 4294967295.0)) return false;  // l1K_fits_uint32_t
+        return true;
+    case 3:  // k0
+        v.v_kL0Iters = at_ceil_div(v.v_sliceK, v.v_k0);
+        if (!(((((INT64_C(2) * v.v_m1) * v.v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
+        if (!(((((INT64_C(2) * v.v_n1) * v.v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
+        if (!((at_mod(v.v_k0, v.v_c0) == INT64_C(0)))) return false;  // k0_fractal
+        if (!((at_mod(v.v_k1, v.v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
+        if (!Within(static_cast<double>(v.v_k0), 0.0, 4294967295.0)) return false;  // l0K_fits_uint32_t
+        return true;
+    case 4:  // blockDim
+        v.v_tilesPerCore = at_ceil_div(v.v_tiles, v.v_blockDim);
+        if (!((v.v_blockDim <= v.v_tiles))) return false;  // every_core_busy
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
+        if (!CoresWithin((INT64_C(2) * v.v_blockDim), v.aivNum)) return false;  // vector_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(((((v.v_blockDim * INT64_C(2)) * v.v_m1) * v.v_n1) * sizeof_acc)), 0.0, 9.22337203685477581e+18)) return false;  // workspace_bytes_fits_int64_t
+        return true;
+    case 5:  // epiRows
+        v.v_passRows = at_min(v.v_epiRows, v.v_aivRows);
+        v.v_epiPasses = at_ceil_div(v.v_aivRows, v.v_passRows);
+        if (!(((((((INT64_C(2) * v.v_epiRows) * v.v_n1) * ((sizeof_acc + sizeof_work) + sizeof_c)) + (v.v_n1 * sizeof_scale)) + (INT64_C(32) * v.v_epiRows)) <= hw_ub_bytes))) return false;  // ub_fits
+        if (!(((v.v_epiRows < (INT64_C(2) * at_ceil_div(at_min(v.v_m1, at_align_up(v.v_groupM, INT64_C(16))), INT64_C(2)))) || (v.v_epiRows == INT64_C(1))))) return false;  // epi_rows_useful
+        if (!Within(static_cast<double>(v.v_passRows), 0.0, 4294967295.0)) return false;  // epilogueRows_fits_uint32_t
+        return true;
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    out.v_M = v_M;
-    const int64_t v_K = shape.K;
-    out.v_K = v_K;
-    const int64_t v_G = shape.G;
-    out.v_G = v_G;
-    const int64_t v_N = shape.N;
-    out.v_N = v_N;
-    const int64_t v_m1 = config.m1;
-    out.v_m1 = v_m1;
-    const int64_t v_n1 = config.n1;
-    out.v_n1 = v_n1;
-    const int64_t v_k1 = config.k1;
-    out.v_k1 = v_k1;
-    const int64_t v_k0 = config.k0;
-    out.v_k0 = v_k0;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_epiRows = config.epiRows;
-    out.v_epiRows = v_epiRows;
-    const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-    out.v_c0 = v_c0;
-    const int64_t v_groupM = at_ceil_div(v_M, v_G);
-    out.v_groupM = v_groupM;
-    const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
-    out.v_mTiles = v_mTiles;
-    const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-    out.v_nTiles = v_nTiles;
-    const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
-    out.v_tiles = v_tiles;
-    const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-    out.v_tilesPerCore = v_tilesPerCore;
-    const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
-    out.v_tileM = v_tileM;
-    const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-    out.v_tileN = v_tileN;
-    const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-    out.v_sliceK = v_sliceK;
-    const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-    out.v_kL1Iters = v_kL1Iters;
-    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-    out.v_kL0Iters = v_kL0Iters;
-    const int64_t v_aivRows = at_ceil_div(v_tileM, INT64_C(2));
-    out.v_aivRows = v_aivRows;
-    const int64_t v_passRows = at_min(v_epiRows, v_aivRows);
-    out.v_passRows = v_passRows;
-    const int64_t v_epiPasses = at_ceil_div(v_aivRows, v_passRows);
-    out.v_epiPasses = v_epiPasses;
-    const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
-    out.v_uniqueBytes = v_uniqueBytes;
-    const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-    out.v_readBytes = v_readBytes;
-    const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
-    out.v_l2Hit = v_l2Hit;
-    if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
-    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
-    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
-    if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
-    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) return false;  // k0_fractal
-    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
-    if (!(((((((INT64_C(2) * v_epiRows) * v_n1) * ((sizeof_acc + sizeof_work) + sizeof_c)) + (v_n1 * sizeof_scale)) + (INT64_C(32) * v_epiRows)) <= hw_ub_bytes))) return false;  // ub_fits
-    if (!((v_blockDim <= v_tiles))) return false;  // every_core_busy
-    if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
-    if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(32))))) return false;  // n1_not_oversized
-    if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(64))))) return false;  // k1_not_oversized
-    if (!(((v_epiRows < (INT64_C(2) * at_ceil_div(at_min(v_m1, at_align_up(v_groupM, INT64_C(16))), INT64_C(2)))) || (v_epiRows == INT64_C(1))))) return false;  // epi_rows_useful
-    {
-        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const int64_t cores = (INT64_C(2) * v_blockDim);  // vector_cores_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_passRows);  // epilogueRows_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(((((v_blockDim * INT64_C(2)) * v_m1) * v_n1) * sizeof_acc));  // workspace_bytes_fits_int64_t
-        if (!(value >= 0.0 && value <= 9.22337203685477581e+18)) return false;
+    out.v_M = shape.M;
+    out.v_K = shape.K;
+    out.v_G = shape.G;
+    out.v_N = shape.N;
+    out.v_m1 = config.m1;
+    out.v_n1 = config.n1;
+    out.v_k1 = config.k1;
+    out.v_k0 = config.k0;
+    out.v_blockDim = config.blockDim;
+    out.v_epiRows = config.epiRows;
+    for (int32_t step = 0; step < kSteps; ++step) {
+        if (!CheckStep(step, out)) return false;
     }
     return true;
 }
@@ -970,11 +668,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -987,232 +710,13 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_G;
     const int64_t v_N = shape.N;
     (void)v_N;
-    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.m1 ? a - base.m1 : base.m1 - a;
-        const int64_t db = b > base.m1 ? b - base.m1 : base.m1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.n1 ? a - base.n1 : base.n1 - a;
-        const int64_t db = b > base.n1 ? b - base.n1 : base.n1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k1 ? a - base.k1 : base.k1 - a;
-        const int64_t db = b > base.k1 ? b - base.k1 : base.k1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k0 ? a - base.k0 : base.k0 - a;
-        const int64_t db = b > base.k0 ? b - base.k0 : base.k0 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom4;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
-    }
-    if (dom4.empty()) return false;
-    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    std::stable_sort(dom5.begin(), dom5.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.epiRows ? a - base.epiRows : base.epiRows - a;
-        const int64_t db = b > base.epiRows ? b - base.epiRows : base.epiRows - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_m1 = k0 < 0 ? base.m1 : dom0[k0];
-        if (k0 >= 0 && v_m1 == base.m1) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-        (void)v_c0;
-        const int64_t v_groupM = at_ceil_div(v_M, v_G);
-        (void)v_groupM;
-        const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
-        (void)v_mTiles;
-        const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
-        (void)v_tileM;
-        const int64_t v_aivRows = at_ceil_div(v_tileM, INT64_C(2));
-        (void)v_aivRows;
-        const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
-        (void)v_uniqueBytes;
-        if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) continue;  // m1_not_oversized
-        {
-            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_n1 = k1 < 0 ? base.n1 : dom1[k1];
-            if (k1 >= 0 && v_n1 == base.n1) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-            (void)v_nTiles;
-            const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
-            (void)v_tiles;
-            const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-            (void)v_tileN;
-            const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-            (void)v_readBytes;
-            const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
-            (void)v_l2Hit;
-            if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) continue;  // l0c_fits
-            if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(32))))) continue;  // n1_not_oversized
-            {
-                const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_k1 = k2 < 0 ? base.k1 : dom2[k2];
-                if (k2 >= 0 && v_k1 == base.k1) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-                (void)v_sliceK;
-                const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-                (void)v_kL1Iters;
-                if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) continue;  // l1_fits
-                if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(64))))) continue;  // k1_not_oversized
-                {
-                    const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_k0 = k3 < 0 ? base.k0 : dom3[k3];
-                    if (k3 >= 0 && v_k0 == base.k0) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-                    (void)v_kL0Iters;
-                    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) continue;  // l0a_fits
-                    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) continue;  // l0b_fits
-                    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) continue;  // k0_fractal
-                    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) continue;  // k0_divides_k1
-                    {
-                        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
-                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                    }
-                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
-                        const int64_t v_blockDim = k4 < 0 ? base.blockDim : dom4[k4];
-                        if (k4 >= 0 && v_blockDim == base.blockDim) continue;
-                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                        const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-                        (void)v_tilesPerCore;
-                        if (!((v_blockDim <= v_tiles))) continue;  // every_core_busy
-                        {
-                            const int64_t cores = v_blockDim;  // cube_cores_within_chip
-                            if (cores < 1 || cores > aicNum) continue;
-                        }
-                        {
-                            const int64_t cores = (INT64_C(2) * v_blockDim);  // vector_cores_within_chip
-                            if (cores < 1 || cores > aivNum) continue;
-                        }
-                        {
-                            const int64_t cores = v_blockDim;  // block_dim_within_chip
-                            if (cores < 1 || cores > aicNum) continue;
-                        }
-                        {
-                            const double value = static_cast<double>(((((v_blockDim * INT64_C(2)) * v_m1) * v_n1) * sizeof_acc));  // workspace_bytes_fits_int64_t
-                            if (!(value >= 0.0 && value <= 9.22337203685477581e+18)) continue;
-                        }
-                        for (int64_t k5 = -1; k5 < static_cast<int64_t>(dom5.size()); ++k5) {
-                            const int64_t v_epiRows = k5 < 0 ? base.epiRows : dom5[k5];
-                            if (k5 >= 0 && v_epiRows == base.epiRows) continue;
-                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                            const int64_t v_passRows = at_min(v_epiRows, v_aivRows);
-                            (void)v_passRows;
-                            const int64_t v_epiPasses = at_ceil_div(v_aivRows, v_passRows);
-                            (void)v_epiPasses;
-                            if (!(((((((INT64_C(2) * v_epiRows) * v_n1) * ((sizeof_acc + sizeof_work) + sizeof_c)) + (v_n1 * sizeof_scale)) + (INT64_C(32) * v_epiRows)) <= hw_ub_bytes))) continue;  // ub_fits
-                            if (!(((v_epiRows < (INT64_C(2) * at_ceil_div(at_min(v_m1, at_align_up(v_groupM, INT64_C(16))), INT64_C(2)))) || (v_epiRows == INT64_C(1))))) continue;  // epi_rows_useful
-                            {
-                                const double value = static_cast<double>(v_passRows);  // epilogueRows_fits_uint32_t
-                                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                            }
-                            {
-                                const int64_t values[6] = {v_m1, v_n1, v_k1, v_k0, v_blockDim, v_epiRows};
-                                const double us = PredictUs(dims, values, aicNum, aivNum);
-                                if (found == 0 || us < bestUs) {
-                                    bestUs = us;
-                                    out.m1 = v_m1;
-                                    out.n1 = v_n1;
-                                    out.k1 = v_k1;
-                                    out.k0 = v_k0;
-                                    out.blockDim = v_blockDim;
-                                    out.epiRows = v_epiRows;
-                                }
-                                if (++found >= 16) break;
-                            }
-                        }
-                    if (gaveUp || found >= 16) break;
-                    }
-                if (gaveUp || found >= 16) break;
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainValues(doms[0], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // m1
+    if (!DomainValues(doms[1], {INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(192), INT64_C(256), INT64_C(512)})) return false;  // n1
+    if (!DomainValues(doms[2], {INT64_C(64), INT64_C(128), INT64_C(256), INT64_C(512), INT64_C(1024)})) return false;  // k1
+    if (!DomainValues(doms[3], {INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256)})) return false;  // k0
+    if (!DomainRange(doms[4], INT64_C(1), static_cast<int64_t>(hw_cube_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    if (!DomainValues(doms[5], {INT64_C(1), INT64_C(2), INT64_C(4), INT64_C(8), INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(128)})) return false;  // epiRows
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -1225,6 +729,67 @@ inline Config ConfigOf(const int64_t* v) {
     config.epiRows = v[5];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 6;
+    std::vector<int64_t> doms[6];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[6] = { base.m1, base.n1, base.k1, base.k0, base.blockDim, base.epiRows };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_M = shape.M;
+    w.v_K = shape.K;
+    w.v_G = shape.G;
+    w.v_N = shape.N;
+    int64_t cur[6] = {};
+    int64_t* const slots[6] = { &w.v_m1, &w.v_n1, &w.v_k1, &w.v_k0, &w.v_blockDim, &w.v_epiRows };
+    int64_t k[6] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -1263,58 +828,9 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    (void)v_M;
-    const int64_t v_K = shape.K;
-    (void)v_K;
-    const int64_t v_G = shape.G;
-    (void)v_G;
-    const int64_t v_N = shape.N;
-    (void)v_N;
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::vector<int64_t> dom4;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
-    }
-    if (dom4.empty()) return false;
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    const std::vector<int64_t>* doms[6] = {&dom0, &dom1, &dom2, &dom3, &dom4, &dom5};
+    std::vector<int64_t> doms[6];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 6;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
     int64_t cur[6] = { config.m1, config.n1, config.k1, config.k0, config.blockDim, config.epiRows };
@@ -1328,8 +844,8 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -1355,8 +871,8 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
             for (int32_t j = i + 1; j < n && !spent; ++j) {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[6];
