@@ -239,10 +239,11 @@ def render_domains_cpp(spec: OperatorSpec, cpp: Callable[[Expr], str]) -> str:
 
 def render_steps_cpp(spec: OperatorSpec, member: Callable[[Expr], str],
                      cpp_name: Callable[[str], str], limits: Mapping[str, str]) -> str:
-    """The body of ``bool CheckStep(int32_t step, Values& v)``: the derived values that
-    parameter ``step`` completes, then the checks that then have all their inputs, in the
-    walk's plan (:func:`plan`); ``member`` renders an expression reading ``v``, ``limits``
-    maps "cube" / "vector" to the core counts. ``Derive`` runs every step in order (a
+    """The body of ``bool CheckStep(int32_t step, Values& v, bool rest)``: the derived values
+    that parameter ``step`` completes, then the checks that then have all their inputs, in the
+    walk's plan (:func:`plan`), and with ``rest`` the steps after it too (each case falls
+    through to the next); ``member`` renders an expression reading ``v``, ``limits`` maps
+    "cube" / "vector" to the core counts. ``Derive`` runs every step from the first (a
     configuration fails at its first failing check, its later values never computed), the
     walk one step per bound parameter."""
     lines = ["switch (step) {"]
@@ -262,7 +263,7 @@ def render_steps_cpp(spec: OperatorSpec, member: Callable[[Expr], str],
         for r in step.range_checks:
             lines.append(f"    if (!Within(static_cast<double>({member(r.expr)}), "
                          f"{_double(r.lo)}, {_double(r.hi)})) return false;  // {r.name}")
-        lines.append("    return true;")
+        lines += ["    if (!rest) return true;", "    // fall through"]
     lines += ["default:", "    return true;", "}"]
     return "\n".join("    " + line for line in lines)
 
