@@ -14,8 +14,8 @@ ranked, the pick is improved by a descent that reaches exactly those:
 2. when no single parameter improves: every pair of coupled parameters (two that one
    constraint reads, :func:`coupled_pairs`), each moved one step up or down its domain (the
    moves that keep a product fixed, e.g. ``mDim``/``nDim`` or a larger tile with fewer
-   buffers: a move of two parameters no constraint ties together is a move of each, which
-   step 1 already looked at); the best strictly faster is taken, then back to 1.
+   buffers, which a constraint ties together; two parameters no constraint ties can each
+   move alone, which step 1 looks at); the best strictly faster is taken, then back to 1.
 
 Every configuration looked at counts towards :data:`MAX_EVALS`, so the host time is bounded;
 when the budget runs out, the best move found so far is kept. Each step only ever accepts a
