@@ -508,8 +508,7 @@ inline bool ShapeInRange(const Shape& shape) {
 // inputs (constraints, core limits, C type ranges), in spec order within a step.
 inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
 inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
-const int32_t kSteps = 16;
-inline bool CheckStep(int32_t step, Values& v) {
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
     switch (step) {
     case 0:  // baseM
         v.v_issuerCores = v.aivNum;
@@ -527,29 +526,36 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // N_fits_uint32_t
         if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
         if (!Within(static_cast<double>(v.v_B), 0.0, 4294967295.0)) return false;  // batch_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 1:  // baseN
         if (!Within(static_cast<double>(v.v_baseN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.baseN_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 2:  // baseK
         v.v_transLength = at_max(at_max(((v.v_baseM * v.v_baseK) * sizeof_a), ((v.v_baseK * v.v_baseN) * sizeof_b)), ((v.v_baseM * v.v_baseN) * sizeof_c));
         if (!((at_mod(v.v_baseK, v.v_k0) == INT64_C(0)))) return false;  // basek_multiple_of_k0
         if (!Within(static_cast<double>(v.v_baseK), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.baseK_fits_int32_t
         if (!Within(static_cast<double>(v.v_transLength), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.transLength_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 3:  // stepM
         if (!Within(static_cast<double>(v.v_stepM), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepM_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 4:  // stepN
         if (!Within(static_cast<double>(v.v_stepN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepN_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 5:  // stepKa
         if (!Within(static_cast<double>(v.v_stepKa), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepKa_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 6:  // stepKb
         v.v_stepK = at_min(v.v_stepKa, v.v_stepKb);
         if (!Within(static_cast<double>(v.v_stepKb), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepKb_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 7:  // dbL1
         v.v_depthA1 = ((v.v_stepM * v.v_stepKa) * v.v_dbL1);
         v.v_depthB1 = ((v.v_stepN * v.v_stepKb) * v.v_dbL1);
@@ -558,37 +564,44 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_depthA1), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.depthA1_fits_int32_t
         if (!Within(static_cast<double>(v.v_depthB1), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.depthB1_fits_int32_t
         if (!Within(static_cast<double>(v.v_l1UsedBytes), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.shareL1Size_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 8:  // dbL0A
         if (!(((((v.v_baseM * v.v_baseK) * sizeof_a) * v.v_dbL0A) <= hw_l0a_bytes))) return false;  // l0a_fits
         if (!Within(static_cast<double>(v.v_dbL0A), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0A_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 9:  // dbL0B
         if (!(((((v.v_baseN * v.v_baseK) * sizeof_b) * v.v_dbL0B) <= hw_l0b_bytes))) return false;  // l0b_fits
         if (!Within(static_cast<double>(v.v_dbL0B), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0B_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 10:  // dbL0C
         v.v_l0cUsedBytes = (((v.v_baseM * v.v_baseN) * sizeof_acc) * v.v_dbL0C);
         if (!(((((v.v_baseM * v.v_baseN) * sizeof_acc) * v.v_dbL0C) <= hw_l0c_bytes))) return false;  // l0c_fits
         if (!Within(static_cast<double>(v.v_l0cUsedBytes), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.shareL0CSize_fits_int32_t
         if (!Within(static_cast<double>(v.v_dbL0C), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0C_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 11:  // iterateOrder
         if (!Within(static_cast<double>(v.v_iterateOrder), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.iterateOrder_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 12:  // mDim
         v.v_singleCoreM = at_min(v.v_M, at_align_up(at_ceil_div(v.v_M, v.v_mDim), INT64_C(16)));
         v.v_mBlocks = at_ceil_div(v.v_singleCoreM, v.v_baseM);
         if (!(((v.v_stepM == INT64_C(1)) || (v.v_mBlocks >= v.v_stepM)))) return false;  // step_m_useful
         if (!Within(static_cast<double>(v.v_singleCoreM), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreM_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 13:  // nDim
         v.v_singleCoreN = at_min(v.v_N, at_align_up(at_ceil_div(v.v_N, v.v_nDim), INT64_C(16)));
         v.v_nBlocks = at_ceil_div(v.v_singleCoreN, v.v_baseN);
         if (!(((v.v_baseM <= at_align_up(v.v_singleCoreM, INT64_C(16))) && (v.v_baseN <= at_align_up(v.v_singleCoreN, INT64_C(16)))))) return false;  // base_within_core_block
         if (!(((v.v_stepN == INT64_C(1)) || (v.v_nBlocks >= v.v_stepN)))) return false;  // step_n_useful
         if (!Within(static_cast<double>(v.v_singleCoreN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreN_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 14:  // kDim
         v.v_singleCoreK = at_ceil_div(v.v_K, v.v_kDim);
         v.v_mnCores = ((at_ceil_div(v.v_M, v.v_singleCoreM) * at_ceil_div(v.v_N, v.v_singleCoreN)) * at_ceil_div(v.v_K, v.v_singleCoreK));
@@ -606,7 +619,8 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!(((v.v_kIters <= v.v_stepKb) || (v.v_stepN == INT64_C(1))))) return false;  // mdl_step_n
         if (!(((at_mod(v.v_kaStepIter, v.v_kbStepIter) == INT64_C(0)) || (at_mod(v.v_kbStepIter, v.v_kaStepIter) == INT64_C(0))))) return false;  // mdl_k_step_iters_divide
         if (!Within(static_cast<double>(v.v_singleCoreK), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreK_fits_int32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 15:  // bDim
         v.v_batchPerGroup = at_ceil_div(v.v_B, v.v_bDim);
         v.v_usedCoreNum = (v.v_mnCores * at_ceil_div(v.v_B, v.v_batchPerGroup));
@@ -624,7 +638,8 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_batchPerGroup), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleBatchN_fits_int32_t
         if (!Within(static_cast<double>(v.v_batchPerGroup), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.BatchNum_fits_int32_t
         if (!Within(static_cast<double>(v.v_batchPerGroup), 0.0, 4294967295.0)) return false;  // batchPerCore_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     default:
         return true;
     }
@@ -656,10 +671,7 @@ inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int
     out.v_nDim = config.nDim;
     out.v_kDim = config.kDim;
     out.v_bDim = config.bDim;
-    for (int32_t step = 0; step < kSteps; ++step) {
-        if (!CheckStep(step, out)) return false;
-    }
-    return true;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -840,7 +852,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         if (++visits > INT64_C(1048576)) break;
         cur[d] = value;
         *slots[d] = value;
-        if (!CheckStep(d, w)) continue;
+        if (!CheckStep(d, w, false)) continue;
         if (d + 1 < n) {
             depth = d + 1;
             k[depth] = -2;
@@ -897,14 +909,20 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 16;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 51;
+    static const int32_t kPairs[51][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 0, 6 }, { 0, 7 }, { 0, 8 }, { 0, 10 }, { 0, 12 }, { 0, 13 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 1, 5 }, { 1, 6 }, { 1, 7 }, { 1, 9 }, { 1, 10 }, { 1, 12 }, { 1, 13 }, { 2, 3 }, { 2, 4 }, { 2, 5 }, { 2, 6 }, { 2, 7 }, { 2, 8 }, { 2, 9 }, { 2, 14 }, { 3, 4 }, { 3, 5 }, { 3, 6 }, { 3, 7 }, { 3, 12 }, { 3, 14 }, { 4, 5 }, { 4, 6 }, { 4, 7 }, { 4, 13 }, { 4, 14 }, { 5, 6 }, { 5, 7 }, { 5, 14 }, { 6, 7 }, { 6, 14 }, { 12, 13 }, { 12, 14 }, { 12, 15 }, { 13, 14 }, { 13, 15 }, { 14, 15 } };
     int64_t cur[16] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim, config.bDim };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[16] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
@@ -922,7 +940,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -931,8 +952,9 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[16];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
                     if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
@@ -955,6 +977,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

@@ -555,8 +555,7 @@ inline bool ShapeInRange(const Shape& shape) {
 // inputs (constraints, core limits, C type ranges), in spec order within a step.
 inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
 inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
-const int32_t kSteps = 4;
-inline bool CheckStep(int32_t step, Values& v) {
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
     switch (step) {
     case 0:  // s1Base
         v.v_s1Blocks = at_ceil_div(v.v_S1, v.v_s1Base);
@@ -574,7 +573,8 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_s1Base), 0.0, 4294967295.0)) return false;  // s1BaseSize_fits_uint32_t
         if (!Within(static_cast<double>(v.v_s1Tail), 0.0, 4294967295.0)) return false;  // s1BaseTailSize_fits_uint32_t
         if (!Within(static_cast<double>(v.v_s1Blocks), 0.0, 4294967295.0)) return false;  // s1OuterSize_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 1:  // s2Base
         v.v_s2Blocks = at_ceil_div(v.v_S2, v.v_s2Base);
         v.v_cols = at_min(v.v_s2Base, at_align_up(v.v_S2, INT64_C(16)));
@@ -589,7 +589,8 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_s2Base), 0.0, 4294967295.0)) return false;  // s2BaseSize_fits_uint32_t
         if (!Within(static_cast<double>(v.v_s2Tail), 0.0, 4294967295.0)) return false;  // s2BaseTailSize_fits_uint32_t
         if (!Within(static_cast<double>(v.v_s2Blocks), 0.0, 4294967295.0)) return false;  // s2OuterSize_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 2:  // blockDim
         v.v_unitsPerCore = at_ceil_div(v.v_units, v.v_blockDim);
         if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
@@ -597,11 +598,13 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
         if (!Within(static_cast<double>(v.v_unitsPerCore), 0.0, 4294967295.0)) return false;  // unitsPerCore_fits_uint32_t
         if (!Within(static_cast<double>((((((v.v_blockDim * INT64_C(2)) * INT64_C(2)) * INT64_C(128)) * INT64_C(1024)) * sizeof_work)), 0.0, 9.22337203685477581e+18)) return false;  // workspace_bytes_fits_int64_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 3:  // dbVec
         if (!(((((((v.v_dbVec * v.v_sliceRows) * v.v_cols) * (sizeof_work + sizeof_q)) + (((v.v_rows * v.v_D) * INT64_C(2)) * sizeof_work)) + (v.v_rows * INT64_C(64))) <= hw_ub_bytes))) return false;  // ub_fits
         if (!Within(static_cast<double>(v.v_dbVec), 0.0, 1.84467440737095516e+19)) return false;  // tiling_key_fits_uint64_t
-        return true;
+        if (!rest) return true;
+        // fall through
     default:
         return true;
     }
@@ -622,10 +625,7 @@ inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int
     out.v_s2Base = config.s2Base;
     out.v_blockDim = config.blockDim;
     out.v_dbVec = config.dbVec;
-    for (int32_t step = 0; step < kSteps; ++step) {
-        if (!CheckStep(step, out)) return false;
-    }
-    return true;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -763,7 +763,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         if (++visits > INT64_C(1048576)) break;
         cur[d] = value;
         *slots[d] = value;
-        if (!CheckStep(d, w)) continue;
+        if (!CheckStep(d, w, false)) continue;
         if (d + 1 < n) {
             depth = d + 1;
             k[depth] = -2;
@@ -820,14 +820,20 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 4;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 3;
+    static const int32_t kPairs[3][2] = { { 0, 1 }, { 0, 3 }, { 1, 3 } };
     int64_t cur[4] = { config.s1Base, config.s2Base, config.blockDim, config.dbVec };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[4] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
@@ -845,7 +851,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -854,8 +863,9 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[4];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
                     if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
@@ -878,6 +888,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

@@ -319,8 +319,7 @@ inline bool ShapeInRange(const Shape& shape) {
 // inputs (constraints, core limits, C type ranges), in spec order within a step.
 inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
 inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
-const int32_t kSteps = 3;
-inline bool CheckStep(int32_t step, Values& v) {
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
     switch (step) {
     case 0:  // blockDim
         v.v_alignedLength = at_align_up(v.v_totalLength, at_floordiv(INT64_C(32), sizeof_x));
@@ -332,7 +331,8 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_totalLength), 0.0, 4294967295.0)) return false;  // totalLength_fits_uint32_t
         if (!Within(static_cast<double>(v.v_blockLength), 0.0, 4294967295.0)) return false;  // blockLength_fits_uint32_t
         if (!Within(static_cast<double>(v.v_lastBlockLength), 0.0, 4294967295.0)) return false;  // lastBlockLength_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 1:  // tileLength
         v.v_tileElems = at_min(v.v_tileLength, v.v_blockLength);
         v.v_tileNum = at_ceil_div(v.v_blockLength, v.v_tileElems);
@@ -345,11 +345,13 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_lastTileLength), 0.0, 4294967295.0)) return false;  // lastTileLength_fits_uint32_t
         if (!Within(static_cast<double>(v.v_lastBlockTileNum), 0.0, 4294967295.0)) return false;  // lastBlockTileNum_fits_uint32_t
         if (!Within(static_cast<double>(v.v_lastBlockLastTileLength), 0.0, 4294967295.0)) return false;  // lastBlockLastTileLength_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 2:  // bufferNum
         if (!(((((v.v_bufferNum * v.v_tileLength) * (sizeof_x + sizeof_y)) + ((INT64_C(3) * v.v_tileLength) * sizeof_work)) <= hw_ub_bytes))) return false;  // ub_fits
         if (!Within(static_cast<double>(v.v_bufferNum), 0.0, 1.84467440737095516e+19)) return false;  // tiling_key_fits_uint64_t
-        return true;
+        if (!rest) return true;
+        // fall through
     default:
         return true;
     }
@@ -365,10 +367,7 @@ inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int
     out.v_blockDim = config.blockDim;
     out.v_tileLength = config.tileLength;
     out.v_bufferNum = config.bufferNum;
-    for (int32_t step = 0; step < kSteps; ++step) {
-        if (!CheckStep(step, out)) return false;
-    }
-    return true;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -482,7 +481,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         if (++visits > INT64_C(1048576)) break;
         cur[d] = value;
         *slots[d] = value;
-        if (!CheckStep(d, w)) continue;
+        if (!CheckStep(d, w, false)) continue;
         if (d + 1 < n) {
             depth = d + 1;
             k[depth] = -2;
@@ -539,14 +538,20 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 3;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 2;
+    static const int32_t kPairs[2][2] = { { 0, 1 }, { 1, 2 } };
     int64_t cur[3] = { config.blockDim, config.tileLength, config.bufferNum };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[3] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
@@ -564,7 +569,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -573,8 +581,9 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[3];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
                     if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
@@ -597,6 +606,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

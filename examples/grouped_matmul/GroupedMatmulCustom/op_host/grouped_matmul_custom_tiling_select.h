@@ -436,8 +436,7 @@ inline bool ShapeInRange(const Shape& shape) {
 // inputs (constraints, core limits, C type ranges), in spec order within a step.
 inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
 inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
-const int32_t kSteps = 5;
-inline bool CheckStep(int32_t step, Values& v) {
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
     switch (step) {
     case 0:  // m1
         v.v_c0 = at_floordiv(INT64_C(32), sizeof_a);
@@ -451,7 +450,8 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
         if (!Within(static_cast<double>(v.v_G), 0.0, 4294967295.0)) return false;  // groupNum_fits_uint32_t
         if (!Within(static_cast<double>(v.v_m1), 0.0, 4294967295.0)) return false;  // l1M_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 1:  // n1
         v.v_nTiles = at_ceil_div(v.v_N, v.v_n1);
         v.v_tiles = ((v.v_G * v.v_mTiles) * v.v_nTiles);
@@ -462,14 +462,16 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!(((v.v_n1 < (INT64_C(2) * v.v_N)) || (v.v_n1 == INT64_C(16))))) return false;  // n1_not_oversized
         if (!Within(static_cast<double>(v.v_n1), 0.0, 4294967295.0)) return false;  // l1N_fits_uint32_t
         if (!Within(static_cast<double>(v.v_nTiles), 0.0, 4294967295.0)) return false;  // nTiles_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 2:  // k1
         v.v_sliceK = at_min(v.v_k1, at_align_up(v.v_K, v.v_c0));
         v.v_kL1Iters = at_ceil_div(v.v_K, v.v_k1);
         if (!((((INT64_C(2) * v.v_k1) * ((v.v_m1 * sizeof_a) + (v.v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
         if (!(((v.v_k1 < (INT64_C(2) * v.v_K)) || (v.v_k1 == INT64_C(32))))) return false;  // k1_not_oversized
         if (!Within(static_cast<double>(v.v_k1), 0.0, 4294967295.0)) return false;  // l1K_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 3:  // k0
         v.v_kL0Iters = at_ceil_div(v.v_sliceK, v.v_k0);
         if (!(((((INT64_C(2) * v.v_m1) * v.v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
@@ -477,13 +479,15 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!((at_mod(v.v_k0, v.v_c0) == INT64_C(0)))) return false;  // k0_fractal
         if (!((at_mod(v.v_k1, v.v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
         if (!Within(static_cast<double>(v.v_k0), 0.0, 4294967295.0)) return false;  // l0K_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 4:  // blockDim
         v.v_tilesPerCore = at_ceil_div(v.v_tiles, v.v_blockDim);
         if (!((v.v_blockDim <= v.v_tiles))) return false;  // every_core_busy
         if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
         if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
-        return true;
+        if (!rest) return true;
+        // fall through
     default:
         return true;
     }
@@ -504,10 +508,7 @@ inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int
     out.v_k1 = config.k1;
     out.v_k0 = config.k0;
     out.v_blockDim = config.blockDim;
-    for (int32_t step = 0; step < kSteps; ++step) {
-        if (!CheckStep(step, out)) return false;
-    }
-    return true;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -644,7 +645,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         if (++visits > INT64_C(1048576)) break;
         cur[d] = value;
         *slots[d] = value;
-        if (!CheckStep(d, w)) continue;
+        if (!CheckStep(d, w, false)) continue;
         if (d + 1 < n) {
             depth = d + 1;
             k[depth] = -2;
@@ -701,14 +702,20 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 5;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 8;
+    static const int32_t kPairs[8][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 2, 3 } };
     int64_t cur[5] = { config.m1, config.n1, config.k1, config.k0, config.blockDim };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[5] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
@@ -726,7 +733,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -735,8 +745,9 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[5];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
                     if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
@@ -759,6 +770,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

@@ -420,8 +420,7 @@ inline bool ShapeInRange(const Shape& shape) {
 // inputs (constraints, core limits, C type ranges), in spec order within a step.
 inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
 inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
-const int32_t kSteps = 4;
-inline bool CheckStep(int32_t step, Values& v) {
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
     switch (step) {
     case 0:  // blockDim
         v.v_colsAligned = at_align_up(v.v_cols, at_floordiv(INT64_C(32), sizeof_x));
@@ -436,10 +435,12 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_rowsPerCore), 0.0, 4294967295.0)) return false;  // blockFactor_fits_uint32_t
         if (!Within(static_cast<double>(v.v_lastBlockRows), 0.0, 4294967295.0)) return false;  // lastBlockRows_fits_uint32_t
         if (!Within(static_cast<double>(at_fdiv(1.0, static_cast<double>(v.v_cols))), -3.40282346638528860e+38, 3.40282346638528860e+38)) return false;  // coefficient_fits_float
-        return true;
+        if (!rest) return true;
+        // fall through
     case 1:  // rowFactor
         if (!(((v.v_rowFactor < (INT64_C(2) * v.v_rowsPerCore)) || (v.v_rowFactor == INT64_C(1))))) return false;  // row_tile_not_oversized
-        return true;
+        if (!rest) return true;
+        // fall through
     case 2:  // colFactor
         v.v_colTile = at_min(v.v_colFactor, v.v_colsAligned);
         v.v_colTiles = at_ceil_div(v.v_colsAligned, v.v_colTile);
@@ -462,11 +463,13 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_lastBlockRowLoops), 0.0, 4294967295.0)) return false;  // lastBlockRowLoops_fits_uint32_t
         if (!Within(static_cast<double>(v.v_lastBlockTailRowFactor), 0.0, 4294967295.0)) return false;  // lastBlockTailRowFactor_fits_uint32_t
         if (!Within(static_cast<double>(v.v_tailColFactor), 0.0, 4294967295.0)) return false;  // tailColFactor_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 3:  // bufferNum
         if (!(((((((v.v_bufferNum * v.v_tileElems) * (sizeof_x + sizeof_y)) + ((INT64_C(2) * v.v_tileElems) * sizeof_work)) + (v.v_colTile * ((sizeof_gamma + sizeof_beta) + (INT64_C(2) * sizeof_work)))) + (INT64_C(64) * v.v_rowTile)) <= hw_ub_bytes))) return false;  // ub_fits
         if (!Within(static_cast<double>(((((v.v_colTiles > INT64_C(1))) ? (INT64_C(10)) : (INT64_C(0))) + v.v_bufferNum)), 0.0, 1.84467440737095516e+19)) return false;  // tiling_key_fits_uint64_t
-        return true;
+        if (!rest) return true;
+        // fall through
     default:
         return true;
     }
@@ -484,10 +487,7 @@ inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int
     out.v_rowFactor = config.rowFactor;
     out.v_colFactor = config.colFactor;
     out.v_bufferNum = config.bufferNum;
-    for (int32_t step = 0; step < kSteps; ++step) {
-        if (!CheckStep(step, out)) return false;
-    }
-    return true;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -610,7 +610,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         if (++visits > INT64_C(1048576)) break;
         cur[d] = value;
         *slots[d] = value;
-        if (!CheckStep(d, w)) continue;
+        if (!CheckStep(d, w, false)) continue;
         if (d + 1 < n) {
             depth = d + 1;
             k[depth] = -2;
@@ -667,14 +667,20 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 4;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 6;
+    static const int32_t kPairs[6][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 1, 2 }, { 1, 3 }, { 2, 3 } };
     int64_t cur[4] = { config.blockDim, config.rowFactor, config.colFactor, config.bufferNum };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[4] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
@@ -692,7 +698,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -701,8 +710,9 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[4];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
                     if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
@@ -725,6 +735,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

@@ -553,8 +553,7 @@ inline bool ShapeInRange(const Shape& shape) {
 // inputs (constraints, core limits, C type ranges), in spec order within a step.
 inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
 inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
-const int32_t kSteps = 6;
-inline bool CheckStep(int32_t step, Values& v) {
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
     switch (step) {
     case 0:  // m1
         v.v_c0 = at_floordiv(INT64_C(32), sizeof_a);
@@ -569,7 +568,8 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
         if (!Within(static_cast<double>(v.v_G), 0.0, 4294967295.0)) return false;  // groupNum_fits_uint32_t
         if (!Within(static_cast<double>(v.v_m1), 0.0, 4294967295.0)) return false;  // l1M_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 1:  // n1
         v.v_nTiles = at_ceil_div(v.v_N, v.v_n1);
         v.v_tiles = ((v.v_G * v.v_mTiles) * v.v_nTiles);
@@ -580,14 +580,16 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!(((v.v_n1 < (INT64_C(2) * v.v_N)) || (v.v_n1 == INT64_C(32))))) return false;  // n1_not_oversized
         if (!Within(static_cast<double>(v.v_n1), 0.0, 4294967295.0)) return false;  // l1N_fits_uint32_t
         if (!Within(static_cast<double>(v.v_nTiles), 0.0, 4294967295.0)) return false;  // nTiles_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 2:  // k1
         v.v_sliceK = at_min(v.v_k1, at_align_up(v.v_K, v.v_c0));
         v.v_kL1Iters = at_ceil_div(v.v_K, v.v_k1);
         if (!((((INT64_C(2) * v.v_k1) * ((v.v_m1 * sizeof_a) + (v.v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
         if (!(((v.v_k1 < (INT64_C(2) * v.v_K)) || (v.v_k1 == INT64_C(64))))) return false;  // k1_not_oversized
         if (!Within(static_cast<double>(v.v_k1), 0.0, 4294967295.0)) return false;  // l1K_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 3:  // k0
         v.v_kL0Iters = at_ceil_div(v.v_sliceK, v.v_k0);
         if (!(((((INT64_C(2) * v.v_m1) * v.v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
@@ -595,7 +597,8 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!((at_mod(v.v_k0, v.v_c0) == INT64_C(0)))) return false;  // k0_fractal
         if (!((at_mod(v.v_k1, v.v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
         if (!Within(static_cast<double>(v.v_k0), 0.0, 4294967295.0)) return false;  // l0K_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 4:  // blockDim
         v.v_tilesPerCore = at_ceil_div(v.v_tiles, v.v_blockDim);
         if (!((v.v_blockDim <= v.v_tiles))) return false;  // every_core_busy
@@ -603,14 +606,16 @@ inline bool CheckStep(int32_t step, Values& v) {
         if (!CoresWithin((INT64_C(2) * v.v_blockDim), v.aivNum)) return false;  // vector_cores_within_chip
         if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
         if (!Within(static_cast<double>(((((v.v_blockDim * INT64_C(2)) * v.v_m1) * v.v_n1) * sizeof_acc)), 0.0, 9.22337203685477581e+18)) return false;  // workspace_bytes_fits_int64_t
-        return true;
+        if (!rest) return true;
+        // fall through
     case 5:  // epiRows
         v.v_passRows = at_min(v.v_epiRows, v.v_aivRows);
         v.v_epiPasses = at_ceil_div(v.v_aivRows, v.v_passRows);
         if (!(((((((INT64_C(2) * v.v_epiRows) * v.v_n1) * ((sizeof_acc + sizeof_work) + sizeof_c)) + (v.v_n1 * sizeof_scale)) + (INT64_C(32) * v.v_epiRows)) <= hw_ub_bytes))) return false;  // ub_fits
         if (!(((v.v_epiRows < (INT64_C(2) * at_ceil_div(at_min(v.v_m1, at_align_up(v.v_groupM, INT64_C(16))), INT64_C(2)))) || (v.v_epiRows == INT64_C(1))))) return false;  // epi_rows_useful
         if (!Within(static_cast<double>(v.v_passRows), 0.0, 4294967295.0)) return false;  // epilogueRows_fits_uint32_t
-        return true;
+        if (!rest) return true;
+        // fall through
     default:
         return true;
     }
@@ -632,10 +637,7 @@ inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int
     out.v_k0 = config.k0;
     out.v_blockDim = config.blockDim;
     out.v_epiRows = config.epiRows;
-    for (int32_t step = 0; step < kSteps; ++step) {
-        if (!CheckStep(step, out)) return false;
-    }
-    return true;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -776,7 +778,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         if (++visits > INT64_C(1048576)) break;
         cur[d] = value;
         *slots[d] = value;
-        if (!CheckStep(d, w)) continue;
+        if (!CheckStep(d, w, false)) continue;
         if (d + 1 < n) {
             depth = d + 1;
             k[depth] = -2;
@@ -833,14 +835,20 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 6;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 10;
+    static const int32_t kPairs[10][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 1, 5 }, { 2, 3 } };
     int64_t cur[6] = { config.m1, config.n1, config.k1, config.k0, config.blockDim, config.epiRows };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[6] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
@@ -858,7 +866,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -867,8 +878,9 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[6];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
                     if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
@@ -891,6 +903,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);
