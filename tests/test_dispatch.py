@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ascend_tune.emit import profiles as emit_profiles
 from ascend_tune.emit import render as emit
 from ascend_tune.emit.selection import (
     BASELINE,
@@ -30,7 +31,7 @@ from ascend_tune.emit.walk import walk
 from ascend_tune.expr import CPP_RUNTIME
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.dispatch import dispatch_model
-from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME, render_function
+from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec, evaluate_baseline, load_spec
@@ -121,7 +122,7 @@ def test_dispatch_model_in_cpp_returns_the_python_bits(tmp_path: Path,
                 for aic, aiv in ((20, 40), (8, 7)):
                     rows.append(([shape[v] for v in spec.shape_vars], config, aic, aiv))
         source = (CPP_RUNTIME + CPP_DISPATCH_RUNTIME + "using namespace ascend_tune_rt;\n"
-                  + render_function(model.source, "PredictUs", model.curves) + _PREDICT_MAIN)
+                  + model.cpp("PredictUs") + _PREDICT_MAIN)
         cpp = tmp_path / f"{name}.cpp"
         cpp.write_text(source)
         exe = tmp_path / name
@@ -335,7 +336,14 @@ def test_api_select_is_the_emitted_rule(tmp_path: Path, bundles: dict[str, emit.
         assert pick.config == sel.config and pick.index == sel.index
         assert pick.source == ("exact", "model", "baseline", "none", "walk", "refined")[sel.source]
         assert pick.derived["blockDim"] == sel.env["blockDim"]
-    assert api.select(b.doc, dict(b.shapes[0][0])).source == "exact"
+    exact = api.select(b.doc, dict(b.shapes[0][0]))
+    assert exact.source == "exact"
+    # The exact tuned shape's winner has the model's time on this chip, as any pick has.
+    model = dispatch_model(b.spec, b.hw)
+    values = [int(b.shapes[0][0][v]) for v in b.spec.shape_vars]
+    cores = emit_profiles.cores(b)
+    assert math.isfinite(exact.latency_us) and exact.latency_us == model.latency_us(
+        values, [exact.config[p] for p in b.spec.params], *cores)
     with pytest.raises(AscendTuneError, match="aic must be a core count"):
         api.select(b.doc, {"M": 8, "N": 8, "K": 8}, aic=0)
     with pytest.raises(AscendTuneError, match="shape"):

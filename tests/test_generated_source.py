@@ -10,9 +10,11 @@ digest of the text, for as long as a function compiled from it is alive.
 from __future__ import annotations
 
 import gc
+import json
 import linecache
 import math
 import re
+import subprocess
 import traceback
 from pathlib import Path
 
@@ -23,7 +25,9 @@ from ascend_tune.hardware import load_profile
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.model.fastpaths import kernel as row_kernel
 from ascend_tune.spec import load_spec
+from tests.conftest import ROOT, STUB, needs_gxx, slow_unless
 
+EXAMPLES = ROOT / "examples"
 KINDS = {"f": Kind.FLOAT, "x": Kind.INT}
 MATMUL_SHAPE = {"M": 512, "N": 4096, "K": 1024}
 
@@ -94,3 +98,48 @@ def test_nothing_is_dumped_without_the_variable(tmp_path: Path,
     fn = row_kernel.expression_function(parse("x * 2", KINDS), KINDS)
     assert fn(1.0, 3) == 6
     assert list(tmp_path.iterdir()) == []
+
+
+def _stage_names(body: object) -> list[str]:
+    out: list[str] = []
+    for item in body:  # type: ignore[attr-defined]
+        out += _stage_names(item.body) if hasattr(item, "body") else [item.name]
+    return out
+
+
+def test_the_selection_header_reads_like_code_a_person_wrote() -> None:
+    """PredictUs in the emitted selection header: no numbered temporaries (t17), no branch
+    on a constant, values named for the stage / loop / derived value they price, one comment
+    per block, the stages in the spec's order; the walk is not a loop nest per parameter."""
+    from ascend_tune.emit import render as emit
+
+    bundle = emit.load_bundle(json.loads((EXAMPLES / "matmul/results.json").read_text()), "mm")
+    text = emit.render(bundle, "macro", op_host=True)["op_host/matmul_custom_tiling_select.h"]
+    start = text.index("inline double PredictUs(")
+    predict = text[start:text.index("\n}\n", start)]
+    assert not re.search(r"\bt[0-9]+\b", predict)
+    assert not re.search(r"\(\(?-?[0-9.]+ [<>=!]=? -?[0-9.]+\)?\)", predict), "constant test"
+    comments = re.findall(r"^    // (\w+)$", predict, re.M)
+    spec = bundle.spec
+    stages = [n for side in spec.sides for n in _stage_names(side.body)]
+    assert [c for c in comments if c in stages] == stages, "one block per stage, spec order"
+    for stage in ("load_a_l1", "load_b_l1", "mmad", "write_c"):
+        assert f"// {stage}\n" in predict and f"const double {stage}_0 = " in predict
+    assert f"const int64_t v_{spec.params[0]} = config[0];" in predict
+    start = text.index("inline bool WalkFallback(")
+    walk = text[start:text.index("\n}\n", start)]
+    assert walk.count("for (") == 1 and walk.count("while (") == 1  # not a loop per parameter
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", [pytest.param(n, marks=slow_unless(n, {"matmul", "add"}))
+                                  for n in sorted(p.parent.name for p in EXAMPLES.glob(
+                                      "*/results.json"))])
+def test_the_selection_header_compiles_without_a_warning(name: str, tmp_path: Path) -> None:
+    header = next((EXAMPLES / name).glob("*/op_host/*_tiling_select.h"))
+    main = tmp_path / "main.cpp"
+    main.write_text(f'#include "{header.name}"\nint main() {{ return 0; }}\n')
+    proc = subprocess.run(["g++", "-std=c++11", "-fsyntax-only", "-Wall", "-Wextra",
+                           "-Wconversion", "-Werror", f"-I{STUB}", f"-I{header.parent}",
+                           str(main)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[:3000]

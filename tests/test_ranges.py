@@ -102,6 +102,9 @@ def test_cli_shape_range(capsys: pytest.CaptureFixture[str], monkeypatch: pytest
     code, out, err = run_cli(capsys, monkeypatch, "search", "rmsnorm", "--hw", "ascend910b3",
                              "--shape-range", RMS_RANGE, "-o", str(path), "--max-shapes", "20")
     assert code == 0 and "Held out" in out and path.exists()
+    # A first run reuses nothing: the rounds after the first find the earlier rounds' shapes
+    # in the file, and those are this run's work, not reused.
+    assert "reused" not in err
     code, out, err = run_cli(capsys, monkeypatch, "search", "rmsnorm", "--hw", "ascend910b3",
                              "--shape-range", RMS_RANGE, "-o", str(path), "--max-shapes", "20",
                              "--locked")

@@ -291,8 +291,10 @@ def search_range(spec: OperatorSpec, hw: HardwareProfile, ranges: Sequence[str],
     parsed = [_ranges.parse_range(spec, r) for r in ranges]
     fixed = [_shapes.check_shape(spec, s, "shape") for s in shapes]
     fresh = bool(options.pop("fresh", False))
+    rounds = _ranges.RoundProgress(options.pop("progress", None) or Progress())
     tuner = _ranges.CumulativeTuner(
-        lambda todo, first: search(spec, hw, todo, fresh=fresh and first, **options),
+        lambda todo, first: search(spec, hw, todo, fresh=fresh and first,
+                                   progress=rounds.round(todo), **options),
         cached=options.get("output") is not None)
     head = _header(spec, hw, options.get("strategy", "auto"),
                    options.get("budget", DEFAULT_BUDGET), options.get("seed", DEFAULT_SEED),

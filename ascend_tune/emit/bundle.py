@@ -86,7 +86,7 @@ class Selected:
     source: str  # exact | model | baseline | walk | refined | none (no valid configuration)
     config: dict[str, int]  # the parameters (the baseline's when source is none)
     derived: dict[str, Any]  # every derived value for this shape (the TilingData inputs)
-    latency_us: float  # the model's time for the pick (inf for exact and none: not ranked)
+    latency_us: float  # the model's time for the pick on this chip (inf for none)
     index: int  # row of the tuned table (exact) or candidate table (model, and refined when
     # the descent started from a candidate); else -1
 

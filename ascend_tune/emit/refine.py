@@ -8,15 +8,19 @@ core split that divides the new M, a ``blockDim`` that balances 28 heads. So aft
 ranked, the pick is improved by a descent that reaches exactly those:
 
 1. each parameter in spec order: every value of its domain for this shape, the others fixed;
-   the best strictly faster valid one (ties to the smaller value) is taken;
-2. when no single parameter improves: every pair of parameters, each moved one step up or
-   down its domain (the moves that keep a product fixed, e.g. ``mDim``/``nDim`` or a larger
-   tile with fewer buffers); the best strictly faster is taken, then back to 1.
+   the best strictly faster valid one (ties to the smaller value) is taken. A parameter swept
+   since any other last moved is skipped: its values were all looked at with the others as
+   they are, and none was faster than a best that has only fallen since;
+2. when no single parameter improves: every pair of coupled parameters (two that one
+   constraint reads, :func:`coupled_pairs`), each moved one step up or down its domain (the
+   moves that keep a product fixed, e.g. ``mDim``/``nDim`` or a larger tile with fewer
+   buffers, which a constraint ties together; two parameters no constraint ties can each
+   move alone, which step 1 looks at); the best strictly faster is taken, then back to 1.
 
 Every configuration looked at counts towards :data:`MAX_EVALS`, so the host time is bounded;
 when the budget runs out, the best move found so far is kept. Each step only ever accepts a
 faster valid configuration, so the result is never slower than the pick it started from (nor,
-therefore, than the fallback). Python (:func:`refine`) and C++ (:func:`render_cpp`) look at
+therefore, than the fallback). Python (:func:`refine`) and C++ (the template's ``Refine``) look at
 the same configurations in the same order and count the same, so they agree bit for bit.
 """
 
@@ -26,8 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ascend_tune.base.errors import SpecError
-from ascend_tune.emit.walk import domain_cpp
-from ascend_tune.expr import Expr
+from ascend_tune.emit.walk import _param_reads
 from ascend_tune.spec import OperatorSpec
 
 # Configurations one refinement may look at: 256 takes every example family to a mean within
@@ -41,6 +44,18 @@ Scores = Callable[[Sequence[Sequence[int]]], Sequence[float]]
 
 # Pair moves, in order: (step of the first parameter, step of the second).
 PAIR_STEPS = ((-1, -1), (-1, 1), (1, -1), (1, 1))
+
+
+def coupled_pairs(spec: OperatorSpec) -> list[tuple[int, int]]:
+    """Pairs ``(i, j)``, ``i < j``, of parameters some constraint reads both of (directly or
+    through derived values), in the order the pair moves try them."""
+    reads = _param_reads(spec)
+    position = {p: i for i, p in enumerate(spec.params)}
+    pairs: set[tuple[int, int]] = set()
+    for _name, e in spec.constraints:
+        read = sorted(position[p] for p in reads(e))
+        pairs.update((a, b) for k, a in enumerate(read) for b in read[k + 1:])
+    return sorted(pairs)
 
 
 def domains(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int]
@@ -86,9 +101,14 @@ def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
     best = start_us
     evals = 0
     changed = spent = False
+    swept = [False] * len(doms)  # swept since any other parameter last moved
+    pairs = coupled_pairs(spec)
     while not spent:
         improved = False
         for j, dom in enumerate(doms):
+            if swept[j]:
+                continue
+            swept[j] = True
             was = cur[j]
             pick: int | None = None
             values = [v for v in dom if v != was]
@@ -101,49 +121,37 @@ def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
                 if us < best:
                     best, pick = us, v
             cur[j] = was if pick is None else pick
-            improved = improved or pick is not None
+            if pick is not None:
+                improved = True
+                swept = [k == j for k in range(len(doms))]
             if spent:
                 break
         changed = changed or improved
         if improved or spent:
             continue
         moved: list[int] | None = None
-        pairs: list[list[int]] = []
-        for i in range(len(doms)):
-            for j in range(i + 1, len(doms)):
-                for di, dj in PAIR_STEPS:
-                    a, b = neighbour(doms[i], cur[i], di), neighbour(doms[j], cur[j], dj)
-                    if a is None or b is None:
-                        continue
-                    if evals >= max_evals:
-                        spent = True
-                        break
-                    evals += 1
-                    trial = list(cur)
-                    trial[i], trial[j] = a, b
-                    pairs.append(trial)
-                if spent:
+        moves: list[list[int]] = []
+        for i, j in pairs:
+            for di, dj in PAIR_STEPS:
+                a, b = neighbour(doms[i], cur[i], di), neighbour(doms[j], cur[j], dj)
+                if a is None or b is None:
+                    continue
+                if evals >= max_evals:
+                    spent = True
                     break
+                evals += 1
+                trial = list(cur)
+                trial[i], trial[j] = a, b
+                moves.append(trial)
             if spent:
                 break
-        for trial, us in zip(pairs, batch(pairs), strict=True):
+        for trial, us in zip(moves, batch(moves), strict=True):
             if us < best:
                 best, moved = us, trial
         if moved is None:
             break
         cur, changed = moved, True
+        swept = [False] * len(doms)
     if not changed:
         return None
     return dict(zip(spec.params, cur, strict=True)), best
-
-
-def render_cpp(spec: OperatorSpec, cpp: Callable[[Expr], str]) -> str:
-    """The body of ``bool Refine(const Shape&, int64_t aicNum, int64_t aivNum, Config& config,
-    double& us)`` after the shape and profile names and ``dims`` are declared: the domains;
-    the descent itself is generic C++ in the template (``RefineDescent``)."""
-    lines: list[str] = []
-    for j, p in enumerate(spec.params):
-        lines += domain_cpp(spec, p, f"dom{j}", cpp, near_base=False)
-    doms = ", ".join(f"&dom{j}" for j in range(len(spec.params)))
-    lines.append(f"const std::vector<int64_t>* doms[{len(spec.params)}] = {{{doms}}};")
-    return "\n".join("    " + line for line in lines)

@@ -33,7 +33,7 @@ from ascend_tune.emit.styles import emit_style
 from ascend_tune.expr import CPP_RUNTIME, Expr, Kind, scalar_value
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.dispatch import dispatch_model
-from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME, render_function
+from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME
 from ascend_tune.results.format import glob_escape
 from ascend_tune.spec import Nested, OperatorSpec, launch
 from ascend_tune.spec.shapes import shape_key
@@ -215,10 +215,14 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
         "runtime": CPP_RUNTIME + CPP_DISPATCH_RUNTIME,
         "candidates": [", ".join(_literal(c[p]) for p in spec.params)
                        for c in bundle.candidates()],
-        "predict": render_function(model.source, "PredictUs", model.curves),
-        "walk": walk.render_cpp(spec, cpp, cpp_name, _CORE_VAR, lambda e: _ctype(e.kind)),
-        "refine": refine.render_cpp(spec, cpp),
+        "predict": model.cpp("PredictUs"),
+        "check_step": walk.render_steps_cpp(spec, cpp_member, cpp_name,
+                                            {"cube": "v.aicNum", "vector": "v.aivNum"}),
+        "domains": walk.render_domains_cpp(spec, cpp),
+        "walk_keep": walk.KEEP,
+        "walk_visits": walk.MAX_VISITS,
         "refine_evals": refine.MAX_EVALS,
+        "refine_pairs": refine.coupled_pairs(spec),
         "shape_from": host_shape.shape_from(spec),
         "inputs": [{"name": n, "dtype": cann.GE_DTYPES[spec.dtypes[n]]} for n in spec.io_inputs],
         "outputs": [{"name": o.name, "dtype": cann.GE_DTYPES[spec.dtypes[o.name]],

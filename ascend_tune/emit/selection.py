@@ -120,7 +120,7 @@ class Selection:
     index: int  # into the candidate table (REFINED: where it started), -1 for baseline/none
     config: dict[str, int]
     env: dict[str, Any]
-    latency_us: float = math.inf  # the model's time for the pick (EXACT: not computed)
+    latency_us: float = math.inf  # the model's time for the pick (NONE: inf)
 
 
 def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Sequence[int]],
@@ -133,7 +133,9 @@ def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Seque
         if list(tuned) == values:
             local = derive(spec, env, shape, tuned_configs[i])
             if local is not None:
-                return Selection(EXACT, i, dict(tuned_configs[i]), local)
+                us = dispatch_model(spec, hw).latency_us(
+                    values, [int(tuned_configs[i][p]) for p in spec.params], aic, aiv)
+                return Selection(EXACT, i, dict(tuned_configs[i]), local, us)
             break
     model = dispatch_model(spec, hw)
 

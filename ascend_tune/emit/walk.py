@@ -9,9 +9,10 @@ outer ones. After a parameter is bound, the derived values that now have all the
 computed and the checks that now have all theirs (constraints, core limits, C type ranges)
 are applied, so a failing prefix is dropped with everything below it. The first
 :data:`KEEP` complete configurations that pass are ranked by the model; the fastest (ties to
-the first found) is the fallback. Python (:func:`walk`) and C++
-(:func:`render_cpp`) visit the same values in the same order and stop after the same number of
-visits (:data:`MAX_VISITS`), so they agree on the answer, including "none within the limit".
+the first found) is the fallback. Python (:func:`walk`) and C++ (the template's
+``WalkFallback`` over the steps of :func:`render_steps_cpp`) visit the same values in the
+same order and stop after the same number of visits (:data:`MAX_VISITS`), so they agree on
+the answer, including "none within the limit".
 """
 
 from __future__ import annotations
@@ -199,107 +200,71 @@ class _GaveUp(Exception):
     pass
 
 
-def domain_cpp(spec: OperatorSpec, p: str, var: str, cpp: Callable[[Expr], str],
-               near_base: bool = True) -> list[str]:
-    """C++ statements filling ``std::vector<int64_t> var`` with ``p``'s domain as
-    :meth:`ascend_tune.spec.model.Domain.values` computes it (ascending; ``return false`` on an
-    empty or bad domain), then, with ``near_base``, reordered nearest ``base.<p>`` first as
-    :func:`domain_order` does."""
+def _int_cpp(e: Expr, cpp: Callable[[Expr], str]) -> str:
+    """An integer domain bound in C++: a literal when it is a constant (folded), else the
+    expression converted to int64_t as :meth:`ascend_tune.spec.model.Domain.values` does."""
+    if not e.names:
+        value = scalar_value(e.evaluate({}))
+        if isinstance(value, int) and not isinstance(value, bool) \
+                and -(1 << 63) < value < (1 << 63):
+            return f"INT64_C({value})"
+    return f"static_cast<int64_t>({cpp(e)})"
+
+
+def domain_cpp(spec: OperatorSpec, p: str, var: str, cpp: Callable[[Expr], str]) -> str:
+    """A C++ statement filling ``std::vector<int64_t> var`` with ``p``'s domain, ascending, as
+    :meth:`ascend_tune.spec.model.Domain.values` computes it (``return false`` on an empty or
+    bad domain), by the template's ``DomainValues`` / ``DomainPow2`` / ``DomainRange``."""
     d = spec.domains[p]
-    vals = [f"static_cast<int64_t>({cpp(e)})" for e in d.exprs]
-    out = [f"std::vector<int64_t> {var};"]
+    vals = [_int_cpp(e, cpp) for e in d.exprs]
     if d.kind == "values":
-        out += [f"{var} = {{{', '.join(vals)}}};",
-                f"std::sort({var}.begin(), {var}.end());",
-                f"{var}.erase(std::unique({var}.begin(), {var}.end()), {var}.end());"]
+        call = f"DomainValues({var}, {{{', '.join(vals)}}})"
     elif d.kind == "pow2":
-        out += ["{", f"    const int64_t lo = {vals[0]}, hi = {vals[1]};",
-                "    int64_t p = 1;",
-                "    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {",
-                f"        if (p >= lo) {var}.push_back(p);",
-                "    }",
-                "}"]
+        call = f"DomainPow2({var}, {vals[0]}, {vals[1]})"
     else:
-        step = f"static_cast<int64_t>({cpp(d.step)})" if d.step is not None else "INT64_C(1)"
-        mult = (f"static_cast<int64_t>({cpp(d.multiple_of)})" if d.multiple_of is not None
-                else "INT64_C(0)")
-        out += ["{", f"    int64_t lo = {vals[0]}; const int64_t hi = {vals[1]};",
-                f"    int64_t step = {step}; const int64_t mult = {mult};",
-                "    if (step <= 0 || mult < 0) return false;",
-                "    if (mult != 0) {",
-                "        lo = at_ceil_div(lo, mult) * mult;",
-                f"        {'step = mult;' if d.step is None else ''}",
-                "    }",
-                "    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;",
-                f"    for (int64_t v = lo; v <= hi; v += step) {var}.push_back(v);",
-                "}"]
-    out.append(f"if ({var}.empty()) return false;")
-    if not near_base:
-        return out
-    # nearest the baseline's value first, ties to the smaller (domain_order)
-    out += [f"std::stable_sort({var}.begin(), {var}.end(), [&](int64_t a, int64_t b) {{",
-            f"    const int64_t da = a > base.{p} ? a - base.{p} : base.{p} - a;",
-            f"    const int64_t db = b > base.{p} ? b - base.{p} : base.{p} - b;",
-            "    return da != db ? da < db : a < b;",
-            "});"]
-    return out
+        step = _int_cpp(d.step, cpp) if d.step is not None else "INT64_C(1)"
+        mult = _int_cpp(d.multiple_of, cpp) if d.multiple_of is not None else "INT64_C(0)"
+        flag = "true" if d.step is not None else "false"
+        call = f"DomainRange({var}, {vals[0]}, {vals[1]}, {step}, {mult}, {flag})"
+    return f"if (!{call}) return false;  // {p}"
 
 
-def render_cpp(spec: OperatorSpec, cpp: Callable[[Expr], str], cpp_name: Callable[[str], str],
-               limits: Mapping[str, str], ctype: Callable[[Expr], str]) -> str:
-    """The body of ``bool WalkFallback(const Shape&, int64_t aicNum, int64_t aivNum, const
-    Config& base, Config& out)`` after the shape, profile and core names are declared:
-    ``limits`` maps "cube" / "vector" to the C++ core counts, ``ctype`` gives a derived
-    value's C++ type."""
-    lines: list[str] = []
-    for j, p in enumerate(spec.params):
-        lines += domain_cpp(spec, p, f"dom{j}", cpp)
-    lines += ["int64_t visits = 0;", "int64_t found = 0;", "double bestUs = 0.0;",
-              "bool gaveUp = false;"]
-    close: list[str] = []
-    for j, (p, step) in enumerate(zip(spec.params, plan(spec), strict=True)):
-        pad = "    " * j
-        name = cpp_name(p)
-        lines += [
-            f"{pad}for (int64_t k{j} = -1; k{j} < static_cast<int64_t>(dom{j}.size()); ++k{j}) {{",
-            f"{pad}    const int64_t {name} = k{j} < 0 ? base.{p} : dom{j}[k{j}];",
-            f"{pad}    if (k{j} >= 0 && {name} == base.{p}) continue;",
-            f"{pad}    if (++visits > INT64_C({MAX_VISITS})) {{ gaveUp = true; break; }}"]
+def render_domains_cpp(spec: OperatorSpec, cpp: Callable[[Expr], str]) -> str:
+    """The body of ``bool Domains(const Shape&, int64_t aicNum, int64_t aivNum,
+    std::vector<int64_t>* doms)`` after the shape and core names are declared: each
+    parameter's domain for this shape, ascending (the walk and the descent share them)."""
+    return "\n".join(f"    {domain_cpp(spec, p, f'doms[{j}]', cpp)}"
+                     for j, p in enumerate(spec.params))
+
+
+def render_steps_cpp(spec: OperatorSpec, member: Callable[[Expr], str],
+                     cpp_name: Callable[[str], str], limits: Mapping[str, str]) -> str:
+    """The body of ``bool CheckStep(int32_t step, Values& v, bool rest)``: the derived values
+    that parameter ``step`` completes, then the checks that then have all their inputs, in the
+    walk's plan (:func:`plan`), and with ``rest`` the steps after it too (each case falls
+    through to the next); ``member`` renders an expression reading ``v``, ``limits`` maps
+    "cube" / "vector" to the core counts. ``Derive`` runs every step from the first (a
+    configuration fails at its first failing check, its later values never computed), the
+    walk one step per bound parameter."""
+    lines = ["switch (step) {"]
+    steps = plan(spec)
+    for step in steps or (Step(0, tuple(spec.derive), tuple(spec.constraints),
+                               tuple(launch.core_limit_names(spec)),
+                               tuple(launch.range_checks(spec))),):
+        label = spec.params[step.index] if spec.params else "no parameters"
+        lines.append(f"case {step.index}:  // {label}")
         for n, e in step.derived:
-            lines.append(f"{pad}    const {ctype(e)} {cpp_name(n)} = {cpp(e)};")
-            lines.append(f"{pad}    (void){cpp_name(n)};")
+            lines.append(f"    v.{cpp_name(n)} = {member(e)};")
         for n, e in step.constraints:
-            lines.append(f"{pad}    if (!({cpp(e)})) continue;  // {n}")
+            lines.append(f"    if (!({member(e)})) return false;  // {n}")
         for n, e, core in step.core_checks:
-            lines += [f"{pad}    {{",
-                      f"{pad}        const int64_t cores = {cpp(e)};  // {n}",
-                      f"{pad}        if (cores < 1 || cores > {limits[core]}) continue;",
-                      f"{pad}    }}"]
+            lines.append(f"    if (!CoresWithin({member(e)}, {limits[core]})) return false;"
+                         f"  // {n}")
         for r in step.range_checks:
-            lines += [f"{pad}    {{",
-                      f"{pad}        const double value = static_cast<double>({cpp(r.expr)});"
-                      f"  // {r.name}",
-                      f"{pad}        if (!(value >= {_double(r.lo)} && value <= "
-                      f"{_double(r.hi)})) continue;",
-                      f"{pad}    }}"]
-        # After loop j closes, loop j-1 stops too when enough are found or the walk gave up.
-        close.append(f"{pad}}}" + (f"\n{pad[:-4]}if (gaveUp || found >= {KEEP}) break;"
-                                   if j > 0 else ""))
-    pad = "    " * len(spec.params)
-    values = ", ".join(cpp_name(p) for p in spec.params)
-    lines += [f"{pad}{{",
-              f"{pad}    const int64_t values[{len(spec.params)}] = {{{values}}};",
-              f"{pad}    const double us = PredictUs(dims, values, aicNum, aivNum);",
-              f"{pad}    if (found == 0 || us < bestUs) {{",
-              f"{pad}        bestUs = us;",
-              *(f"{pad}        out.{p} = {cpp_name(p)};" for p in spec.params),
-              f"{pad}    }}",
-              f"{pad}    if (++found >= {KEEP}) break;",
-              f"{pad}}}"]
-    for text in reversed(close):
-        lines += text.split("\n")
-    lines.append("(void)gaveUp;")
-    lines.append("return found > 0;")
+            lines.append(f"    if (!Within(static_cast<double>({member(r.expr)}), "
+                         f"{_double(r.lo)}, {_double(r.hi)})) return false;  // {r.name}")
+        lines += ["    if (!rest) return true;", "    // fall through"]
+    lines += ["default:", "    return true;", "}"]
     return "\n".join("    " + line for line in lines)
 
 

@@ -131,11 +131,16 @@ class Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self._n = 0
+        # What the temporaries being written compute (a stage, loop or derived value's name),
+        # for readers of code generated from them (:mod:`ascend_tune.model.dispatch_cpp`).
+        self.label = ""
+        self.labels: dict[str, str] = {}
 
     def tmp(self, text: str) -> str:
         name = f"t{self._n}"
         self._n += 1
         self.lines.append(f"{name} = {text}")
+        self.labels[name] = self.label
         return name
 
     def emit(self, text: str) -> None:

@@ -19,13 +19,14 @@ launch checks on the real shape first (:func:`ascend_tune.emit.selection.first_f
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ascend_tune.expr import Kind
 from ascend_tune.hardware import HardwareProfile
+from ascend_tune.model import dispatch_cpp
 from ascend_tune.model.fastpaths import kernel
 from ascend_tune.spec import OperatorSpec
 
@@ -41,6 +42,15 @@ class DispatchModel:
     source: str  # Python: def latency(s0.., p0.., aic, aiv) -> float
     curves: Mapping[str, tuple[float, ...]]  # _XP0/_FP0 ...: the transfer-rate curves
     function: Callable[..., float]
+    labels: Mapping[str, str] = field(default_factory=dict)  # temporary -> what it prices
+
+    def cpp(self, name: str = "PredictUs") -> str:
+        """The model as the C++ function ``name`` (:func:`.dispatch_cpp.render_function`),
+        its arguments named as the spec names them (``v_M``, ``v_baseM``)."""
+        names = {**{f"s{j}": f"v_{v}" for j, v in enumerate(self.spec.shape_vars)},
+                 **{f"p{j}": f"v_{p}" for j, p in enumerate(self.spec.params)}}
+        return dispatch_cpp.render_function(self.source, name, self.curves, self.labels,
+                                            kernel._HELPERS, names)
 
     def latency_us(self, shape: Sequence[int], config: Sequence[int], aic: int,
                    aiv: int) -> float:
@@ -90,7 +100,7 @@ def _build(spec: OperatorSpec, hw: HardwareProfile) -> DispatchModel:
     source = src.function("latency", result)
     with kernel._subject(f"{spec.display_name} dispatch"):
         fn = kernel._compile(source, "latency", {k: list(v) for k, v in curves.items()})
-    return DispatchModel(spec, source, curves, fn)
+    return DispatchModel(spec, source, curves, fn, dict(src.w.labels))
 
 
 _BUILT: dict[tuple[str, str, str | None], DispatchModel] = {}

@@ -17,6 +17,9 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ascend_tune.model import dispatch_fold
 
 INT, FLOAT, BOOL = "int64_t", "double", "bool"
 
@@ -185,6 +188,8 @@ class _Translator:
             parts.append(f"({_convert(left[0], left[1], kind)} {symbol} "
                          f"{_convert(right[0], right[1], kind)})")
             left = right
+        if len(parts) == 1:
+            return parts[0], BOOL
         return "(" + " && ".join(parts) + ")", BOOL
 
     def _call(self, node: ast.Call) -> tuple[str, str]:
@@ -233,32 +238,54 @@ def _constant(value: object) -> tuple[str, str]:
     raise ValueError(f"dispatch C++: constant not translated: {value!r}")
 
 
-def render_function(source: str, name: str, curves: Mapping[str, Sequence[float]]) -> str:
+def render_function(source: str, name: str, curves: Mapping[str, Sequence[float]],
+                    labels: Mapping[str, str] | None = None,
+                    scope: Mapping[str, Any] | None = None,
+                    arg_names: Mapping[str, str] | None = None) -> str:
     """C++ ``inline double name(const int64_t* shape, const int64_t* config, int64_t aic,
     int64_t aiv)`` from the Python ``def latency(s0.., p0.., aic, aiv)`` of :mod:`.dispatch`,
-    with the curves as ``static const double`` arrays before it."""
+    with the curves as ``static const double`` arrays before it. Its statements are first
+    simplified (:func:`.dispatch_fold.simplify`: constants folded with the helpers of
+    ``scope``, the unused dropped, short single-use values inlined), the values that remain
+    named for the ``labels`` of what they price (a comment opens each block of one label),
+    the arguments renamed by ``arg_names`` (``s0`` -> ``v_M``)."""
     tree = ast.parse(source)
     fn = tree.body[0]
     if not isinstance(fn, ast.FunctionDef):
         raise ValueError("dispatch C++: expected one function")
     args = [a.arg for a in fn.args.args]
-    tr = _Translator(args, curves)
+    statements, result = dispatch_fold.simplify(fn, labels or {}, scope or {})
+    names = {**(arg_names or {}), **dispatch_fold.readable_names(statements)}
+    tr = _Translator([names.get(a, a) for a in args], curves)
     lines = [f"static const double k{k}[{len(v)}] = {{{', '.join(repr(float(x)) for x in v)}}};"
              for k, v in curves.items()]
     lines.append(f"inline double {name}(const int64_t* shape, const int64_t* config, "
                  "int64_t aic, int64_t aiv) {")
+    read = {n for s in statements for n in dispatch_fold.names_read(s.value)}
+    read |= set(dispatch_fold.names_read(result))
     shape_args = [a for a in args if a.startswith("s")]
     config_args = [a for a in args if a.startswith("p")]
-    lines += [f"    const int64_t {a} = shape[{j}];" for j, a in enumerate(shape_args)]
-    lines += [f"    const int64_t {a} = config[{j}];" for j, a in enumerate(config_args)]
-    read = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    for statement in fn.body:
-        lines.append(f"    {tr.statement(statement)}")
-        if isinstance(statement, ast.Assign):
-            target = statement.targets[0]
-            if isinstance(target, ast.Name) and target.id not in read:
-                lines.append(f"    (void){target.id};")
-    declared = len(curves) + 1 + len(shape_args) + len(config_args)
-    lines[declared:declared] = [f"    (void){a};" for a in args if a not in read]
+    lines += [f"    const int64_t {names.get(a, a)} = shape[{j}];"
+              for j, a in enumerate(shape_args) if a in read]
+    lines += [f"    const int64_t {names.get(a, a)} = config[{j}];"
+              for j, a in enumerate(config_args) if a in read]
+    unused = [names.get(a, a) for a in args if a not in read]
+    unused += [p for p, used in (("shape", shape_args), ("config", config_args))
+               if not any(a in read for a in used)]
+    lines += [f"    (void){a};" for a in unused if a in ("shape", "config", "aic", "aiv")]
+    label = None
+    for s in statements:
+        if s.label != label:
+            label = s.label
+            lines.append(f"    // {_comment(label or 'model')}")
+        text, kind = tr.expr(dispatch_fold.rename(s.value, names))
+        tr.types[names[s.name]] = kind
+        lines.append(f"    const {kind} {names[s.name]} = {text};")
+    text, kind = tr.expr(dispatch_fold.rename(result, names))
+    lines.append(f"    return {_convert(text, kind, FLOAT)};")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _comment(text: str) -> str:
+    return "".join(ch if " " <= ch <= "~" else "?" for ch in text)[:80]

@@ -15,8 +15,10 @@ one bad one) or the shape budget is spent. The last round's numbers are the repo
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +29,7 @@ from ascend_tune.emit.bundle import load_bundle
 from ascend_tune.emit.selection import NONE
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import check_shape, shape_key
-from ascend_tune.tune.run import SearchResult
+from ascend_tune.tune.run import CacheReport, Progress, SearchResult
 
 Shape = dict[str, int]
 DEFAULT_TARGET = 1.03  # held-out mean of dispatched / optimum latency
@@ -144,6 +146,36 @@ class RangeOutcome:
 
 
 Tuner = Callable[[list[Shape]], list[dict[str, Any]]]
+
+
+class RoundProgress(Progress):
+    """``progress`` for the rounds of one range search: a round after the first finds the
+    shapes the earlier rounds tuned in the results file, which are not "reused" from an
+    earlier run, so its report counts only the shapes no round of this run asked for."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.asked: set[str] = set()
+        self.earlier: set[str] = set()
+
+    def round(self, todo: Sequence[Shape]) -> Progress:
+        """The progress of the next round, which asks for ``todo``."""
+        keys = {shape_key(t) for t in todo}
+        self.earlier = self.asked & keys
+        self.asked |= keys
+        return self
+
+    def opened(self, cache: CacheReport) -> None:
+        self.progress.opened(dataclasses.replace(
+            cache, reused=max(0, cache.reused - len(self.earlier))))
+
+    @contextlib.contextmanager
+    def running(self, todo: int) -> Iterator[None]:
+        with self.progress.running(todo):
+            yield
+
+    def shape_done(self, key: str, entry: Any, seconds: float) -> None:
+        self.progress.shape_done(key, entry, seconds)
 
 
 class CumulativeTuner:

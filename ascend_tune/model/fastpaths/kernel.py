@@ -121,6 +121,7 @@ class _Source:
 
     def derive(self, which: Sequence[tuple[str, Expr]]) -> None:
         for name, e in which:
+            self.w.label = name
             self._derived[name] = (self.w.tmp(self.r.expr(e)), e.kind)
             span = node_span(e.root, self.spans)
             if span is not None:
@@ -260,10 +261,11 @@ class _Cost:
         side_us: list[str] = []
         head_us = "0.0"
         for side in spec.sides:
+            w.label = f"{side.core}_side"
             cores = self.src.value(side.cores, Kind.FLOAT)
             items = self.src.value(side.items, Kind.FLOAT) if side.items is not None else cores
             per_core = w.tmp(f"_fceil({items} / {w.pick(cores, '1.0', '>')})")
-            lat, _busy, _gm, _rec = self._loop(side.body, per_core, None, cores)
+            lat, _busy, _gm, _rec = self._loop(side.body, per_core, None, cores, w.label)
             side_us.append(w.tmp(f"{lat} / {clock}"))
             chip = (self.chip_cores[side.core] if self.chip_cores is not None
                     else literal(float(hw[f"{side.core}_cores"])))
@@ -284,8 +286,9 @@ class _Cost:
         return w.tmp(f"{head_us} + {body}")
 
     def _loop(self, body: Sequence[Stage | Loop], trips: str, buffers: str | None,
-              cores: str) -> tuple[str, dict[str, str], str, str]:
+              cores: str, label: str) -> tuple[str, dict[str, str], str, str]:
         w = self.w
+        w.label = label
         trips = w.tmp(w.pick(trips, "0.0", ">"))
         # A one-trip loop pays no iteration cost (engine._where_more_than_one).
         iteration = self.f("loop_iteration_cycles")
@@ -299,7 +302,7 @@ class _Cost:
                 t = self.src.value(item.trips, Kind.FLOAT)
                 b = (self.src.value(item.buffers, Kind.FLOAT) if item.buffers is not None
                      else None)
-                lat, sub_busy, sub_gm, sub_rec = self._loop(item.body, t, b, cores)
+                lat, sub_busy, sub_gm, sub_rec = self._loop(item.body, t, b, cores, item.name)
                 seq = w.tmp(f"{seq} + {lat}")
                 for pipe, cycles in sub_busy.items():
                     self._accumulate(busy, pipe, cycles)
@@ -312,6 +315,7 @@ class _Cost:
                 self._accumulate(busy, item.pipe, cycles)
                 gm = w.tmp(f"{gm} + {stage_gm}")
                 first = last = item.pipe
+            w.label = label
             if prev is not None and first is not None and first != prev:
                 handoffs += 1
             prev = last if last is not None else prev
@@ -345,6 +349,7 @@ class _Cost:
 
     def _stage(self, stage: Stage, cores: str) -> tuple[str, str]:
         src, w, hw, spec = self.src, self.w, self.hw, self.spec
+        w.label = stage.name
         count = src.value(stage.count, Kind.FLOAT) if stage.count is not None else "1.0"
         if stage.kind == "transfer":
             assert stage.bytes is not None and stage.path is not None

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "batch_matmul_custom_tiling.h"
@@ -216,404 +217,220 @@ static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
 static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
 static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t s2 = shape[2];
-    const int64_t s3 = shape[3];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
-    const int64_t p4 = config[4];
-    const int64_t p5 = config[5];
-    const int64_t p6 = config[6];
-    const int64_t p7 = config[7];
-    const int64_t p8 = config[8];
-    const int64_t p9 = config[9];
-    const int64_t p10 = config[10];
-    const int64_t p11 = config[11];
-    const int64_t p12 = config[12];
-    const int64_t p13 = config[13];
-    const int64_t p14 = config[14];
-    const int64_t p15 = config[15];
-    const int64_t t0 = aiv;
-    (void)t0;
-    const int64_t t1 = INT64_C(2);
-    const int64_t t2 = at_floordiv(INT64_C(32), INT64_C(2));
-    (void)t2;
-    const int64_t t3 = at_ceil_div(s1, p12);
-    const int64_t t4 = ((-at_floordiv((-t3), INT64_C(16))) * INT64_C(16));
-    const int64_t t5 = (((s1 < t4)) ? s1 : t4);
-    const int64_t t6 = at_ceil_div(s2, p13);
-    const int64_t t7 = ((-at_floordiv((-t6), INT64_C(16))) * INT64_C(16));
-    const int64_t t8 = (((s2 < t7)) ? s2 : t7);
-    const int64_t t9 = at_ceil_div(s3, p14);
-    const int64_t t10 = at_ceil_div(s1, t5);
-    const int64_t t11 = at_ceil_div(s2, t8);
-    const int64_t t12 = (t10 * t11);
-    const int64_t t13 = at_ceil_div(s3, t9);
-    const int64_t t14 = (t12 * t13);
-    const int64_t t15 = at_ceil_div(s0, p15);
-    const int64_t t16 = at_ceil_div(s0, t15);
-    const int64_t t17 = (t14 * t16);
-    const int64_t t18 = (-at_floordiv((-t17), t1));
-    const int64_t t19 = at_ceil_div(t5, p0);
-    const int64_t t20 = at_ceil_div(t8, p1);
-    const int64_t t21 = at_ceil_div(t9, p2);
-    const int64_t t22 = (p3 * p5);
-    const int64_t t23 = (t22 * p7);
-    const int64_t t24 = (p4 * p6);
-    const int64_t t25 = (t24 * p7);
-    const int64_t t26 = (p2 * p5);
-    const int64_t t27 = at_ceil_div(t9, t26);
-    (void)t27;
-    const int64_t t28 = (p2 * p6);
-    const int64_t t29 = at_ceil_div(t9, t28);
-    (void)t29;
-    const int64_t t30 = (p0 * p2);
-    const int64_t t31 = (t30 * INT64_C(2));
-    const int64_t t32 = (p2 * p1);
-    const int64_t t33 = (t32 * INT64_C(2));
-    const int64_t t34 = (p0 * p1);
-    const int64_t t35 = (t34 * INT64_C(2));
-    const int64_t t36 = (((t31 > t33)) ? t31 : t33);
-    const int64_t t37 = (((t36 > t35)) ? t36 : t35);
-    (void)t37;
-    const int64_t t38 = (p0 * p2);
-    const int64_t t39 = (t38 * t23);
-    const int64_t t40 = (t39 * INT64_C(2));
-    const int64_t t41 = (p1 * p2);
-    const int64_t t42 = (t41 * t25);
-    const int64_t t43 = (t42 * INT64_C(2));
-    const int64_t t44 = (t40 + t43);
-    (void)t44;
-    const int64_t t45 = (p0 * p1);
-    const int64_t t46 = (t45 * INT64_C(4));
-    const int64_t t47 = (t46 * p10);
-    (void)t47;
-    const int64_t t48 = ((((p11 == INT64_C(1))) && ((t21 <= p5))) ? INT64_C(1) : t20);
-    const int64_t t49 = ((((p11 == INT64_C(0))) && ((t21 <= p6))) ? INT64_C(1) : t19);
-    const int64_t t50 = (t19 * p0);
-    const int64_t t51 = (t50 * t21);
-    const int64_t t52 = (t51 * p2);
-    const int64_t t53 = (t52 * INT64_C(2));
-    const int64_t t54 = (t53 * t48);
-    const int64_t t55 = (t20 * p1);
-    const int64_t t56 = (t55 * t21);
-    const int64_t t57 = (t56 * p2);
-    const int64_t t58 = (t57 * INT64_C(2));
-    const int64_t t59 = (t58 * t49);
-    const int64_t t60 = (s1 * s3);
-    const int64_t t61 = (t60 * INT64_C(2));
-    const int64_t t62 = (s3 * s2);
-    const int64_t t63 = (t62 * INT64_C(2));
-    const int64_t t64 = (t61 + t63);
-    const int64_t t65 = (s0 * t64);
-    const int64_t t66 = at_ceil_div(s0, t15);
-    const int64_t t67 = (((s0 < t66)) ? s0 : t66);
-    const int64_t t68 = (s1 * s3);
-    const int64_t t69 = (t68 * INT64_C(2));
-    const int64_t t70 = (s3 * s2);
-    const int64_t t71 = (t70 * INT64_C(2));
-    const int64_t t72 = (t69 + t71);
-    const int64_t t73 = (t67 * t72);
-    const int64_t t74 = (s1 * s3);
-    const int64_t t75 = (t74 * INT64_C(2));
-    const int64_t t76 = (t75 * t48);
-    const int64_t t77 = (s3 * s2);
-    const int64_t t78 = (t77 * INT64_C(2));
-    const int64_t t79 = (t78 * t49);
-    const int64_t t80 = (t76 + t79);
-    const int64_t t81 = (((t73 <= INT64_C(201326592))) ? t65 : (s0 * t80));
-    const int64_t t82 = (t17 * t15);
-    const int64_t t83 = (t54 + t59);
-    const int64_t t84 = (t82 * t83);
-    const int64_t t85 = (((t84 > INT64_C(1))) ? t84 : INT64_C(1));
-    const double t86 = at_fdiv(static_cast<double>(t81), static_cast<double>(t85));
-    const double t87 = (1.0 - t86);
-    const double t88 = (((0.0 > t87)) ? 0.0 : t87);
-    const int64_t t89 = (((p5 < p6)) ? p5 : p6);
-    const double t90 = static_cast<double>(t18);
-    const double t91 = static_cast<double>((t17 * t15));
-    const double t92 = at_fceil(at_py_div(t91, ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0)));
-    const double t93 = ((((t92 > 0.0)) || ((t92 != t92))) ? t92 : 0.0);
-    const double t94 = (((t93 > 1.0)) ? 14.0 : 0.0);
-    const double t95 = t94;
-    const double t96 = static_cast<double>((t19 * t20));
-    const double t97 = static_cast<double>(p10);
-    const double t98 = ((((t96 > 0.0)) || ((t96 != t96))) ? t96 : 0.0);
-    const double t99 = (((t98 > 1.0)) ? 14.0 : 0.0);
-    const double t100 = t99;
-    const double t101 = static_cast<double>(at_ceil_div(t21, t89));
-    const double t102 = static_cast<double>(p7);
-    const double t103 = ((((t101 > 0.0)) || ((t101 != t101))) ? t101 : 0.0);
-    const double t104 = (((t103 > 1.0)) ? 14.0 : 0.0);
-    const double t105 = t104;
-    const int64_t t106 = (p3 * p5);
-    const double t107 = at_fdiv(static_cast<double>(t89), static_cast<double>(t106));
-    const double t108 = (t107 * static_cast<double>(t48));
-    const double t109 = at_fdiv(t108, static_cast<double>(t20));
-    const double t110 = (t109 * static_cast<double>(p3));
-    const int64_t t111 = (p3 * p0);
-    const int64_t t112 = (t111 * p5);
-    const int64_t t113 = (t112 * p2);
-    const double t114 = static_cast<double>((t113 * INT64_C(2)));
-    const double t115 = static_cast<double>((p3 * p0));
-    const double t116 = t88;
-    const double t117 = static_cast<double>(s3);
-    const double t118 = ((((t115 > 1.0)) || ((t115 != t115))) ? t115 : 1.0);
-    const double t119 = at_py_div(t114, t118);
-    const double t120 = ((t118 * at_fceil(at_py_div(t119, 32.0))) * 32.0);
-    const double t121 = at_interp(t120, k_XP0, k_FP0, 6);
-    const bool t122 = ((std::fmod(t119, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t123 = (t122 ? 1.0 : 0.7);
-    const double t124 = (t117 * 2.0);
-    const bool t125 = ((std::fmod(t124, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t126 = (((std::fmod(t124, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t124, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t127 = (t125 ? t123 : ((((t123 < t126)) || ((t123 != t123))) ? t123 : t126));
-    const double t128 = (t125 ? 1.0 : (((1.0 < t126)) ? 1.0 : t126));
-    const double t129 = (t121 * t127);
-    const double t130 = ((((t116 > 0.0)) || ((t116 != t116))) ? t116 : 0.0);
-    const double t131 = ((((t130 < 1.0)) || ((t130 != t130))) ? t130 : 1.0);
-    const double t132 = at_py_div(1.0, (at_py_div((1.0 - t131), 888.8888888888889) + at_py_div(t131, 3888.8888888888887)));
-    const double t133 = (t132 * t128);
-    const double t134 = ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0);
-    const double t135 = (t134 * 330.0);
-    const double t136 = std::pow(t133, (-1.5));
-    const double t137 = at_py_div(std::pow((std::pow(t135, (-1.5)) + t136), (-0.6666666666666666)), t134);
-    const double t138 = ((((t129 < t137)) || ((t129 != t129))) ? t129 : t137);
-    const double t139 = at_py_div((t110 * t120), t137);
-    const double t140 = at_py_div(t120, t138);
-    const double t141 = (t118 * 4.8);
-    const double t142 = ((((t140 > t141)) || ((t140 != t140))) ? t140 : t141);
-    const double t143 = (((t117 > 65535.0)) ? (t118 * 210.0) : 210.0);
-    const double t144 = (t143 + t142);
-    const double t145 = (t110 * t144);
-    const double t146 = (t105 + t145);
-    const double t147 = (0.0 + t145);
-    const double t148 = (0.0 + t139);
-    const int64_t t149 = (p4 * p6);
-    const double t150 = at_fdiv(static_cast<double>(t89), static_cast<double>(t149));
-    const double t151 = (t150 * static_cast<double>(t49));
-    const double t152 = at_fdiv(t151, static_cast<double>(t19));
-    const double t153 = (t152 * static_cast<double>(p4));
-    const int64_t t154 = (p4 * p1);
-    const int64_t t155 = (t154 * p6);
-    const int64_t t156 = (t155 * p2);
-    const double t157 = static_cast<double>((t156 * INT64_C(2)));
-    const double t158 = static_cast<double>((p6 * p2));
-    const double t159 = t88;
-    const double t160 = static_cast<double>(s2);
-    const double t161 = ((((t158 > 1.0)) || ((t158 != t158))) ? t158 : 1.0);
-    const double t162 = at_py_div(t157, t161);
-    const double t163 = ((t161 * at_fceil(at_py_div(t162, 32.0))) * 32.0);
-    const double t164 = at_interp(t163, k_XP0, k_FP0, 6);
-    const bool t165 = ((std::fmod(t162, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t166 = (t165 ? 1.0 : 0.7);
-    const double t167 = (t160 * 2.0);
-    const bool t168 = ((std::fmod(t167, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t169 = (((std::fmod(t167, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t167, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t170 = (t168 ? t166 : ((((t166 < t169)) || ((t166 != t166))) ? t166 : t169));
-    const double t171 = (t168 ? 1.0 : (((1.0 < t169)) ? 1.0 : t169));
-    const double t172 = (t164 * t170);
-    const double t173 = ((((t159 > 0.0)) || ((t159 != t159))) ? t159 : 0.0);
-    const double t174 = ((((t173 < 1.0)) || ((t173 != t173))) ? t173 : 1.0);
-    const double t175 = at_py_div(1.0, (at_py_div((1.0 - t174), 888.8888888888889) + at_py_div(t174, 3888.8888888888887)));
-    const double t176 = (t175 * t171);
-    const double t177 = ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0);
-    const double t178 = (t177 * 330.0);
-    const double t179 = std::pow(t176, (-1.5));
-    const double t180 = at_py_div(std::pow((std::pow(t178, (-1.5)) + t179), (-0.6666666666666666)), t177);
-    const double t181 = ((((t172 < t180)) || ((t172 != t172))) ? t172 : t180);
-    const double t182 = at_py_div((t153 * t163), t180);
-    const double t183 = at_py_div(t163, t181);
-    const double t184 = (t161 * 4.8);
-    const double t185 = ((((t183 > t184)) || ((t183 != t183))) ? t183 : t184);
-    const double t186 = (((t160 > 65535.0)) ? (t161 * 210.0) : 210.0);
-    const double t187 = (t186 + t185);
-    const double t188 = (t153 * t187);
-    const double t189 = (t146 + t188);
-    const double t190 = (t147 + t188);
-    const double t191 = (t148 + t182);
-    const double t192 = static_cast<double>(t89);
-    const double t193 = static_cast<double>((((p8 < p9)) ? p8 : p9));
-    const double t194 = ((((t192 > 0.0)) || ((t192 != t192))) ? t192 : 0.0);
-    const double t195 = (((t194 > 1.0)) ? 14.0 : 0.0);
-    const double t196 = t195;
-    const int64_t t197 = (p0 * p2);
-    const double t198 = static_cast<double>((t197 * INT64_C(2)));
-    const double t199 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t200 = at_py_div(t198, t199);
-    const double t201 = ((t199 * at_fceil(at_py_div(t200, 32.0))) * 32.0);
-    const double t202 = at_interp(t201, k_XP1, k_FP1, 4);
-    const double t203 = at_py_div(t201, t202);
-    const double t204 = (2.0 + t203);
-    const double t205 = (1.0 * t204);
-    const double t206 = (t196 + t205);
-    const double t207 = (0.0 + t205);
-    const double t208 = (0.0 + 0.0);
-    const int64_t t209 = (p1 * p2);
-    const double t210 = static_cast<double>((t209 * INT64_C(2)));
-    const double t211 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t212 = at_py_div(t210, t211);
-    const double t213 = ((t211 * at_fceil(at_py_div(t212, 32.0))) * 32.0);
-    const double t214 = at_interp(t213, k_XP2, k_FP2, 4);
-    const double t215 = at_py_div(t213, t214);
-    const double t216 = (2.0 + t215);
-    const double t217 = (1.0 * t216);
-    const double t218 = (t206 + t217);
-    const double t219 = (t207 + t217);
-    const double t220 = (t208 + 0.0);
-    const double t221 = static_cast<double>(p0);
-    const double t222 = static_cast<double>(p1);
-    const double t223 = static_cast<double>(p2);
-    const double t224 = ((at_fceil(at_py_div(t221, 16.0)) * at_fceil(at_py_div(t222, 16.0))) * at_fceil(at_py_div(t223, static_cast<double>(INT64_C(16)))));
-    const double t225 = ((t224 * 1.0) + 2.0);
-    const double t226 = (1.0 * t225);
-    const double t227 = (t218 + t226);
-    const double t228 = (0.0 + t226);
-    const double t229 = (t220 + 0.0);
-    const double t230 = (t227 + 2.0);
-    const double t231 = (t195 + 2.0);
-    const double t232 = ((((t231 > t219)) || ((t231 != t231))) ? t231 : t219);
-    const double t233 = ((((t232 > t228)) || ((t232 != t232))) ? t232 : t228);
-    const double t234 = ((((t233 > t229)) || ((t233 != t233))) ? t233 : t229);
-    const double t235 = ((((t234 > 0.0)) || ((t234 != t234))) ? t234 : 0.0);
-    const double t236 = (t194 - 1.0);
-    const double t237 = ((((t236 > 0.0)) || ((t236 != t236))) ? t236 : 0.0);
-    const bool t238 = ((t193 >= static_cast<double>(INT64_C(2))));
-    const double t239 = (t238 ? (t230 + (t237 * t235)) : (t194 * t230));
-    const double t240 = (t238 ? (t194 * 0.0) : ((t237 * t230) + t235));
-    const double t241 = (((t194 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t239);
-    const double t242 = (((t194 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t240);
-    const double t243 = (t231 * t194);
-    const double t244 = (t219 * t194);
-    const double t245 = (t228 * t194);
-    const double t246 = (t229 * t194);
-    const double t247 = (t189 + t241);
-    const double t248 = (t104 + t243);
-    const double t249 = (0.0 + t244);
-    const double t250 = (0.0 + t245);
-    const double t251 = (t191 + t246);
-    const double t252 = (((0.0 > t242)) ? 0.0 : t242);
-    const double t253 = (t247 + 2.0);
-    const double t254 = (t248 + 2.0);
-    const double t255 = ((((t254 > t190)) || ((t254 != t254))) ? t254 : t190);
-    const double t256 = ((((t255 > t249)) || ((t255 != t255))) ? t255 : t249);
-    const double t257 = ((((t256 > t250)) || ((t256 != t256))) ? t256 : t250);
-    const double t258 = ((((t257 > t251)) || ((t257 != t257))) ? t257 : t251);
-    const double t259 = ((((t258 > t252)) || ((t258 != t258))) ? t258 : t252);
-    const double t260 = (t103 - 1.0);
-    const double t261 = ((((t260 > 0.0)) || ((t260 != t260))) ? t260 : 0.0);
-    const bool t262 = ((t102 >= static_cast<double>(INT64_C(2))));
-    const double t263 = (t262 ? (t253 + (t261 * t259)) : (t103 * t253));
-    const double t264 = (t262 ? (t103 * t252) : ((t261 * t253) + t259));
-    const double t265 = (((t103 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t263);
-    const double t266 = (((t103 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t264);
-    const double t267 = (t254 * t103);
-    const double t268 = (t190 * t103);
-    const double t269 = (t249 * t103);
-    const double t270 = (t250 * t103);
-    const double t271 = (t251 * t103);
-    const double t272 = (t100 + t265);
-    const double t273 = (t99 + t267);
-    const double t274 = (0.0 + t268);
-    const double t275 = (0.0 + t269);
-    const double t276 = (0.0 + t270);
-    const double t277 = (0.0 + t271);
-    const double t278 = (((0.0 > t266)) ? 0.0 : t266);
-    const int64_t t279 = (p0 * p1);
-    const double t280 = static_cast<double>((t279 * INT64_C(2)));
-    const double t281 = static_cast<double>(p0);
-    const double t282 = static_cast<double>(s2);
-    const double t283 = ((((t281 > 1.0)) || ((t281 != t281))) ? t281 : 1.0);
-    const double t284 = at_py_div(t280, t283);
-    const double t285 = ((t283 * at_fceil(at_py_div(t284, 32.0))) * 32.0);
-    const double t286 = at_interp(t285, k_XP3, k_FP3, 6);
-    const bool t287 = ((std::fmod(t284, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t288 = (t287 ? 1.0 : 0.7);
-    const double t289 = (t282 * 2.0);
-    const bool t290 = ((std::fmod(t289, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t291 = (t290 ? t288 : ((((t288 < 0.7)) || ((t288 != t288))) ? t288 : 0.7));
-    const double t292 = (t290 ? 1.0 : (((1.0 < 0.7)) ? 1.0 : 0.7));
-    const double t293 = (t286 * t291);
-    const double t294 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t295 = ((((t294 < 1.0)) || ((t294 != t294))) ? t294 : 1.0);
-    const double t296 = at_py_div(1.0, (at_py_div((1.0 - t295), 888.8888888888889) + at_py_div(t295, 3888.8888888888887)));
-    const double t297 = (t296 * t292);
-    const double t298 = ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0);
-    const double t299 = (t298 * 330.0);
-    const double t300 = std::pow(t297, (-1.5));
-    const double t301 = at_py_div(std::pow((std::pow(t299, (-1.5)) + t300), (-0.6666666666666666)), t298);
-    const double t302 = ((((t293 < t301)) || ((t293 != t293))) ? t293 : t301);
-    const double t303 = at_py_div((1.0 * t285), t301);
-    const double t304 = at_py_div(t285, t302);
-    const double t305 = (11.0 + t304);
-    const double t306 = (1.0 * t305);
-    const double t307 = (t272 + t306);
-    const double t308 = (0.0 + t306);
-    const double t309 = (t277 + t303);
-    const double t310 = (t307 + 2.0);
-    const double t311 = (t273 + 2.0);
-    const double t312 = ((((t311 > t274)) || ((t311 != t311))) ? t311 : t274);
-    const double t313 = ((((t312 > t275)) || ((t312 != t312))) ? t312 : t275);
-    const double t314 = ((((t313 > t276)) || ((t313 != t313))) ? t313 : t276);
-    const double t315 = ((((t314 > t308)) || ((t314 != t314))) ? t314 : t308);
-    const double t316 = ((((t315 > t309)) || ((t315 != t315))) ? t315 : t309);
-    const double t317 = ((((t316 > t278)) || ((t316 != t316))) ? t316 : t278);
-    const double t318 = (t98 - 1.0);
-    const double t319 = ((((t318 > 0.0)) || ((t318 != t318))) ? t318 : 0.0);
-    const bool t320 = ((t97 >= static_cast<double>(INT64_C(2))));
-    const double t321 = (t320 ? (t310 + (t319 * t317)) : (t98 * t310));
-    const double t322 = (t320 ? (t98 * t278) : ((t319 * t310) + t317));
-    const double t323 = (((t98 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t321);
-    const double t324 = (((t98 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t322);
-    const double t325 = (t311 * t98);
-    const double t326 = (t274 * t98);
-    const double t327 = (t275 * t98);
-    const double t328 = (t276 * t98);
-    const double t329 = (t308 * t98);
-    const double t330 = (t309 * t98);
-    const double t331 = (t95 + t323);
-    const double t332 = (t94 + t325);
-    const double t333 = (0.0 + t326);
-    const double t334 = (0.0 + t327);
-    const double t335 = (0.0 + t328);
-    const double t336 = (0.0 + t329);
-    const double t337 = (0.0 + t330);
-    const double t338 = (((0.0 > t324)) ? 0.0 : t324);
-    const double t339 = (t331 + 0.0);
-    const double t340 = (t332 + 0.0);
-    const double t341 = ((((t340 > t333)) || ((t340 != t340))) ? t340 : t333);
-    const double t342 = ((((t341 > t334)) || ((t341 != t341))) ? t341 : t334);
-    const double t343 = ((((t342 > t335)) || ((t342 != t342))) ? t342 : t335);
-    const double t344 = ((((t343 > t336)) || ((t343 != t343))) ? t343 : t336);
-    const double t345 = ((((t344 > t337)) || ((t344 != t344))) ? t344 : t337);
-    const double t346 = ((((t345 > t338)) || ((t345 != t345))) ? t345 : t338);
-    const double t347 = (t93 - 1.0);
-    const double t348 = ((((t347 > 0.0)) || ((t347 != t347))) ? t347 : 0.0);
-    const double t349 = (t93 * t339);
-    const double t350 = ((t348 * t339) + t346);
-    const double t351 = (((t93 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t349);
-    const double t352 = (((t93 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t350);
-    (void)t352;
-    const double t353 = (t340 * t93);
-    (void)t353;
-    const double t354 = (t333 * t93);
-    (void)t354;
-    const double t355 = (t334 * t93);
-    (void)t355;
-    const double t356 = (t335 * t93);
-    (void)t356;
-    const double t357 = (t336 * t93);
-    (void)t357;
-    const double t358 = (t337 * t93);
-    (void)t358;
-    const double t359 = at_py_div(t351, 1800.0);
-    const double t360 = ((2.0 + 16.87) + at_py_div((1.3 * t90), static_cast<double>(aic)));
-    const double t361 = (((0.0 > t360)) ? 0.0 : t360);
-    const double t362 = (t361 + t359);
-    return t362;
+    const int64_t v_B = shape[0];
+    const int64_t v_M = shape[1];
+    const int64_t v_N = shape[2];
+    const int64_t v_K = shape[3];
+    const int64_t v_baseM = config[0];
+    const int64_t v_baseN = config[1];
+    const int64_t v_baseK = config[2];
+    const int64_t v_stepM = config[3];
+    const int64_t v_stepN = config[4];
+    const int64_t v_stepKa = config[5];
+    const int64_t v_stepKb = config[6];
+    const int64_t v_dbL1 = config[7];
+    const int64_t v_dbL0A = config[8];
+    const int64_t v_dbL0B = config[9];
+    const int64_t v_dbL0C = config[10];
+    const int64_t v_iterateOrder = config[11];
+    const int64_t v_mDim = config[12];
+    const int64_t v_nDim = config[13];
+    const int64_t v_kDim = config[14];
+    const int64_t v_bDim = config[15];
+    (void)aiv;
+    // singleCoreM
+    const int64_t singleCoreM_0 = ((-at_floordiv((-at_ceil_div(v_M, v_mDim)), INT64_C(16))) * INT64_C(16));
+    const int64_t singleCoreM_1 = ((v_M < singleCoreM_0) ? v_M : singleCoreM_0);
+    // singleCoreN
+    const int64_t singleCoreN_0 = ((-at_floordiv((-at_ceil_div(v_N, v_nDim)), INT64_C(16))) * INT64_C(16));
+    const int64_t singleCoreN_1 = ((v_N < singleCoreN_0) ? v_N : singleCoreN_0);
+    // singleCoreK
+    const int64_t singleCoreK_0 = at_ceil_div(v_K, v_kDim);
+    // mnCores
+    const int64_t mnCores_0 = ((at_ceil_div(v_M, singleCoreM_1) * at_ceil_div(v_N, singleCoreN_1)) * at_ceil_div(v_K, singleCoreK_0));
+    // batchPerGroup
+    const int64_t batchPerGroup_0 = at_ceil_div(v_B, v_bDim);
+    // usedCoreNum
+    const int64_t usedCoreNum_0 = (mnCores_0 * at_ceil_div(v_B, batchPerGroup_0));
+    // blockDim
+    const int64_t blockDim_0 = (-at_floordiv((-usedCoreNum_0), INT64_C(2)));
+    // mBlocks
+    const int64_t mBlocks_0 = at_ceil_div(singleCoreM_1, v_baseM);
+    // nBlocks
+    const int64_t nBlocks_0 = at_ceil_div(singleCoreN_1, v_baseN);
+    // kIters
+    const int64_t kIters_0 = at_ceil_div(singleCoreK_0, v_baseK);
+    // aReads
+    const int64_t aReads_0 = (((v_iterateOrder == INT64_C(1)) && (kIters_0 <= v_stepKa)) ? INT64_C(1) : nBlocks_0);
+    // bReads
+    const int64_t bReads_0 = (((v_iterateOrder == INT64_C(0)) && (kIters_0 <= v_stepKb)) ? INT64_C(1) : mBlocks_0);
+    // aCoreBytes
+    const int64_t aCoreBytes_0 = (((((mBlocks_0 * v_baseM) * kIters_0) * v_baseK) * INT64_C(2)) * aReads_0);
+    // bCoreBytes
+    const int64_t bCoreBytes_0 = (((((nBlocks_0 * v_baseN) * kIters_0) * v_baseK) * INT64_C(2)) * bReads_0);
+    // uniqueBytes
+    const int64_t uniqueBytes_0 = (v_B * (((v_M * v_K) * INT64_C(2)) + ((v_K * v_N) * INT64_C(2))));
+    // inFlightBytes
+    const int64_t inFlightBytes_0 = at_ceil_div(v_B, batchPerGroup_0);
+    const int64_t inFlightBytes_1 = (((v_B < inFlightBytes_0) ? v_B : inFlightBytes_0) * (((v_M * v_K) * INT64_C(2)) + ((v_K * v_N) * INT64_C(2))));
+    // missBytes
+    const int64_t missBytes_0 = ((inFlightBytes_1 <= INT64_C(201326592)) ? uniqueBytes_0 : (v_B * ((((v_M * v_K) * INT64_C(2)) * aReads_0) + (((v_K * v_N) * INT64_C(2)) * bReads_0))));
+    // totalReads
+    const int64_t totalReads_0 = ((usedCoreNum_0 * batchPerGroup_0) * (aCoreBytes_0 + bCoreBytes_0));
+    // l2Hit
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(missBytes_0), static_cast<double>(((totalReads_0 > INT64_C(1)) ? totalReads_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0);
+    // stepK
+    const int64_t stepK_0 = ((v_stepKa < v_stepKb) ? v_stepKa : v_stepKb);
+    // cube_side
+    const double cube_side_0 = static_cast<double>(blockDim_0);
+    const double cube_side_1 = at_fceil(at_py_div(static_cast<double>((usedCoreNum_0 * batchPerGroup_0)), (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
+    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
+    const double cube_side_4 = static_cast<double>((mBlocks_0 * nBlocks_0));
+    const double cube_side_5 = static_cast<double>(v_dbL0C);
+    // output_block
+    const double output_block_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double output_block_1 = ((output_block_0 > 1.0) ? 14.0 : 0.0);
+    const double output_block_2 = static_cast<double>(at_ceil_div(kIters_0, stepK_0));
+    const double output_block_3 = static_cast<double>(v_dbL1);
+    // k_l1
+    const double k_l1_0 = (((output_block_2 > 0.0) || (output_block_2 != output_block_2)) ? output_block_2 : 0.0);
+    const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l1
+    const double load_a_l1_0 = (at_fdiv((at_fdiv(static_cast<double>(stepK_0), static_cast<double>((v_stepM * v_stepKa))) * static_cast<double>(aReads_0)), static_cast<double>(nBlocks_0)) * static_cast<double>(v_stepM));
+    const double load_a_l1_1 = static_cast<double>((v_stepM * v_baseM));
+    const double load_a_l1_2 = static_cast<double>(v_K);
+    const double load_a_l1_3 = (((load_a_l1_1 > 1.0) || (load_a_l1_1 != load_a_l1_1)) ? load_a_l1_1 : 1.0);
+    const double load_a_l1_4 = at_py_div(static_cast<double>(((((v_stepM * v_baseM) * v_stepKa) * v_baseK) * INT64_C(2))), load_a_l1_3);
+    const double load_a_l1_5 = ((load_a_l1_3 * at_fceil(at_py_div(load_a_l1_4, 32.0))) * 32.0);
+    const double load_a_l1_6 = ((std::fmod(load_a_l1_4, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_a_l1_7 = (load_a_l1_2 * 2.0);
+    const bool load_a_l1_8 = (std::fmod(load_a_l1_7, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_a_l1_9 = ((std::fmod(load_a_l1_7, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_7, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_a_l1_10 = (at_interp(load_a_l1_5, k_XP0, k_FP0, 6) * (load_a_l1_8 ? load_a_l1_6 : (((load_a_l1_6 < load_a_l1_9) || (load_a_l1_6 != load_a_l1_6)) ? load_a_l1_6 : load_a_l1_9)));
+    const double load_a_l1_11 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_a_l1_12 = (((load_a_l1_11 < 1.0) || (load_a_l1_11 != load_a_l1_11)) ? load_a_l1_11 : 1.0);
+    const double load_a_l1_13 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_12), 888.8888888888889) + at_py_div(load_a_l1_12, 3888.8888888888887))) * (load_a_l1_8 ? 1.0 : ((1.0 < load_a_l1_9) ? 1.0 : load_a_l1_9)));
+    const double load_a_l1_14 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_a_l1_15 = at_py_div(std::pow((std::pow((load_a_l1_14 * 330.0), -1.5) + std::pow(load_a_l1_13, -1.5)), -0.6666666666666666), load_a_l1_14);
+    const double load_a_l1_16 = at_py_div(load_a_l1_5, (((load_a_l1_10 < load_a_l1_15) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : load_a_l1_15));
+    const double load_a_l1_17 = (load_a_l1_3 * 4.8);
+    const double load_a_l1_18 = (((load_a_l1_2 > 65535.0) ? (load_a_l1_3 * 210.0) : 210.0) + (((load_a_l1_16 > load_a_l1_17) || (load_a_l1_16 != load_a_l1_16)) ? load_a_l1_16 : load_a_l1_17));
+    const double load_a_l1_19 = (load_a_l1_0 * load_a_l1_18);
+    const double load_a_l1_20 = (k_l1_1 + load_a_l1_19);
+    const double load_a_l1_21 = (0.0 + load_a_l1_19);
+    const double load_a_l1_22 = (0.0 + at_py_div((load_a_l1_0 * load_a_l1_5), load_a_l1_15));
+    // load_b_l1
+    const double load_b_l1_0 = (at_fdiv((at_fdiv(static_cast<double>(stepK_0), static_cast<double>((v_stepN * v_stepKb))) * static_cast<double>(bReads_0)), static_cast<double>(mBlocks_0)) * static_cast<double>(v_stepN));
+    const double load_b_l1_1 = static_cast<double>((v_stepKb * v_baseK));
+    const double load_b_l1_2 = static_cast<double>(v_N);
+    const double load_b_l1_3 = (((load_b_l1_1 > 1.0) || (load_b_l1_1 != load_b_l1_1)) ? load_b_l1_1 : 1.0);
+    const double load_b_l1_4 = at_py_div(static_cast<double>(((((v_stepN * v_baseN) * v_stepKb) * v_baseK) * INT64_C(2))), load_b_l1_3);
+    const double load_b_l1_5 = ((load_b_l1_3 * at_fceil(at_py_div(load_b_l1_4, 32.0))) * 32.0);
+    const double load_b_l1_6 = ((std::fmod(load_b_l1_4, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_b_l1_7 = (load_b_l1_2 * 2.0);
+    const bool load_b_l1_8 = (std::fmod(load_b_l1_7, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_b_l1_9 = ((std::fmod(load_b_l1_7, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_7, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_b_l1_10 = (at_interp(load_b_l1_5, k_XP0, k_FP0, 6) * (load_b_l1_8 ? load_b_l1_6 : (((load_b_l1_6 < load_b_l1_9) || (load_b_l1_6 != load_b_l1_6)) ? load_b_l1_6 : load_b_l1_9)));
+    const double load_b_l1_11 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_b_l1_12 = (((load_b_l1_11 < 1.0) || (load_b_l1_11 != load_b_l1_11)) ? load_b_l1_11 : 1.0);
+    const double load_b_l1_13 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_12), 888.8888888888889) + at_py_div(load_b_l1_12, 3888.8888888888887))) * (load_b_l1_8 ? 1.0 : ((1.0 < load_b_l1_9) ? 1.0 : load_b_l1_9)));
+    const double load_b_l1_14 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_b_l1_15 = at_py_div(std::pow((std::pow((load_b_l1_14 * 330.0), -1.5) + std::pow(load_b_l1_13, -1.5)), -0.6666666666666666), load_b_l1_14);
+    const double load_b_l1_16 = at_py_div(load_b_l1_5, (((load_b_l1_10 < load_b_l1_15) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : load_b_l1_15));
+    const double load_b_l1_17 = (load_b_l1_3 * 4.8);
+    const double load_b_l1_18 = (((load_b_l1_2 > 65535.0) ? (load_b_l1_3 * 210.0) : 210.0) + (((load_b_l1_16 > load_b_l1_17) || (load_b_l1_16 != load_b_l1_16)) ? load_b_l1_16 : load_b_l1_17));
+    const double load_b_l1_19 = (load_b_l1_0 * load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_20 + load_b_l1_19);
+    const double load_b_l1_21 = (load_a_l1_21 + load_b_l1_19);
+    const double load_b_l1_22 = (load_a_l1_22 + at_py_div((load_b_l1_0 * load_b_l1_5), load_b_l1_15));
+    // k_l1
+    const double k_l1_2 = static_cast<double>(stepK_0);
+    const double k_l1_3 = static_cast<double>(((v_dbL0A < v_dbL0B) ? v_dbL0A : v_dbL0B));
+    // k_l0
+    const double k_l0_0 = (((k_l1_2 > 0.0) || (k_l1_2 != k_l1_2)) ? k_l1_2 : 0.0);
+    const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l0a
+    const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_baseM * v_baseK) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_a_l0a_1 = (1.0 * (2.0 + at_py_div(load_a_l0a_0, at_interp(load_a_l0a_0, k_XP1, k_FP1, 4))));
+    const double load_a_l0a_2 = (k_l0_1 + load_a_l0a_1);
+    const double load_a_l0a_3 = (0.0 + load_a_l0a_1);
+    // load_b_l0b
+    const double load_b_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_baseN * v_baseK) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_b_l0b_1 = (1.0 * (2.0 + at_py_div(load_b_l0b_0, at_interp(load_b_l0b_0, k_XP2, k_FP2, 4))));
+    const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
+    const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
+    // mmad
+    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(v_baseM), 16.0)) * at_fceil(at_py_div(static_cast<double>(v_baseN), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_baseK), static_cast<double>(INT64_C(16)))));
+    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
+    const double mmad_2 = (load_b_l0b_2 + mmad_1);
+    const double mmad_3 = (0.0 + mmad_1);
+    // k_l0
+    const double k_l0_2 = (mmad_2 + 2.0);
+    const double k_l0_3 = (k_l0_1 + 2.0);
+    const double k_l0_4 = (((k_l0_3 > load_b_l0b_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : load_b_l0b_3);
+    const double k_l0_5 = (((k_l0_4 > mmad_3) || (k_l0_4 != k_l0_4)) ? k_l0_4 : mmad_3);
+    const double k_l0_6 = (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0);
+    const double k_l0_7 = (((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0);
+    const double k_l0_8 = (k_l0_0 - 1.0);
+    const double k_l0_9 = (((k_l0_8 > 0.0) || (k_l0_8 != k_l0_8)) ? k_l0_8 : 0.0);
+    const bool k_l0_10 = (k_l1_3 >= static_cast<double>(INT64_C(2)));
+    const double k_l0_11 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_10 ? (k_l0_0 * 0.0) : ((k_l0_9 * k_l0_2) + k_l0_7)));
+    const double k_l0_12 = (load_b_l1_20 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_10 ? (k_l0_2 + (k_l0_9 * k_l0_7)) : (k_l0_0 * k_l0_2))));
+    const double k_l0_13 = (k_l1_1 + (k_l0_3 * k_l0_0));
+    const double k_l0_14 = (0.0 + (load_b_l0b_3 * k_l0_0));
+    const double k_l0_15 = (0.0 + (mmad_3 * k_l0_0));
+    const double k_l0_16 = (load_b_l1_22 + (0.0 * k_l0_0));
+    const double k_l0_17 = ((0.0 > k_l0_11) ? 0.0 : k_l0_11);
+    // k_l1
+    const double k_l1_4 = (k_l0_12 + 2.0);
+    const double k_l1_5 = (k_l0_13 + 2.0);
+    const double k_l1_6 = (((k_l1_5 > load_b_l1_21) || (k_l1_5 != k_l1_5)) ? k_l1_5 : load_b_l1_21);
+    const double k_l1_7 = (((k_l1_6 > k_l0_14) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_14);
+    const double k_l1_8 = (((k_l1_7 > k_l0_15) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_15);
+    const double k_l1_9 = (((k_l1_8 > k_l0_16) || (k_l1_8 != k_l1_8)) ? k_l1_8 : k_l0_16);
+    const double k_l1_10 = (((k_l1_9 > k_l0_17) || (k_l1_9 != k_l1_9)) ? k_l1_9 : k_l0_17);
+    const double k_l1_11 = (k_l1_0 - 1.0);
+    const double k_l1_12 = (((k_l1_11 > 0.0) || (k_l1_11 != k_l1_11)) ? k_l1_11 : 0.0);
+    const bool k_l1_13 = (output_block_3 >= static_cast<double>(INT64_C(2)));
+    const double k_l1_14 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_13 ? (k_l1_0 * k_l0_17) : ((k_l1_12 * k_l1_4) + k_l1_10)));
+    const double k_l1_15 = (output_block_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_13 ? (k_l1_4 + (k_l1_12 * k_l1_10)) : (k_l1_0 * k_l1_4))));
+    const double k_l1_16 = (output_block_1 + (k_l1_5 * k_l1_0));
+    const double k_l1_17 = (0.0 + (load_b_l1_21 * k_l1_0));
+    const double k_l1_18 = (0.0 + (k_l0_14 * k_l1_0));
+    const double k_l1_19 = (0.0 + (k_l0_15 * k_l1_0));
+    const double k_l1_20 = (0.0 + (k_l0_16 * k_l1_0));
+    const double k_l1_21 = ((0.0 > k_l1_14) ? 0.0 : k_l1_14);
+    // write_c
+    const double write_c_0 = static_cast<double>(v_baseM);
+    const double write_c_1 = (((write_c_0 > 1.0) || (write_c_0 != write_c_0)) ? write_c_0 : 1.0);
+    const double write_c_2 = at_py_div(static_cast<double>(((v_baseM * v_baseN) * INT64_C(2))), write_c_1);
+    const double write_c_3 = ((write_c_1 * at_fceil(at_py_div(write_c_2, 32.0))) * 32.0);
+    const double write_c_4 = ((std::fmod(write_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const bool write_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
+    const double write_c_6 = (at_interp(write_c_3, k_XP3, k_FP3, 6) * (write_c_5 ? write_c_4 : (((write_c_4 < 0.7) || (write_c_4 != write_c_4)) ? write_c_4 : 0.7)));
+    const double write_c_7 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double write_c_8 = at_py_div(std::pow((std::pow((write_c_7 * 330.0), -1.5) + std::pow((888.8888888888889 * (write_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), write_c_7);
+    const double write_c_9 = (1.0 * (11.0 + at_py_div(write_c_3, (((write_c_6 < write_c_8) || (write_c_6 != write_c_6)) ? write_c_6 : write_c_8))));
+    const double write_c_10 = (k_l1_15 + write_c_9);
+    const double write_c_11 = (0.0 + write_c_9);
+    const double write_c_12 = (k_l1_20 + at_py_div((1.0 * write_c_3), write_c_8));
+    // output_block
+    const double output_block_4 = (write_c_10 + 2.0);
+    const double output_block_5 = (k_l1_16 + 2.0);
+    const double output_block_6 = (((output_block_5 > k_l1_17) || (output_block_5 != output_block_5)) ? output_block_5 : k_l1_17);
+    const double output_block_7 = (((output_block_6 > k_l1_18) || (output_block_6 != output_block_6)) ? output_block_6 : k_l1_18);
+    const double output_block_8 = (((output_block_7 > k_l1_19) || (output_block_7 != output_block_7)) ? output_block_7 : k_l1_19);
+    const double output_block_9 = (((output_block_8 > write_c_11) || (output_block_8 != output_block_8)) ? output_block_8 : write_c_11);
+    const double output_block_10 = (((output_block_9 > write_c_12) || (output_block_9 != output_block_9)) ? output_block_9 : write_c_12);
+    const double output_block_11 = (output_block_0 - 1.0);
+    const double output_block_12 = ((cube_side_5 >= static_cast<double>(INT64_C(2))) ? (output_block_4 + ((((output_block_11 > 0.0) || (output_block_11 != output_block_11)) ? output_block_11 : 0.0) * (((output_block_10 > k_l1_21) || (output_block_10 != output_block_10)) ? output_block_10 : k_l1_21))) : (output_block_0 * output_block_4));
+    const double output_block_13 = (cube_side_3 + ((output_block_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : output_block_12));
+    // cube_side
+    const double cube_side_6 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
+    const double cube_side_7 = (((0.0 > cube_side_6) ? 0.0 : cube_side_6) + at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (output_block_13 + 0.0))), 1800.0));
+    return cube_side_7;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -687,276 +504,174 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.B >= INT64_C(1) && shape.B <= INT64_C(1048576) && shape.M >= INT64_C(1) && shape.M <= INT64_C(1048576) && shape.N >= INT64_C(1) && shape.N <= INT64_C(1048576) && shape.K >= INT64_C(1) && shape.K <= INT64_C(1048576);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // baseM
+        v.v_issuerCores = v.aivNum;
+        v.v_issuersPerBlock = INT64_C(2);
+        v.v_k0 = at_floordiv(INT64_C(32), sizeof_a);
+        v.v_uniqueBytes = (v.v_B * (((v.v_M * v.v_K) * sizeof_a) + ((v.v_K * v.v_N) * sizeof_b)));
+        if (!Within(static_cast<double>(v.v_M), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.M_fits_int32_t
+        if (!Within(static_cast<double>(v.v_N), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.N_fits_int32_t
+        if (!Within(static_cast<double>(v.v_K), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.Ka_fits_int32_t
+        if (!Within(static_cast<double>(v.v_K), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.Kb_fits_int32_t
+        if (!Within(static_cast<double>(v.v_baseM), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.baseM_fits_int32_t
+        if (!Within(static_cast<double>(v.v_B), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.batchM_fits_int32_t
+        if (!Within(static_cast<double>(v.v_B), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.batchN_fits_int32_t
+        if (!Within(static_cast<double>(v.v_M), 0.0, 4294967295.0)) return false;  // M_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_B), 0.0, 4294967295.0)) return false;  // batch_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // baseN
+        if (!Within(static_cast<double>(v.v_baseN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.baseN_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 2:  // baseK
+        v.v_transLength = at_max(at_max(((v.v_baseM * v.v_baseK) * sizeof_a), ((v.v_baseK * v.v_baseN) * sizeof_b)), ((v.v_baseM * v.v_baseN) * sizeof_c));
+        if (!((at_mod(v.v_baseK, v.v_k0) == INT64_C(0)))) return false;  // basek_multiple_of_k0
+        if (!Within(static_cast<double>(v.v_baseK), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.baseK_fits_int32_t
+        if (!Within(static_cast<double>(v.v_transLength), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.transLength_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 3:  // stepM
+        if (!Within(static_cast<double>(v.v_stepM), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepM_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 4:  // stepN
+        if (!Within(static_cast<double>(v.v_stepN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepN_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 5:  // stepKa
+        if (!Within(static_cast<double>(v.v_stepKa), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepKa_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 6:  // stepKb
+        v.v_stepK = at_min(v.v_stepKa, v.v_stepKb);
+        if (!Within(static_cast<double>(v.v_stepKb), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepKb_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 7:  // dbL1
+        v.v_depthA1 = ((v.v_stepM * v.v_stepKa) * v.v_dbL1);
+        v.v_depthB1 = ((v.v_stepN * v.v_stepKb) * v.v_dbL1);
+        v.v_l1UsedBytes = ((((v.v_baseM * v.v_baseK) * v.v_depthA1) * sizeof_a) + (((v.v_baseN * v.v_baseK) * v.v_depthB1) * sizeof_b));
+        if (!((v.v_l1UsedBytes <= hw_l1_bytes))) return false;  // l1_fits
+        if (!Within(static_cast<double>(v.v_depthA1), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.depthA1_fits_int32_t
+        if (!Within(static_cast<double>(v.v_depthB1), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.depthB1_fits_int32_t
+        if (!Within(static_cast<double>(v.v_l1UsedBytes), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.shareL1Size_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 8:  // dbL0A
+        if (!(((((v.v_baseM * v.v_baseK) * sizeof_a) * v.v_dbL0A) <= hw_l0a_bytes))) return false;  // l0a_fits
+        if (!Within(static_cast<double>(v.v_dbL0A), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0A_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 9:  // dbL0B
+        if (!(((((v.v_baseN * v.v_baseK) * sizeof_b) * v.v_dbL0B) <= hw_l0b_bytes))) return false;  // l0b_fits
+        if (!Within(static_cast<double>(v.v_dbL0B), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0B_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 10:  // dbL0C
+        v.v_l0cUsedBytes = (((v.v_baseM * v.v_baseN) * sizeof_acc) * v.v_dbL0C);
+        if (!(((((v.v_baseM * v.v_baseN) * sizeof_acc) * v.v_dbL0C) <= hw_l0c_bytes))) return false;  // l0c_fits
+        if (!Within(static_cast<double>(v.v_l0cUsedBytes), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.shareL0CSize_fits_int32_t
+        if (!Within(static_cast<double>(v.v_dbL0C), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0C_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 11:  // iterateOrder
+        if (!Within(static_cast<double>(v.v_iterateOrder), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.iterateOrder_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 12:  // mDim
+        v.v_singleCoreM = at_min(v.v_M, at_align_up(at_ceil_div(v.v_M, v.v_mDim), INT64_C(16)));
+        v.v_mBlocks = at_ceil_div(v.v_singleCoreM, v.v_baseM);
+        if (!(((v.v_stepM == INT64_C(1)) || (v.v_mBlocks >= v.v_stepM)))) return false;  // step_m_useful
+        if (!Within(static_cast<double>(v.v_singleCoreM), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreM_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 13:  // nDim
+        v.v_singleCoreN = at_min(v.v_N, at_align_up(at_ceil_div(v.v_N, v.v_nDim), INT64_C(16)));
+        v.v_nBlocks = at_ceil_div(v.v_singleCoreN, v.v_baseN);
+        if (!(((v.v_baseM <= at_align_up(v.v_singleCoreM, INT64_C(16))) && (v.v_baseN <= at_align_up(v.v_singleCoreN, INT64_C(16)))))) return false;  // base_within_core_block
+        if (!(((v.v_stepN == INT64_C(1)) || (v.v_nBlocks >= v.v_stepN)))) return false;  // step_n_useful
+        if (!Within(static_cast<double>(v.v_singleCoreN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreN_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 14:  // kDim
+        v.v_singleCoreK = at_ceil_div(v.v_K, v.v_kDim);
+        v.v_mnCores = ((at_ceil_div(v.v_M, v.v_singleCoreM) * at_ceil_div(v.v_N, v.v_singleCoreN)) * at_ceil_div(v.v_K, v.v_singleCoreK));
+        v.v_kIters = at_ceil_div(v.v_singleCoreK, v.v_baseK);
+        v.v_kaStepIter = at_ceil_div(v.v_singleCoreK, (v.v_baseK * v.v_stepKa));
+        v.v_kbStepIter = at_ceil_div(v.v_singleCoreK, (v.v_baseK * v.v_stepKb));
+        v.v_aReads = ((((v.v_iterateOrder == INT64_C(1)) && (v.v_kIters <= v.v_stepKa))) ? (INT64_C(1)) : (v.v_nBlocks));
+        v.v_bReads = ((((v.v_iterateOrder == INT64_C(0)) && (v.v_kIters <= v.v_stepKb))) ? (INT64_C(1)) : (v.v_mBlocks));
+        v.v_aCoreBytes = (((((v.v_mBlocks * v.v_baseM) * v.v_kIters) * v.v_baseK) * sizeof_a) * v.v_aReads);
+        v.v_bCoreBytes = (((((v.v_nBlocks * v.v_baseN) * v.v_kIters) * v.v_baseK) * sizeof_b) * v.v_bReads);
+        if (!(((((v.v_mDim - INT64_C(1)) * v.v_singleCoreM) < v.v_M) && (((v.v_nDim - INT64_C(1)) * v.v_singleCoreN) < v.v_N) && (((v.v_kDim - INT64_C(1)) * v.v_singleCoreK) < v.v_K)))) return false;  // no_empty_core
+        if (!(((v.v_stepKa == INT64_C(1)) || ((v.v_kIters * INT64_C(2)) > v.v_stepKa)))) return false;  // step_ka_useful
+        if (!(((v.v_stepKb == INT64_C(1)) || ((v.v_kIters * INT64_C(2)) > v.v_stepKb)))) return false;  // step_kb_useful
+        if (!(((v.v_kIters <= v.v_stepKa) || (v.v_stepM == INT64_C(1))))) return false;  // mdl_step_m
+        if (!(((v.v_kIters <= v.v_stepKb) || (v.v_stepN == INT64_C(1))))) return false;  // mdl_step_n
+        if (!(((at_mod(v.v_kaStepIter, v.v_kbStepIter) == INT64_C(0)) || (at_mod(v.v_kbStepIter, v.v_kaStepIter) == INT64_C(0))))) return false;  // mdl_k_step_iters_divide
+        if (!Within(static_cast<double>(v.v_singleCoreK), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreK_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 15:  // bDim
+        v.v_batchPerGroup = at_ceil_div(v.v_B, v.v_bDim);
+        v.v_usedCoreNum = (v.v_mnCores * at_ceil_div(v.v_B, v.v_batchPerGroup));
+        v.v_blockDim = at_ceil_div(v.v_usedCoreNum, v.v_issuersPerBlock);
+        v.v_inFlightBytes = (at_min(v.v_B, at_ceil_div(v.v_B, v.v_batchPerGroup)) * (((v.v_M * v.v_K) * sizeof_a) + ((v.v_K * v.v_N) * sizeof_b)));
+        v.v_missBytes = (((v.v_inFlightBytes <= hw_l2_bytes)) ? (v.v_uniqueBytes) : ((v.v_B * ((((v.v_M * v.v_K) * sizeof_a) * v.v_aReads) + (((v.v_K * v.v_N) * sizeof_b) * v.v_bReads)))));
+        v.v_totalReads = ((v.v_usedCoreNum * v.v_batchPerGroup) * (v.v_aCoreBytes + v.v_bCoreBytes));
+        v.v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v.v_missBytes), static_cast<double>(at_max(v.v_totalReads, INT64_C(1))))));
+        if (!(((((v.v_mDim * v.v_nDim) * v.v_kDim) * v.v_bDim) <= v.v_issuerCores))) return false;  // cores_fit
+        if (!((((v.v_bDim - INT64_C(1)) * v.v_batchPerGroup) < v.v_B))) return false;  // no_empty_group
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(v.v_usedCoreNum), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.usedCoreNum_fits_int32_t
+        if (!Within(static_cast<double>(v.v_batchPerGroup), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleBatchM_fits_int32_t
+        if (!Within(static_cast<double>(v.v_batchPerGroup), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleBatchN_fits_int32_t
+        if (!Within(static_cast<double>(v.v_batchPerGroup), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.BatchNum_fits_int32_t
+        if (!Within(static_cast<double>(v.v_batchPerGroup), 0.0, 4294967295.0)) return false;  // batchPerCore_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_B = shape.B;
-    out.v_B = v_B;
-    const int64_t v_M = shape.M;
-    out.v_M = v_M;
-    const int64_t v_N = shape.N;
-    out.v_N = v_N;
-    const int64_t v_K = shape.K;
-    out.v_K = v_K;
-    const int64_t v_baseM = config.baseM;
-    out.v_baseM = v_baseM;
-    const int64_t v_baseN = config.baseN;
-    out.v_baseN = v_baseN;
-    const int64_t v_baseK = config.baseK;
-    out.v_baseK = v_baseK;
-    const int64_t v_stepM = config.stepM;
-    out.v_stepM = v_stepM;
-    const int64_t v_stepN = config.stepN;
-    out.v_stepN = v_stepN;
-    const int64_t v_stepKa = config.stepKa;
-    out.v_stepKa = v_stepKa;
-    const int64_t v_stepKb = config.stepKb;
-    out.v_stepKb = v_stepKb;
-    const int64_t v_dbL1 = config.dbL1;
-    out.v_dbL1 = v_dbL1;
-    const int64_t v_dbL0A = config.dbL0A;
-    out.v_dbL0A = v_dbL0A;
-    const int64_t v_dbL0B = config.dbL0B;
-    out.v_dbL0B = v_dbL0B;
-    const int64_t v_dbL0C = config.dbL0C;
-    out.v_dbL0C = v_dbL0C;
-    const int64_t v_iterateOrder = config.iterateOrder;
-    out.v_iterateOrder = v_iterateOrder;
-    const int64_t v_mDim = config.mDim;
-    out.v_mDim = v_mDim;
-    const int64_t v_nDim = config.nDim;
-    out.v_nDim = v_nDim;
-    const int64_t v_kDim = config.kDim;
-    out.v_kDim = v_kDim;
-    const int64_t v_bDim = config.bDim;
-    out.v_bDim = v_bDim;
-    const int64_t v_issuerCores = hw_vector_cores;
-    out.v_issuerCores = v_issuerCores;
-    const int64_t v_issuersPerBlock = INT64_C(2);
-    out.v_issuersPerBlock = v_issuersPerBlock;
-    const int64_t v_k0 = at_floordiv(INT64_C(32), sizeof_a);
-    out.v_k0 = v_k0;
-    const int64_t v_singleCoreM = at_min(v_M, at_align_up(at_ceil_div(v_M, v_mDim), INT64_C(16)));
-    out.v_singleCoreM = v_singleCoreM;
-    const int64_t v_singleCoreN = at_min(v_N, at_align_up(at_ceil_div(v_N, v_nDim), INT64_C(16)));
-    out.v_singleCoreN = v_singleCoreN;
-    const int64_t v_singleCoreK = at_ceil_div(v_K, v_kDim);
-    out.v_singleCoreK = v_singleCoreK;
-    const int64_t v_mnCores = ((at_ceil_div(v_M, v_singleCoreM) * at_ceil_div(v_N, v_singleCoreN)) * at_ceil_div(v_K, v_singleCoreK));
-    out.v_mnCores = v_mnCores;
-    const int64_t v_batchPerGroup = at_ceil_div(v_B, v_bDim);
-    out.v_batchPerGroup = v_batchPerGroup;
-    const int64_t v_usedCoreNum = (v_mnCores * at_ceil_div(v_B, v_batchPerGroup));
-    out.v_usedCoreNum = v_usedCoreNum;
-    const int64_t v_blockDim = at_ceil_div(v_usedCoreNum, v_issuersPerBlock);
-    out.v_blockDim = v_blockDim;
-    const int64_t v_mBlocks = at_ceil_div(v_singleCoreM, v_baseM);
-    out.v_mBlocks = v_mBlocks;
-    const int64_t v_nBlocks = at_ceil_div(v_singleCoreN, v_baseN);
-    out.v_nBlocks = v_nBlocks;
-    const int64_t v_kIters = at_ceil_div(v_singleCoreK, v_baseK);
-    out.v_kIters = v_kIters;
-    const int64_t v_depthA1 = ((v_stepM * v_stepKa) * v_dbL1);
-    out.v_depthA1 = v_depthA1;
-    const int64_t v_depthB1 = ((v_stepN * v_stepKb) * v_dbL1);
-    out.v_depthB1 = v_depthB1;
-    const int64_t v_kaStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKa));
-    out.v_kaStepIter = v_kaStepIter;
-    const int64_t v_kbStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKb));
-    out.v_kbStepIter = v_kbStepIter;
-    const int64_t v_transLength = at_max(at_max(((v_baseM * v_baseK) * sizeof_a), ((v_baseK * v_baseN) * sizeof_b)), ((v_baseM * v_baseN) * sizeof_c));
-    out.v_transLength = v_transLength;
-    const int64_t v_l1UsedBytes = ((((v_baseM * v_baseK) * v_depthA1) * sizeof_a) + (((v_baseN * v_baseK) * v_depthB1) * sizeof_b));
-    out.v_l1UsedBytes = v_l1UsedBytes;
-    const int64_t v_l0cUsedBytes = (((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C);
-    out.v_l0cUsedBytes = v_l0cUsedBytes;
-    const int64_t v_aReads = ((((v_iterateOrder == INT64_C(1)) && (v_kIters <= v_stepKa))) ? (INT64_C(1)) : (v_nBlocks));
-    out.v_aReads = v_aReads;
-    const int64_t v_bReads = ((((v_iterateOrder == INT64_C(0)) && (v_kIters <= v_stepKb))) ? (INT64_C(1)) : (v_mBlocks));
-    out.v_bReads = v_bReads;
-    const int64_t v_aCoreBytes = (((((v_mBlocks * v_baseM) * v_kIters) * v_baseK) * sizeof_a) * v_aReads);
-    out.v_aCoreBytes = v_aCoreBytes;
-    const int64_t v_bCoreBytes = (((((v_nBlocks * v_baseN) * v_kIters) * v_baseK) * sizeof_b) * v_bReads);
-    out.v_bCoreBytes = v_bCoreBytes;
-    const int64_t v_uniqueBytes = (v_B * (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b)));
-    out.v_uniqueBytes = v_uniqueBytes;
-    const int64_t v_inFlightBytes = (at_min(v_B, at_ceil_div(v_B, v_batchPerGroup)) * (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b)));
-    out.v_inFlightBytes = v_inFlightBytes;
-    const int64_t v_missBytes = (((v_inFlightBytes <= hw_l2_bytes)) ? (v_uniqueBytes) : ((v_B * ((((v_M * v_K) * sizeof_a) * v_aReads) + (((v_K * v_N) * sizeof_b) * v_bReads)))));
-    out.v_missBytes = v_missBytes;
-    const int64_t v_totalReads = ((v_usedCoreNum * v_batchPerGroup) * (v_aCoreBytes + v_bCoreBytes));
-    out.v_totalReads = v_totalReads;
-    const double v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_missBytes), static_cast<double>(at_max(v_totalReads, INT64_C(1))))));
-    out.v_l2Hit = v_l2Hit;
-    const int64_t v_stepK = at_min(v_stepKa, v_stepKb);
-    out.v_stepK = v_stepK;
-    if (!(((((v_baseM * v_baseK) * sizeof_a) * v_dbL0A) <= hw_l0a_bytes))) return false;  // l0a_fits
-    if (!(((((v_baseN * v_baseK) * sizeof_b) * v_dbL0B) <= hw_l0b_bytes))) return false;  // l0b_fits
-    if (!(((((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C) <= hw_l0c_bytes))) return false;  // l0c_fits
-    if (!((v_l1UsedBytes <= hw_l1_bytes))) return false;  // l1_fits
-    if (!((at_mod(v_baseK, v_k0) == INT64_C(0)))) return false;  // basek_multiple_of_k0
-    if (!(((((v_mDim * v_nDim) * v_kDim) * v_bDim) <= v_issuerCores))) return false;  // cores_fit
-    if (!((((v_bDim - INT64_C(1)) * v_batchPerGroup) < v_B))) return false;  // no_empty_group
-    if (!(((((v_mDim - INT64_C(1)) * v_singleCoreM) < v_M) && (((v_nDim - INT64_C(1)) * v_singleCoreN) < v_N) && (((v_kDim - INT64_C(1)) * v_singleCoreK) < v_K)))) return false;  // no_empty_core
-    if (!(((v_baseM <= at_align_up(v_singleCoreM, INT64_C(16))) && (v_baseN <= at_align_up(v_singleCoreN, INT64_C(16)))))) return false;  // base_within_core_block
-    if (!(((v_stepM == INT64_C(1)) || (v_mBlocks >= v_stepM)))) return false;  // step_m_useful
-    if (!(((v_stepN == INT64_C(1)) || (v_nBlocks >= v_stepN)))) return false;  // step_n_useful
-    if (!(((v_stepKa == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKa)))) return false;  // step_ka_useful
-    if (!(((v_stepKb == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKb)))) return false;  // step_kb_useful
-    if (!(((v_kIters <= v_stepKa) || (v_stepM == INT64_C(1))))) return false;  // mdl_step_m
-    if (!(((v_kIters <= v_stepKb) || (v_stepN == INT64_C(1))))) return false;  // mdl_step_n
-    if (!(((at_mod(v_kaStepIter, v_kbStepIter) == INT64_C(0)) || (at_mod(v_kbStepIter, v_kaStepIter) == INT64_C(0))))) return false;  // mdl_k_step_iters_divide
-    {
-        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_usedCoreNum);  // cubeTilingData.usedCoreNum_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // cubeTilingData.M_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // cubeTilingData.N_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // cubeTilingData.Ka_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // cubeTilingData.Kb_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_singleCoreM);  // cubeTilingData.singleCoreM_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_singleCoreN);  // cubeTilingData.singleCoreN_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_singleCoreK);  // cubeTilingData.singleCoreK_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_baseM);  // cubeTilingData.baseM_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_baseN);  // cubeTilingData.baseN_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_baseK);  // cubeTilingData.baseK_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_depthA1);  // cubeTilingData.depthA1_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_depthB1);  // cubeTilingData.depthB1_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_stepM);  // cubeTilingData.stepM_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_stepN);  // cubeTilingData.stepN_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_transLength);  // cubeTilingData.transLength_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_iterateOrder);  // cubeTilingData.iterateOrder_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_l1UsedBytes);  // cubeTilingData.shareL1Size_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_l0cUsedBytes);  // cubeTilingData.shareL0CSize_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_B);  // cubeTilingData.batchM_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_B);  // cubeTilingData.batchN_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.singleBatchM_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.singleBatchN_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_stepKa);  // cubeTilingData.stepKa_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_stepKb);  // cubeTilingData.stepKb_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_dbL0A);  // cubeTilingData.dbL0A_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_dbL0B);  // cubeTilingData.dbL0B_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_dbL0C);  // cubeTilingData.dbL0C_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.BatchNum_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_B);  // batch_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_batchPerGroup);  // batchPerCore_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    return true;
+    out.v_B = shape.B;
+    out.v_M = shape.M;
+    out.v_N = shape.N;
+    out.v_K = shape.K;
+    out.v_baseM = config.baseM;
+    out.v_baseN = config.baseN;
+    out.v_baseK = config.baseK;
+    out.v_stepM = config.stepM;
+    out.v_stepN = config.stepN;
+    out.v_stepKa = config.stepKa;
+    out.v_stepKb = config.stepKb;
+    out.v_dbL1 = config.dbL1;
+    out.v_dbL0A = config.dbL0A;
+    out.v_dbL0B = config.dbL0B;
+    out.v_dbL0C = config.dbL0C;
+    out.v_iterateOrder = config.iterateOrder;
+    out.v_mDim = config.mDim;
+    out.v_nDim = config.nDim;
+    out.v_kDim = config.kDim;
+    out.v_bDim = config.bDim;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -1009,11 +724,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -1026,512 +766,23 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_N;
     const int64_t v_K = shape.K;
     (void)v_K;
-    const int64_t dims[4] = { shape.B, shape.M, shape.N, shape.K };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.baseM ? a - base.baseM : base.baseM - a;
-        const int64_t db = b > base.baseM ? b - base.baseM : base.baseM - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.baseN ? a - base.baseN : base.baseN - a;
-        const int64_t db = b > base.baseN ? b - base.baseN : base.baseN - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.baseK ? a - base.baseK : base.baseK - a;
-        const int64_t db = b > base.baseK ? b - base.baseK : base.baseK - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.stepM ? a - base.stepM : base.stepM - a;
-        const int64_t db = b > base.stepM ? b - base.stepM : base.stepM - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom4;
-    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom4.begin(), dom4.end());
-    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
-    if (dom4.empty()) return false;
-    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.stepN ? a - base.stepN : base.stepN - a;
-        const int64_t db = b > base.stepN ? b - base.stepN : base.stepN - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    std::stable_sort(dom5.begin(), dom5.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.stepKa ? a - base.stepKa : base.stepKa - a;
-        const int64_t db = b > base.stepKa ? b - base.stepKa : base.stepKa - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom6;
-    dom6 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom6.begin(), dom6.end());
-    dom6.erase(std::unique(dom6.begin(), dom6.end()), dom6.end());
-    if (dom6.empty()) return false;
-    std::stable_sort(dom6.begin(), dom6.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.stepKb ? a - base.stepKb : base.stepKb - a;
-        const int64_t db = b > base.stepKb ? b - base.stepKb : base.stepKb - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom7;
-    dom7 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom7.begin(), dom7.end());
-    dom7.erase(std::unique(dom7.begin(), dom7.end()), dom7.end());
-    if (dom7.empty()) return false;
-    std::stable_sort(dom7.begin(), dom7.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbL1 ? a - base.dbL1 : base.dbL1 - a;
-        const int64_t db = b > base.dbL1 ? b - base.dbL1 : base.dbL1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom8;
-    dom8 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom8.begin(), dom8.end());
-    dom8.erase(std::unique(dom8.begin(), dom8.end()), dom8.end());
-    if (dom8.empty()) return false;
-    std::stable_sort(dom8.begin(), dom8.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbL0A ? a - base.dbL0A : base.dbL0A - a;
-        const int64_t db = b > base.dbL0A ? b - base.dbL0A : base.dbL0A - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom9;
-    dom9 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom9.begin(), dom9.end());
-    dom9.erase(std::unique(dom9.begin(), dom9.end()), dom9.end());
-    if (dom9.empty()) return false;
-    std::stable_sort(dom9.begin(), dom9.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbL0B ? a - base.dbL0B : base.dbL0B - a;
-        const int64_t db = b > base.dbL0B ? b - base.dbL0B : base.dbL0B - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom10;
-    dom10 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom10.begin(), dom10.end());
-    dom10.erase(std::unique(dom10.begin(), dom10.end()), dom10.end());
-    if (dom10.empty()) return false;
-    std::stable_sort(dom10.begin(), dom10.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbL0C ? a - base.dbL0C : base.dbL0C - a;
-        const int64_t db = b > base.dbL0C ? b - base.dbL0C : base.dbL0C - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom11;
-    dom11 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom11.begin(), dom11.end());
-    dom11.erase(std::unique(dom11.begin(), dom11.end()), dom11.end());
-    if (dom11.empty()) return false;
-    std::stable_sort(dom11.begin(), dom11.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.iterateOrder ? a - base.iterateOrder : base.iterateOrder - a;
-        const int64_t db = b > base.iterateOrder ? b - base.iterateOrder : base.iterateOrder - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom12;
-    dom12 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
-    std::sort(dom12.begin(), dom12.end());
-    dom12.erase(std::unique(dom12.begin(), dom12.end()), dom12.end());
-    if (dom12.empty()) return false;
-    std::stable_sort(dom12.begin(), dom12.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.mDim ? a - base.mDim : base.mDim - a;
-        const int64_t db = b > base.mDim ? b - base.mDim : base.mDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom13;
-    dom13 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
-    std::sort(dom13.begin(), dom13.end());
-    dom13.erase(std::unique(dom13.begin(), dom13.end()), dom13.end());
-    if (dom13.empty()) return false;
-    std::stable_sort(dom13.begin(), dom13.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.nDim ? a - base.nDim : base.nDim - a;
-        const int64_t db = b > base.nDim ? b - base.nDim : base.nDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom14;
-    dom14 = {static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom14.begin(), dom14.end());
-    dom14.erase(std::unique(dom14.begin(), dom14.end()), dom14.end());
-    if (dom14.empty()) return false;
-    std::stable_sort(dom14.begin(), dom14.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.kDim ? a - base.kDim : base.kDim - a;
-        const int64_t db = b > base.kDim ? b - base.kDim : base.kDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom15;
-    dom15 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24))};
-    std::sort(dom15.begin(), dom15.end());
-    dom15.erase(std::unique(dom15.begin(), dom15.end()), dom15.end());
-    if (dom15.empty()) return false;
-    std::stable_sort(dom15.begin(), dom15.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.bDim ? a - base.bDim : base.bDim - a;
-        const int64_t db = b > base.bDim ? b - base.bDim : base.bDim - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_baseM = k0 < 0 ? base.baseM : dom0[k0];
-        if (k0 >= 0 && v_baseM == base.baseM) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_issuerCores = hw_vector_cores;
-        (void)v_issuerCores;
-        const int64_t v_issuersPerBlock = INT64_C(2);
-        (void)v_issuersPerBlock;
-        const int64_t v_k0 = at_floordiv(INT64_C(32), sizeof_a);
-        (void)v_k0;
-        const int64_t v_uniqueBytes = (v_B * (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b)));
-        (void)v_uniqueBytes;
-        {
-            const double value = static_cast<double>(v_M);  // cubeTilingData.M_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // cubeTilingData.N_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // cubeTilingData.Ka_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // cubeTilingData.Kb_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_baseM);  // cubeTilingData.baseM_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_B);  // cubeTilingData.batchM_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_B);  // cubeTilingData.batchN_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_B);  // batch_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_baseN = k1 < 0 ? base.baseN : dom1[k1];
-            if (k1 >= 0 && v_baseN == base.baseN) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            {
-                const double value = static_cast<double>(v_baseN);  // cubeTilingData.baseN_fits_int32_t
-                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_baseK = k2 < 0 ? base.baseK : dom2[k2];
-                if (k2 >= 0 && v_baseK == base.baseK) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_transLength = at_max(at_max(((v_baseM * v_baseK) * sizeof_a), ((v_baseK * v_baseN) * sizeof_b)), ((v_baseM * v_baseN) * sizeof_c));
-                (void)v_transLength;
-                if (!((at_mod(v_baseK, v_k0) == INT64_C(0)))) continue;  // basek_multiple_of_k0
-                {
-                    const double value = static_cast<double>(v_baseK);  // cubeTilingData.baseK_fits_int32_t
-                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_transLength);  // cubeTilingData.transLength_fits_int32_t
-                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_stepM = k3 < 0 ? base.stepM : dom3[k3];
-                    if (k3 >= 0 && v_stepM == base.stepM) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    {
-                        const double value = static_cast<double>(v_stepM);  // cubeTilingData.stepM_fits_int32_t
-                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                    }
-                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
-                        const int64_t v_stepN = k4 < 0 ? base.stepN : dom4[k4];
-                        if (k4 >= 0 && v_stepN == base.stepN) continue;
-                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                        {
-                            const double value = static_cast<double>(v_stepN);  // cubeTilingData.stepN_fits_int32_t
-                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                        }
-                        for (int64_t k5 = -1; k5 < static_cast<int64_t>(dom5.size()); ++k5) {
-                            const int64_t v_stepKa = k5 < 0 ? base.stepKa : dom5[k5];
-                            if (k5 >= 0 && v_stepKa == base.stepKa) continue;
-                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                            {
-                                const double value = static_cast<double>(v_stepKa);  // cubeTilingData.stepKa_fits_int32_t
-                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                            }
-                            for (int64_t k6 = -1; k6 < static_cast<int64_t>(dom6.size()); ++k6) {
-                                const int64_t v_stepKb = k6 < 0 ? base.stepKb : dom6[k6];
-                                if (k6 >= 0 && v_stepKb == base.stepKb) continue;
-                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                const int64_t v_stepK = at_min(v_stepKa, v_stepKb);
-                                (void)v_stepK;
-                                {
-                                    const double value = static_cast<double>(v_stepKb);  // cubeTilingData.stepKb_fits_int32_t
-                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                }
-                                for (int64_t k7 = -1; k7 < static_cast<int64_t>(dom7.size()); ++k7) {
-                                    const int64_t v_dbL1 = k7 < 0 ? base.dbL1 : dom7[k7];
-                                    if (k7 >= 0 && v_dbL1 == base.dbL1) continue;
-                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                    const int64_t v_depthA1 = ((v_stepM * v_stepKa) * v_dbL1);
-                                    (void)v_depthA1;
-                                    const int64_t v_depthB1 = ((v_stepN * v_stepKb) * v_dbL1);
-                                    (void)v_depthB1;
-                                    const int64_t v_l1UsedBytes = ((((v_baseM * v_baseK) * v_depthA1) * sizeof_a) + (((v_baseN * v_baseK) * v_depthB1) * sizeof_b));
-                                    (void)v_l1UsedBytes;
-                                    if (!((v_l1UsedBytes <= hw_l1_bytes))) continue;  // l1_fits
-                                    {
-                                        const double value = static_cast<double>(v_depthA1);  // cubeTilingData.depthA1_fits_int32_t
-                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                    }
-                                    {
-                                        const double value = static_cast<double>(v_depthB1);  // cubeTilingData.depthB1_fits_int32_t
-                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                    }
-                                    {
-                                        const double value = static_cast<double>(v_l1UsedBytes);  // cubeTilingData.shareL1Size_fits_int32_t
-                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                    }
-                                    for (int64_t k8 = -1; k8 < static_cast<int64_t>(dom8.size()); ++k8) {
-                                        const int64_t v_dbL0A = k8 < 0 ? base.dbL0A : dom8[k8];
-                                        if (k8 >= 0 && v_dbL0A == base.dbL0A) continue;
-                                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                        if (!(((((v_baseM * v_baseK) * sizeof_a) * v_dbL0A) <= hw_l0a_bytes))) continue;  // l0a_fits
-                                        {
-                                            const double value = static_cast<double>(v_dbL0A);  // cubeTilingData.dbL0A_fits_int32_t
-                                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                        }
-                                        for (int64_t k9 = -1; k9 < static_cast<int64_t>(dom9.size()); ++k9) {
-                                            const int64_t v_dbL0B = k9 < 0 ? base.dbL0B : dom9[k9];
-                                            if (k9 >= 0 && v_dbL0B == base.dbL0B) continue;
-                                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                            if (!(((((v_baseN * v_baseK) * sizeof_b) * v_dbL0B) <= hw_l0b_bytes))) continue;  // l0b_fits
-                                            {
-                                                const double value = static_cast<double>(v_dbL0B);  // cubeTilingData.dbL0B_fits_int32_t
-                                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                            }
-                                            for (int64_t k10 = -1; k10 < static_cast<int64_t>(dom10.size()); ++k10) {
-                                                const int64_t v_dbL0C = k10 < 0 ? base.dbL0C : dom10[k10];
-                                                if (k10 >= 0 && v_dbL0C == base.dbL0C) continue;
-                                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                const int64_t v_l0cUsedBytes = (((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C);
-                                                (void)v_l0cUsedBytes;
-                                                if (!(((((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C) <= hw_l0c_bytes))) continue;  // l0c_fits
-                                                {
-                                                    const double value = static_cast<double>(v_l0cUsedBytes);  // cubeTilingData.shareL0CSize_fits_int32_t
-                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                }
-                                                {
-                                                    const double value = static_cast<double>(v_dbL0C);  // cubeTilingData.dbL0C_fits_int32_t
-                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                }
-                                                for (int64_t k11 = -1; k11 < static_cast<int64_t>(dom11.size()); ++k11) {
-                                                    const int64_t v_iterateOrder = k11 < 0 ? base.iterateOrder : dom11[k11];
-                                                    if (k11 >= 0 && v_iterateOrder == base.iterateOrder) continue;
-                                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                    {
-                                                        const double value = static_cast<double>(v_iterateOrder);  // cubeTilingData.iterateOrder_fits_int32_t
-                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                    }
-                                                    for (int64_t k12 = -1; k12 < static_cast<int64_t>(dom12.size()); ++k12) {
-                                                        const int64_t v_mDim = k12 < 0 ? base.mDim : dom12[k12];
-                                                        if (k12 >= 0 && v_mDim == base.mDim) continue;
-                                                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                        const int64_t v_singleCoreM = at_min(v_M, at_align_up(at_ceil_div(v_M, v_mDim), INT64_C(16)));
-                                                        (void)v_singleCoreM;
-                                                        const int64_t v_mBlocks = at_ceil_div(v_singleCoreM, v_baseM);
-                                                        (void)v_mBlocks;
-                                                        if (!(((v_stepM == INT64_C(1)) || (v_mBlocks >= v_stepM)))) continue;  // step_m_useful
-                                                        {
-                                                            const double value = static_cast<double>(v_singleCoreM);  // cubeTilingData.singleCoreM_fits_int32_t
-                                                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                        }
-                                                        for (int64_t k13 = -1; k13 < static_cast<int64_t>(dom13.size()); ++k13) {
-                                                            const int64_t v_nDim = k13 < 0 ? base.nDim : dom13[k13];
-                                                            if (k13 >= 0 && v_nDim == base.nDim) continue;
-                                                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                            const int64_t v_singleCoreN = at_min(v_N, at_align_up(at_ceil_div(v_N, v_nDim), INT64_C(16)));
-                                                            (void)v_singleCoreN;
-                                                            const int64_t v_nBlocks = at_ceil_div(v_singleCoreN, v_baseN);
-                                                            (void)v_nBlocks;
-                                                            if (!(((v_baseM <= at_align_up(v_singleCoreM, INT64_C(16))) && (v_baseN <= at_align_up(v_singleCoreN, INT64_C(16)))))) continue;  // base_within_core_block
-                                                            if (!(((v_stepN == INT64_C(1)) || (v_nBlocks >= v_stepN)))) continue;  // step_n_useful
-                                                            {
-                                                                const double value = static_cast<double>(v_singleCoreN);  // cubeTilingData.singleCoreN_fits_int32_t
-                                                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                            }
-                                                            for (int64_t k14 = -1; k14 < static_cast<int64_t>(dom14.size()); ++k14) {
-                                                                const int64_t v_kDim = k14 < 0 ? base.kDim : dom14[k14];
-                                                                if (k14 >= 0 && v_kDim == base.kDim) continue;
-                                                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                                const int64_t v_singleCoreK = at_ceil_div(v_K, v_kDim);
-                                                                (void)v_singleCoreK;
-                                                                const int64_t v_mnCores = ((at_ceil_div(v_M, v_singleCoreM) * at_ceil_div(v_N, v_singleCoreN)) * at_ceil_div(v_K, v_singleCoreK));
-                                                                (void)v_mnCores;
-                                                                const int64_t v_kIters = at_ceil_div(v_singleCoreK, v_baseK);
-                                                                (void)v_kIters;
-                                                                const int64_t v_kaStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKa));
-                                                                (void)v_kaStepIter;
-                                                                const int64_t v_kbStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKb));
-                                                                (void)v_kbStepIter;
-                                                                const int64_t v_aReads = ((((v_iterateOrder == INT64_C(1)) && (v_kIters <= v_stepKa))) ? (INT64_C(1)) : (v_nBlocks));
-                                                                (void)v_aReads;
-                                                                const int64_t v_bReads = ((((v_iterateOrder == INT64_C(0)) && (v_kIters <= v_stepKb))) ? (INT64_C(1)) : (v_mBlocks));
-                                                                (void)v_bReads;
-                                                                const int64_t v_aCoreBytes = (((((v_mBlocks * v_baseM) * v_kIters) * v_baseK) * sizeof_a) * v_aReads);
-                                                                (void)v_aCoreBytes;
-                                                                const int64_t v_bCoreBytes = (((((v_nBlocks * v_baseN) * v_kIters) * v_baseK) * sizeof_b) * v_bReads);
-                                                                (void)v_bCoreBytes;
-                                                                if (!(((((v_mDim - INT64_C(1)) * v_singleCoreM) < v_M) && (((v_nDim - INT64_C(1)) * v_singleCoreN) < v_N) && (((v_kDim - INT64_C(1)) * v_singleCoreK) < v_K)))) continue;  // no_empty_core
-                                                                if (!(((v_stepKa == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKa)))) continue;  // step_ka_useful
-                                                                if (!(((v_stepKb == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKb)))) continue;  // step_kb_useful
-                                                                if (!(((v_kIters <= v_stepKa) || (v_stepM == INT64_C(1))))) continue;  // mdl_step_m
-                                                                if (!(((v_kIters <= v_stepKb) || (v_stepN == INT64_C(1))))) continue;  // mdl_step_n
-                                                                if (!(((at_mod(v_kaStepIter, v_kbStepIter) == INT64_C(0)) || (at_mod(v_kbStepIter, v_kaStepIter) == INT64_C(0))))) continue;  // mdl_k_step_iters_divide
-                                                                {
-                                                                    const double value = static_cast<double>(v_singleCoreK);  // cubeTilingData.singleCoreK_fits_int32_t
-                                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                                }
-                                                                for (int64_t k15 = -1; k15 < static_cast<int64_t>(dom15.size()); ++k15) {
-                                                                    const int64_t v_bDim = k15 < 0 ? base.bDim : dom15[k15];
-                                                                    if (k15 >= 0 && v_bDim == base.bDim) continue;
-                                                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                                    const int64_t v_batchPerGroup = at_ceil_div(v_B, v_bDim);
-                                                                    (void)v_batchPerGroup;
-                                                                    const int64_t v_usedCoreNum = (v_mnCores * at_ceil_div(v_B, v_batchPerGroup));
-                                                                    (void)v_usedCoreNum;
-                                                                    const int64_t v_blockDim = at_ceil_div(v_usedCoreNum, v_issuersPerBlock);
-                                                                    (void)v_blockDim;
-                                                                    const int64_t v_inFlightBytes = (at_min(v_B, at_ceil_div(v_B, v_batchPerGroup)) * (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b)));
-                                                                    (void)v_inFlightBytes;
-                                                                    const int64_t v_missBytes = (((v_inFlightBytes <= hw_l2_bytes)) ? (v_uniqueBytes) : ((v_B * ((((v_M * v_K) * sizeof_a) * v_aReads) + (((v_K * v_N) * sizeof_b) * v_bReads)))));
-                                                                    (void)v_missBytes;
-                                                                    const int64_t v_totalReads = ((v_usedCoreNum * v_batchPerGroup) * (v_aCoreBytes + v_bCoreBytes));
-                                                                    (void)v_totalReads;
-                                                                    const double v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_missBytes), static_cast<double>(at_max(v_totalReads, INT64_C(1))))));
-                                                                    (void)v_l2Hit;
-                                                                    if (!(((((v_mDim * v_nDim) * v_kDim) * v_bDim) <= v_issuerCores))) continue;  // cores_fit
-                                                                    if (!((((v_bDim - INT64_C(1)) * v_batchPerGroup) < v_B))) continue;  // no_empty_group
-                                                                    {
-                                                                        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-                                                                        if (cores < 1 || cores > aicNum) continue;
-                                                                    }
-                                                                    {
-                                                                        const int64_t cores = v_blockDim;  // block_dim_within_chip
-                                                                        if (cores < 1 || cores > aicNum) continue;
-                                                                    }
-                                                                    {
-                                                                        const double value = static_cast<double>(v_usedCoreNum);  // cubeTilingData.usedCoreNum_fits_int32_t
-                                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                                    }
-                                                                    {
-                                                                        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.singleBatchM_fits_int32_t
-                                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                                    }
-                                                                    {
-                                                                        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.singleBatchN_fits_int32_t
-                                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                                    }
-                                                                    {
-                                                                        const double value = static_cast<double>(v_batchPerGroup);  // cubeTilingData.BatchNum_fits_int32_t
-                                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                                    }
-                                                                    {
-                                                                        const double value = static_cast<double>(v_batchPerGroup);  // batchPerCore_fits_uint32_t
-                                                                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                                                                    }
-                                                                    {
-                                                                        const int64_t values[16] = {v_baseM, v_baseN, v_baseK, v_stepM, v_stepN, v_stepKa, v_stepKb, v_dbL1, v_dbL0A, v_dbL0B, v_dbL0C, v_iterateOrder, v_mDim, v_nDim, v_kDim, v_bDim};
-                                                                        const double us = PredictUs(dims, values, aicNum, aivNum);
-                                                                        if (found == 0 || us < bestUs) {
-                                                                            bestUs = us;
-                                                                            out.baseM = v_baseM;
-                                                                            out.baseN = v_baseN;
-                                                                            out.baseK = v_baseK;
-                                                                            out.stepM = v_stepM;
-                                                                            out.stepN = v_stepN;
-                                                                            out.stepKa = v_stepKa;
-                                                                            out.stepKb = v_stepKb;
-                                                                            out.dbL1 = v_dbL1;
-                                                                            out.dbL0A = v_dbL0A;
-                                                                            out.dbL0B = v_dbL0B;
-                                                                            out.dbL0C = v_dbL0C;
-                                                                            out.iterateOrder = v_iterateOrder;
-                                                                            out.mDim = v_mDim;
-                                                                            out.nDim = v_nDim;
-                                                                            out.kDim = v_kDim;
-                                                                            out.bDim = v_bDim;
-                                                                        }
-                                                                        if (++found >= 16) break;
-                                                                    }
-                                                                }
-                                                            if (gaveUp || found >= 16) break;
-                                                            }
-                                                        if (gaveUp || found >= 16) break;
-                                                        }
-                                                    if (gaveUp || found >= 16) break;
-                                                    }
-                                                if (gaveUp || found >= 16) break;
-                                                }
-                                            if (gaveUp || found >= 16) break;
-                                            }
-                                        if (gaveUp || found >= 16) break;
-                                        }
-                                    if (gaveUp || found >= 16) break;
-                                    }
-                                if (gaveUp || found >= 16) break;
-                                }
-                            if (gaveUp || found >= 16) break;
-                            }
-                        if (gaveUp || found >= 16) break;
-                        }
-                    if (gaveUp || found >= 16) break;
-                    }
-                if (gaveUp || found >= 16) break;
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainValues(doms[0], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // baseM
+    if (!DomainValues(doms[1], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // baseN
+    if (!DomainValues(doms[2], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256)})) return false;  // baseK
+    if (!DomainValues(doms[3], {INT64_C(1), INT64_C(2)})) return false;  // stepM
+    if (!DomainValues(doms[4], {INT64_C(1), INT64_C(2)})) return false;  // stepN
+    if (!DomainValues(doms[5], {INT64_C(1), INT64_C(2), INT64_C(4), INT64_C(8)})) return false;  // stepKa
+    if (!DomainValues(doms[6], {INT64_C(1), INT64_C(2), INT64_C(4), INT64_C(8)})) return false;  // stepKb
+    if (!DomainValues(doms[7], {INT64_C(1), INT64_C(2)})) return false;  // dbL1
+    if (!DomainValues(doms[8], {INT64_C(1), INT64_C(2)})) return false;  // dbL0A
+    if (!DomainValues(doms[9], {INT64_C(1), INT64_C(2)})) return false;  // dbL0B
+    if (!DomainValues(doms[10], {INT64_C(1), INT64_C(2)})) return false;  // dbL0C
+    if (!DomainValues(doms[11], {INT64_C(0), INT64_C(1)})) return false;  // iterateOrder
+    if (!DomainValues(doms[12], {INT64_C(1), INT64_C(2), INT64_C(3), INT64_C(4), INT64_C(5), INT64_C(6), INT64_C(8), INT64_C(10), INT64_C(12), INT64_C(16), INT64_C(20), INT64_C(24), INT64_C(40), INT64_C(48)})) return false;  // mDim
+    if (!DomainValues(doms[13], {INT64_C(1), INT64_C(2), INT64_C(3), INT64_C(4), INT64_C(5), INT64_C(6), INT64_C(8), INT64_C(10), INT64_C(12), INT64_C(16), INT64_C(20), INT64_C(24), INT64_C(40), INT64_C(48)})) return false;  // nDim
+    if (!DomainValues(doms[14], {INT64_C(1)})) return false;  // kDim
+    if (!DomainValues(doms[15], {INT64_C(1), INT64_C(2), INT64_C(3), INT64_C(4), INT64_C(5), INT64_C(6), INT64_C(8), INT64_C(10), INT64_C(12), INT64_C(16), INT64_C(20), INT64_C(24)})) return false;  // bDim
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -1554,6 +805,67 @@ inline Config ConfigOf(const int64_t* v) {
     config.bDim = v[15];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 16;
+    std::vector<int64_t> doms[16];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[16] = { base.baseM, base.baseN, base.baseK, base.stepM, base.stepN, base.stepKa, base.stepKb, base.dbL1, base.dbL0A, base.dbL0B, base.dbL0C, base.iterateOrder, base.mDim, base.nDim, base.kDim, base.bDim };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[4] = { shape.B, shape.M, shape.N, shape.K };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_B = shape.B;
+    w.v_M = shape.M;
+    w.v_N = shape.N;
+    w.v_K = shape.K;
+    int64_t cur[16] = {};
+    int64_t* const slots[16] = { &w.v_baseM, &w.v_baseN, &w.v_baseK, &w.v_stepM, &w.v_stepN, &w.v_stepKa, &w.v_stepKb, &w.v_dbL1, &w.v_dbL0A, &w.v_dbL0B, &w.v_dbL0C, &w.v_iterateOrder, &w.v_mDim, &w.v_nDim, &w.v_kDim, &w.v_bDim };
+    int64_t k[16] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -1592,115 +904,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_B = shape.B;
-    (void)v_B;
-    const int64_t v_M = shape.M;
-    (void)v_M;
-    const int64_t v_N = shape.N;
-    (void)v_N;
-    const int64_t v_K = shape.K;
-    (void)v_K;
     const int64_t dims[4] = { shape.B, shape.M, shape.N, shape.K };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::vector<int64_t> dom4;
-    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom4.begin(), dom4.end());
-    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
-    if (dom4.empty()) return false;
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    std::vector<int64_t> dom6;
-    dom6 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom6.begin(), dom6.end());
-    dom6.erase(std::unique(dom6.begin(), dom6.end()), dom6.end());
-    if (dom6.empty()) return false;
-    std::vector<int64_t> dom7;
-    dom7 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom7.begin(), dom7.end());
-    dom7.erase(std::unique(dom7.begin(), dom7.end()), dom7.end());
-    if (dom7.empty()) return false;
-    std::vector<int64_t> dom8;
-    dom8 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom8.begin(), dom8.end());
-    dom8.erase(std::unique(dom8.begin(), dom8.end()), dom8.end());
-    if (dom8.empty()) return false;
-    std::vector<int64_t> dom9;
-    dom9 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom9.begin(), dom9.end());
-    dom9.erase(std::unique(dom9.begin(), dom9.end()), dom9.end());
-    if (dom9.empty()) return false;
-    std::vector<int64_t> dom10;
-    dom10 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom10.begin(), dom10.end());
-    dom10.erase(std::unique(dom10.begin(), dom10.end()), dom10.end());
-    if (dom10.empty()) return false;
-    std::vector<int64_t> dom11;
-    dom11 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom11.begin(), dom11.end());
-    dom11.erase(std::unique(dom11.begin(), dom11.end()), dom11.end());
-    if (dom11.empty()) return false;
-    std::vector<int64_t> dom12;
-    dom12 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
-    std::sort(dom12.begin(), dom12.end());
-    dom12.erase(std::unique(dom12.begin(), dom12.end()), dom12.end());
-    if (dom12.empty()) return false;
-    std::vector<int64_t> dom13;
-    dom13 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
-    std::sort(dom13.begin(), dom13.end());
-    dom13.erase(std::unique(dom13.begin(), dom13.end()), dom13.end());
-    if (dom13.empty()) return false;
-    std::vector<int64_t> dom14;
-    dom14 = {static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom14.begin(), dom14.end());
-    dom14.erase(std::unique(dom14.begin(), dom14.end()), dom14.end());
-    if (dom14.empty()) return false;
-    std::vector<int64_t> dom15;
-    dom15 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24))};
-    std::sort(dom15.begin(), dom15.end());
-    dom15.erase(std::unique(dom15.begin(), dom15.end()), dom15.end());
-    if (dom15.empty()) return false;
-    const std::vector<int64_t>* doms[16] = {&dom0, &dom1, &dom2, &dom3, &dom4, &dom5, &dom6, &dom7, &dom8, &dom9, &dom10, &dom11, &dom12, &dom13, &dom14, &dom15};
+    std::vector<int64_t> doms[16];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 16;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 51;
+    static const int32_t kPairs[51][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 0, 6 }, { 0, 7 }, { 0, 8 }, { 0, 10 }, { 0, 12 }, { 0, 13 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 1, 5 }, { 1, 6 }, { 1, 7 }, { 1, 9 }, { 1, 10 }, { 1, 12 }, { 1, 13 }, { 2, 3 }, { 2, 4 }, { 2, 5 }, { 2, 6 }, { 2, 7 }, { 2, 8 }, { 2, 9 }, { 2, 14 }, { 3, 4 }, { 3, 5 }, { 3, 6 }, { 3, 7 }, { 3, 12 }, { 3, 14 }, { 4, 5 }, { 4, 6 }, { 4, 7 }, { 4, 13 }, { 4, 14 }, { 5, 6 }, { 5, 7 }, { 5, 14 }, { 6, 7 }, { 6, 14 }, { 12, 13 }, { 12, 14 }, { 12, 15 }, { 13, 14 }, { 13, 15 }, { 14, 15 } };
     int64_t cur[16] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim, config.bDim };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[16] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -1713,7 +940,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -1722,12 +952,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[16];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[16];
@@ -1746,6 +977,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "flash_attention_custom_tiling.h"
@@ -204,637 +205,307 @@ static const double k_FP4[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP5[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP5[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t s2 = shape[2];
-    const int64_t s3 = shape[3];
-    const int64_t s4 = shape[4];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
-    const int64_t t0 = at_ceil_div(s2, p0);
-    const int64_t t1 = at_ceil_div(s3, p1);
-    const int64_t t2 = (s0 * s1);
-    const int64_t t3 = (t2 * t0);
-    const int64_t t4 = at_ceil_div(t3, p2);
-    const int64_t t5 = (((p0 < s2)) ? p0 : s2);
-    const int64_t t6 = (-at_floordiv((-t5), INT64_C(2)));
-    const int64_t t7 = ((-at_floordiv((-s3), INT64_C(16))) * INT64_C(16));
-    const int64_t t8 = (((p1 < t7)) ? p1 : t7);
-    const int64_t t9 = (((s4 > INT64_C(128))) ? INT64_C(128) : INT64_C(256));
-    const int64_t t10 = (p0 * INT64_C(4));
-    const int64_t t11 = at_floordiv(INT64_C(131072), t10);
-    const int64_t t12 = (at_floordiv(t11, INT64_C(16)) * INT64_C(16));
-    const int64_t t13 = (((t8 < t9)) ? t8 : t9);
-    const int64_t t14 = (((t13 < t12)) ? t13 : t12);
-    const int64_t t15 = at_ceil_div(t8, t14);
-    const int64_t t16 = (((s4 > INT64_C(128))) ? INT64_C(4096) : INT64_C(8192));
-    const int64_t t17 = at_floordiv(t16, t8);
-    const int64_t t18 = (((t6 < t17)) ? t6 : t17);
-    const int64_t t19 = (((INT64_C(1) > t18)) ? INT64_C(1) : t18);
-    const int64_t t20 = at_ceil_div(t6, t19);
-    const double t21 = at_fdiv(1.0, static_cast<double>(t0));
-    const double t22 = (1.0 - t21);
-    const int64_t t23 = (t0 - INT64_C(1));
-    const int64_t t24 = (t23 * p0);
-    const int64_t t25 = (s2 - t24);
-    (void)t25;
-    const int64_t t26 = (t1 - INT64_C(1));
-    const int64_t t27 = (t26 * p1);
-    const int64_t t28 = (s3 - t27);
-    (void)t28;
-    const double t29 = static_cast<double>(p2);
-    const double t30 = static_cast<double>(t3);
-    const double t31 = at_fceil(at_py_div(t30, ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0)));
-    const double t32 = ((((t31 > 0.0)) || ((t31 != t31))) ? t31 : 0.0);
-    const double t33 = (((t32 > 1.0)) ? 14.0 : 0.0);
-    const double t34 = t33;
-    const int64_t t35 = (((p0 < s2)) ? p0 : s2);
-    const int64_t t36 = (t35 * s4);
-    const double t37 = static_cast<double>((t36 * INT64_C(2)));
-    const double t38 = static_cast<double>((((p0 < s2)) ? p0 : s2));
-    const double t39 = ((((t38 > 1.0)) || ((t38 != t38))) ? t38 : 1.0);
-    const double t40 = at_py_div(t37, t39);
-    const double t41 = ((t39 * at_fceil(at_py_div(t40, 32.0))) * 32.0);
-    const double t42 = at_interp(t41, k_XP0, k_FP0, 6);
-    const bool t43 = ((std::fmod(t40, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t44 = (t43 ? 1.0 : 0.7);
-    const double t45 = (t42 * t44);
-    const double t46 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t47 = ((((t46 < 1.0)) || ((t46 != t46))) ? t46 : 1.0);
-    const double t48 = at_py_div(1.0, (at_py_div((1.0 - t47), 888.8888888888889) + at_py_div(t47, 3888.8888888888887)));
-    const double t49 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
-    const double t50 = (t49 * 330.0);
-    const double t51 = std::pow(t48, (-1.5));
-    const double t52 = at_py_div(std::pow((std::pow(t50, (-1.5)) + t51), (-0.6666666666666666)), t49);
-    const double t53 = ((((t45 < t52)) || ((t45 != t45))) ? t45 : t52);
-    const double t54 = at_py_div((1.0 * t41), t52);
-    const double t55 = at_py_div(t41, t53);
-    const double t56 = (210.0 + t55);
-    const double t57 = (1.0 * t56);
-    const double t58 = (t34 + t57);
-    const double t59 = (0.0 + t57);
-    const double t60 = (0.0 + t54);
-    const double t61 = static_cast<double>(t1);
-    const double t62 = static_cast<double>(INT64_C(2));
-    const double t63 = ((((t61 > 0.0)) || ((t61 != t61))) ? t61 : 0.0);
-    const double t64 = (((t63 > 1.0)) ? 14.0 : 0.0);
-    const double t65 = t64;
-    const double t66 = static_cast<double>(t15);
-    const int64_t t67 = (t14 * s4);
-    const double t68 = static_cast<double>((t67 * INT64_C(2)));
-    const double t69 = static_cast<double>(t14);
-    const double t70 = t22;
-    const double t71 = ((((t69 > 1.0)) || ((t69 != t69))) ? t69 : 1.0);
-    const double t72 = at_py_div(t68, t71);
-    const double t73 = ((t71 * at_fceil(at_py_div(t72, 32.0))) * 32.0);
-    const double t74 = at_interp(t73, k_XP0, k_FP0, 6);
-    const bool t75 = ((std::fmod(t72, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t76 = (t75 ? 1.0 : 0.7);
-    const double t77 = (t74 * t76);
-    const double t78 = ((((t70 > 0.0)) || ((t70 != t70))) ? t70 : 0.0);
-    const double t79 = ((((t78 < 1.0)) || ((t78 != t78))) ? t78 : 1.0);
-    const double t80 = at_py_div(1.0, (at_py_div((1.0 - t79), 888.8888888888889) + at_py_div(t79, 3888.8888888888887)));
-    const double t81 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
-    const double t82 = (t81 * 330.0);
-    const double t83 = std::pow(t80, (-1.5));
-    const double t84 = at_py_div(std::pow((std::pow(t82, (-1.5)) + t83), (-0.6666666666666666)), t81);
-    const double t85 = ((((t77 < t84)) || ((t77 != t77))) ? t77 : t84);
-    const double t86 = at_py_div((t66 * t73), t84);
-    const double t87 = at_py_div(t73, t85);
-    const double t88 = (210.0 + t87);
-    const double t89 = (t66 * t88);
-    const double t90 = (t65 + t89);
-    const double t91 = (0.0 + t89);
-    const double t92 = (0.0 + t86);
-    const double t93 = static_cast<double>(t15);
-    const int64_t t94 = (p0 * s4);
-    const double t95 = static_cast<double>((t94 * INT64_C(2)));
-    const double t96 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t97 = at_py_div(t95, t96);
-    const double t98 = ((t96 * at_fceil(at_py_div(t97, 32.0))) * 32.0);
-    const double t99 = at_interp(t98, k_XP1, k_FP1, 4);
-    const double t100 = at_py_div(t98, t99);
-    const double t101 = (2.0 + t100);
-    const double t102 = (t93 * t101);
-    const double t103 = (t90 + t102);
-    const double t104 = (0.0 + t102);
-    const double t105 = (t92 + 0.0);
-    const double t106 = static_cast<double>(t15);
-    const int64_t t107 = (t14 * s4);
-    const double t108 = static_cast<double>((t107 * INT64_C(2)));
-    const double t109 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t110 = at_py_div(t108, t109);
-    const double t111 = ((t109 * at_fceil(at_py_div(t110, 32.0))) * 32.0);
-    const double t112 = at_interp(t111, k_XP2, k_FP2, 4);
-    const double t113 = at_py_div(t111, t112);
-    const double t114 = (2.0 + t113);
-    const double t115 = (t106 * t114);
-    const double t116 = (t103 + t115);
-    const double t117 = (t104 + t115);
-    const double t118 = (t105 + 0.0);
-    const double t119 = static_cast<double>(t15);
-    const double t120 = static_cast<double>(p0);
-    const double t121 = static_cast<double>(t14);
-    const double t122 = static_cast<double>(s4);
-    const double t123 = ((at_fceil(at_py_div(t120, 16.0)) * at_fceil(at_py_div(t121, 16.0))) * at_fceil(at_py_div(t122, static_cast<double>(INT64_C(16)))));
-    const double t124 = ((t123 * 1.0) + 2.0);
-    const double t125 = (t119 * t124);
-    const double t126 = (t116 + t125);
-    const double t127 = (0.0 + t125);
-    const double t128 = (t118 + 0.0);
-    const double t129 = static_cast<double>(t15);
-    const int64_t t130 = (p0 * t14);
-    const double t131 = static_cast<double>((t130 * INT64_C(4)));
-    const double t132 = static_cast<double>(p0);
-    const double t133 = static_cast<double>(INT64_C(1));
-    const double t134 = ((((t132 > 1.0)) || ((t132 != t132))) ? t132 : 1.0);
-    const double t135 = at_py_div(t131, t134);
-    const double t136 = ((t134 * at_fceil(at_py_div(t135, 32.0))) * 32.0);
-    const double t137 = at_interp(t136, k_XP3, k_FP3, 6);
-    const bool t138 = ((std::fmod(t135, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t139 = (t138 ? 1.0 : 0.7);
-    const double t140 = (t137 * t139);
-    const double t141 = ((((t133 > 0.0)) || ((t133 != t133))) ? t133 : 0.0);
-    const double t142 = ((((t141 < 1.0)) || ((t141 != t141))) ? t141 : 1.0);
-    const double t143 = at_py_div(1.0, (at_py_div((1.0 - t142), 888.8888888888889) + at_py_div(t142, 3888.8888888888887)));
-    const double t144 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
-    const double t145 = (t144 * 330.0);
-    const double t146 = std::pow(t143, (-1.5));
-    const double t147 = at_py_div(std::pow((std::pow(t145, (-1.5)) + t146), (-0.6666666666666666)), t144);
-    const double t148 = ((((t140 < t147)) || ((t140 != t140))) ? t140 : t147);
-    const double t149 = at_py_div((t129 * t136), t147);
-    const double t150 = at_py_div(t136, t148);
-    const double t151 = (11.0 + t150);
-    const double t152 = (t129 * t151);
-    const double t153 = (t126 + t152);
-    const double t154 = (0.0 + t152);
-    const double t155 = (t128 + t149);
-    const double t156 = static_cast<double>(t15);
-    const int64_t t157 = (p0 * t14);
-    const double t158 = static_cast<double>((t157 * INT64_C(2)));
-    const double t159 = static_cast<double>(p0);
-    const double t160 = static_cast<double>(INT64_C(1));
-    const double t161 = ((((t159 > 1.0)) || ((t159 != t159))) ? t159 : 1.0);
-    const double t162 = at_py_div(t158, t161);
-    const double t163 = ((t161 * at_fceil(at_py_div(t162, 32.0))) * 32.0);
-    const double t164 = at_interp(t163, k_XP0, k_FP0, 6);
-    const bool t165 = ((std::fmod(t162, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t166 = (t165 ? 1.0 : 0.7);
-    const double t167 = (t164 * t166);
-    const double t168 = ((((t160 > 0.0)) || ((t160 != t160))) ? t160 : 0.0);
-    const double t169 = ((((t168 < 1.0)) || ((t168 != t168))) ? t168 : 1.0);
-    const double t170 = at_py_div(1.0, (at_py_div((1.0 - t169), 888.8888888888889) + at_py_div(t169, 3888.8888888888887)));
-    const double t171 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
-    const double t172 = (t171 * 330.0);
-    const double t173 = std::pow(t170, (-1.5));
-    const double t174 = at_py_div(std::pow((std::pow(t172, (-1.5)) + t173), (-0.6666666666666666)), t171);
-    const double t175 = ((((t167 < t174)) || ((t167 != t167))) ? t167 : t174);
-    const double t176 = at_py_div((t156 * t163), t174);
-    const double t177 = at_py_div(t163, t175);
-    const double t178 = (210.0 + t177);
-    const double t179 = (t156 * t178);
-    const double t180 = (t153 + t179);
-    const double t181 = (t91 + t179);
-    const double t182 = (t155 + t176);
-    const double t183 = static_cast<double>(t15);
-    const int64_t t184 = (t14 * s4);
-    const double t185 = static_cast<double>((t184 * INT64_C(2)));
-    const double t186 = static_cast<double>(t14);
-    const double t187 = t22;
-    const double t188 = ((((t186 > 1.0)) || ((t186 != t186))) ? t186 : 1.0);
-    const double t189 = at_py_div(t185, t188);
-    const double t190 = ((t188 * at_fceil(at_py_div(t189, 32.0))) * 32.0);
-    const double t191 = at_interp(t190, k_XP0, k_FP0, 6);
-    const bool t192 = ((std::fmod(t189, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t193 = (t192 ? 1.0 : 0.7);
-    const double t194 = (t191 * t193);
-    const double t195 = ((((t187 > 0.0)) || ((t187 != t187))) ? t187 : 0.0);
-    const double t196 = ((((t195 < 1.0)) || ((t195 != t195))) ? t195 : 1.0);
-    const double t197 = at_py_div(1.0, (at_py_div((1.0 - t196), 888.8888888888889) + at_py_div(t196, 3888.8888888888887)));
-    const double t198 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
-    const double t199 = (t198 * 330.0);
-    const double t200 = std::pow(t197, (-1.5));
-    const double t201 = at_py_div(std::pow((std::pow(t199, (-1.5)) + t200), (-0.6666666666666666)), t198);
-    const double t202 = ((((t194 < t201)) || ((t194 != t194))) ? t194 : t201);
-    const double t203 = at_py_div((t183 * t190), t201);
-    const double t204 = at_py_div(t190, t202);
-    const double t205 = (210.0 + t204);
-    const double t206 = (t183 * t205);
-    const double t207 = (t180 + t206);
-    const double t208 = (t181 + t206);
-    const double t209 = (t182 + t203);
-    const double t210 = static_cast<double>(t15);
-    const int64_t t211 = (p0 * t14);
-    const double t212 = static_cast<double>((t211 * INT64_C(2)));
-    const double t213 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t214 = at_py_div(t212, t213);
-    const double t215 = ((t213 * at_fceil(at_py_div(t214, 32.0))) * 32.0);
-    const double t216 = at_interp(t215, k_XP1, k_FP1, 4);
-    const double t217 = at_py_div(t215, t216);
-    const double t218 = (2.0 + t217);
-    const double t219 = (t210 * t218);
-    const double t220 = (t207 + t219);
-    const double t221 = (t117 + t219);
-    const double t222 = (t209 + 0.0);
-    const double t223 = static_cast<double>(t15);
-    const int64_t t224 = (t14 * s4);
-    const double t225 = static_cast<double>((t224 * INT64_C(2)));
-    const double t226 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t227 = at_py_div(t225, t226);
-    const double t228 = ((t226 * at_fceil(at_py_div(t227, 32.0))) * 32.0);
-    const double t229 = at_interp(t228, k_XP2, k_FP2, 4);
-    const double t230 = at_py_div(t228, t229);
-    const double t231 = (2.0 + t230);
-    const double t232 = (t223 * t231);
-    const double t233 = (t220 + t232);
-    const double t234 = (t221 + t232);
-    const double t235 = (t222 + 0.0);
-    const double t236 = static_cast<double>(t15);
-    const double t237 = static_cast<double>(p0);
-    const double t238 = static_cast<double>(s4);
-    const double t239 = static_cast<double>(t14);
-    const double t240 = ((at_fceil(at_py_div(t237, 16.0)) * at_fceil(at_py_div(t238, 16.0))) * at_fceil(at_py_div(t239, static_cast<double>(INT64_C(16)))));
-    const double t241 = ((t240 * 1.0) + 2.0);
-    const double t242 = (t236 * t241);
-    const double t243 = (t233 + t242);
-    const double t244 = (t127 + t242);
-    const double t245 = (t235 + 0.0);
-    const int64_t t246 = (p0 * s4);
-    const double t247 = static_cast<double>((t246 * INT64_C(4)));
-    const double t248 = static_cast<double>(p0);
-    const double t249 = static_cast<double>(INT64_C(1));
-    const double t250 = ((((t248 > 1.0)) || ((t248 != t248))) ? t248 : 1.0);
-    const double t251 = at_py_div(t247, t250);
-    const double t252 = ((t250 * at_fceil(at_py_div(t251, 32.0))) * 32.0);
-    const double t253 = at_interp(t252, k_XP3, k_FP3, 6);
-    const bool t254 = ((std::fmod(t251, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t255 = (t254 ? 1.0 : 0.7);
-    const double t256 = (t253 * t255);
-    const double t257 = ((((t249 > 0.0)) || ((t249 != t249))) ? t249 : 0.0);
-    const double t258 = ((((t257 < 1.0)) || ((t257 != t257))) ? t257 : 1.0);
-    const double t259 = at_py_div(1.0, (at_py_div((1.0 - t258), 888.8888888888889) + at_py_div(t258, 3888.8888888888887)));
-    const double t260 = ((((t29 > 1.0)) || ((t29 != t29))) ? t29 : 1.0);
-    const double t261 = (t260 * 330.0);
-    const double t262 = std::pow(t259, (-1.5));
-    const double t263 = at_py_div(std::pow((std::pow(t261, (-1.5)) + t262), (-0.6666666666666666)), t260);
-    const double t264 = ((((t256 < t263)) || ((t256 != t256))) ? t256 : t263);
-    const double t265 = at_py_div((1.0 * t252), t263);
-    const double t266 = at_py_div(t252, t264);
-    const double t267 = (11.0 + t266);
-    const double t268 = (1.0 * t267);
-    const double t269 = (t243 + t268);
-    const double t270 = (t154 + t268);
-    const double t271 = (t245 + t265);
-    const double t272 = (t269 + 14.0);
-    const double t273 = (t64 + 14.0);
-    const double t274 = ((((t273 > t208)) || ((t273 != t273))) ? t273 : t208);
-    const double t275 = ((((t274 > t234)) || ((t274 != t274))) ? t274 : t234);
-    const double t276 = ((((t275 > t244)) || ((t275 != t275))) ? t275 : t244);
-    const double t277 = ((((t276 > t270)) || ((t276 != t276))) ? t276 : t270);
-    const double t278 = ((((t277 > t271)) || ((t277 != t277))) ? t277 : t271);
-    const double t279 = ((((t278 > 0.0)) || ((t278 != t278))) ? t278 : 0.0);
-    const double t280 = (t63 - 1.0);
-    const double t281 = ((((t280 > 0.0)) || ((t280 != t280))) ? t280 : 0.0);
-    const bool t282 = ((t62 >= static_cast<double>(INT64_C(2))));
-    const double t283 = (t282 ? (t272 + (t281 * t279)) : (t63 * t272));
-    const double t284 = (t282 ? (t63 * 0.0) : ((t281 * t272) + t279));
-    const double t285 = (((t63 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t283);
-    const double t286 = (((t63 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t284);
-    const double t287 = (t273 * t63);
-    const double t288 = (t208 * t63);
-    const double t289 = (t234 * t63);
-    const double t290 = (t244 * t63);
-    const double t291 = (t270 * t63);
-    const double t292 = (t271 * t63);
-    const double t293 = (t58 + t285);
-    const double t294 = (t33 + t287);
-    const double t295 = (t59 + t288);
-    const double t296 = (0.0 + t289);
-    const double t297 = (0.0 + t290);
-    const double t298 = (0.0 + t291);
-    const double t299 = (t60 + t292);
-    const double t300 = (((0.0 > t286)) ? 0.0 : t286);
-    const double t301 = (t293 + 0.0);
-    const double t302 = (t294 + 0.0);
-    const double t303 = ((((t302 > t295)) || ((t302 != t302))) ? t302 : t295);
-    const double t304 = ((((t303 > t296)) || ((t303 != t303))) ? t303 : t296);
-    const double t305 = ((((t304 > t297)) || ((t304 != t304))) ? t304 : t297);
-    const double t306 = ((((t305 > t298)) || ((t305 != t305))) ? t305 : t298);
-    const double t307 = ((((t306 > t299)) || ((t306 != t306))) ? t306 : t299);
-    const double t308 = ((((t307 > t300)) || ((t307 != t307))) ? t307 : t300);
-    const double t309 = (t32 - 1.0);
-    const double t310 = ((((t309 > 0.0)) || ((t309 != t309))) ? t309 : 0.0);
-    const double t311 = (t32 * t301);
-    const double t312 = ((t310 * t301) + t308);
-    const double t313 = (((t32 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t311);
-    const double t314 = (((t32 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t312);
-    (void)t314;
-    const double t315 = (t302 * t32);
-    (void)t315;
-    const double t316 = (t295 * t32);
-    (void)t316;
-    const double t317 = (t296 * t32);
-    (void)t317;
-    const double t318 = (t297 * t32);
-    (void)t318;
-    const double t319 = (t298 * t32);
-    (void)t319;
-    const double t320 = (t299 * t32);
-    (void)t320;
-    const double t321 = at_py_div(t313, 1800.0);
-    const double t322 = ((2.0 + 16.87) + at_py_div((1.3 * t29), static_cast<double>(aic)));
-    const double t323 = (((0.0 > t322)) ? 0.0 : t322);
-    const double t324 = static_cast<double>((INT64_C(2) * p2));
-    const double t325 = static_cast<double>((INT64_C(2) * t3));
-    const double t326 = at_fceil(at_py_div(t325, ((((t324 > 1.0)) || ((t324 != t324))) ? t324 : 1.0)));
-    const double t327 = ((((t326 > 0.0)) || ((t326 != t326))) ? t326 : 0.0);
-    const double t328 = (((t327 > 1.0)) ? 14.0 : 0.0);
-    const double t329 = t328;
-    const double t330 = static_cast<double>(t1);
-    const double t331 = static_cast<double>(INT64_C(1));
-    const double t332 = ((((t330 > 0.0)) || ((t330 != t330))) ? t330 : 0.0);
-    const double t333 = (((t332 > 1.0)) ? 14.0 : 0.0);
-    const double t334 = t333;
-    const double t335 = static_cast<double>(t20);
-    const double t336 = static_cast<double>(p3);
-    const double t337 = ((((t335 > 0.0)) || ((t335 != t335))) ? t335 : 0.0);
-    const double t338 = (((t337 > 1.0)) ? 14.0 : 0.0);
-    const double t339 = t338;
-    const int64_t t340 = (t19 * t8);
-    const double t341 = static_cast<double>((t340 * INT64_C(4)));
-    const double t342 = static_cast<double>(t19);
-    const double t343 = static_cast<double>(INT64_C(1));
-    const double t344 = ((((t342 > 1.0)) || ((t342 != t342))) ? t342 : 1.0);
-    const double t345 = at_py_div(t341, t344);
-    const double t346 = ((t344 * at_fceil(at_py_div(t345, 32.0))) * 32.0);
-    const double t347 = at_interp(t346, k_XP4, k_FP4, 5);
-    const bool t348 = ((std::fmod(t345, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t349 = (t348 ? 1.0 : 0.7);
-    const double t350 = (t347 * t349);
-    const double t351 = ((((t343 > 0.0)) || ((t343 != t343))) ? t343 : 0.0);
-    const double t352 = ((((t351 < 1.0)) || ((t351 != t351))) ? t351 : 1.0);
-    const double t353 = at_py_div(1.0, (at_py_div((1.0 - t352), 888.8888888888889) + at_py_div(t352, 3888.8888888888887)));
-    const double t354 = ((((t324 > 1.0)) || ((t324 != t324))) ? t324 : 1.0);
-    const double t355 = (t354 * 200.0);
-    const double t356 = std::pow(t353, (-1.5));
-    const double t357 = at_py_div(std::pow((std::pow(t355, (-1.5)) + t356), (-0.6666666666666666)), t354);
-    const double t358 = ((((t350 < t357)) || ((t350 != t350))) ? t350 : t357);
-    const double t359 = at_py_div((1.0 * t346), t357);
-    const double t360 = at_py_div(t346, t358);
-    const double t361 = (190.0 + t360);
-    const double t362 = (1.0 * t361);
-    const double t363 = (t339 + t362);
-    const double t364 = (0.0 + t362);
-    const double t365 = (0.0 + t359);
-    const double t366 = static_cast<double>(t19);
-    const double t367 = static_cast<double>(at_floordiv(t8, INT64_C(2)));
-    const double t368 = at_fceil(at_py_div((t367 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t369 = at_fceil(at_py_div(t368, 255.0));
-    const double t370 = ((t369 * 22.0) + (t368 * 2.0));
-    const double t371 = (t366 * t370);
-    const double t372 = (t363 + t371);
-    const double t373 = (0.0 + t371);
-    const double t374 = (t365 + 0.0);
-    const double t375 = static_cast<double>(t19);
-    const double t376 = static_cast<double>((((t8 < INT64_C(64))) ? t8 : INT64_C(64)));
-    const double t377 = at_fceil(at_py_div((t376 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t378 = at_fceil(at_py_div(t377, 255.0));
-    const double t379 = ((t378 * 22.0) + (t377 * 7.0));
-    const double t380 = (t375 * t379);
-    const double t381 = (t372 + t380);
-    const double t382 = (t373 + t380);
-    const double t383 = (t374 + 0.0);
-    const double t384 = static_cast<double>(t19);
-    const double t385 = static_cast<double>(t8);
-    const double t386 = at_fceil(at_py_div((t385 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t387 = at_fceil(at_py_div(t386, 255.0));
-    const double t388 = ((t387 * 22.0) + (t386 * 1.0));
-    const double t389 = (t384 * t388);
-    const double t390 = (t381 + t389);
-    const double t391 = (t382 + t389);
-    const double t392 = (t383 + 0.0);
-    const double t393 = static_cast<double>((t19 * t8));
-    const double t394 = at_fceil(at_py_div((t393 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t395 = at_fceil(at_py_div(t394, 255.0));
-    const double t396 = ((t395 * 22.0) + (t394 * 2.0));
-    const double t397 = (1.0 * t396);
-    const double t398 = (t390 + t397);
-    const double t399 = (t391 + t397);
-    const double t400 = (t392 + 0.0);
-    const double t401 = static_cast<double>(t19);
-    const double t402 = static_cast<double>(at_floordiv(t8, INT64_C(2)));
-    const double t403 = at_fceil(at_py_div((t402 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t404 = at_fceil(at_py_div(t403, 255.0));
-    const double t405 = ((t404 * 22.0) + (t403 * 2.0));
-    const double t406 = (t401 * t405);
-    const double t407 = (t398 + t406);
-    const double t408 = (t399 + t406);
-    const double t409 = (t400 + 0.0);
-    const double t410 = static_cast<double>(t19);
-    const double t411 = static_cast<double>((((t8 < INT64_C(64))) ? t8 : INT64_C(64)));
-    const double t412 = at_fceil(at_py_div((t411 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t413 = at_fceil(at_py_div(t412, 255.0));
-    const double t414 = ((t413 * 22.0) + (t412 * 7.0));
-    const double t415 = (t410 * t414);
-    const double t416 = (t407 + t415);
-    const double t417 = (t408 + t415);
-    const double t418 = (t409 + 0.0);
-    const double t419 = static_cast<double>((t19 * t8));
-    const double t420 = at_fceil(at_py_div((t419 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t421 = at_fceil(at_py_div(t420, 255.0));
-    const double t422 = ((t421 * 22.0) + (t420 * 2.0));
-    const double t423 = (1.0 * t422);
-    const double t424 = (t416 + t423);
-    const double t425 = (t417 + t423);
-    const double t426 = (t418 + 0.0);
-    const int64_t t427 = (t19 * t8);
-    const double t428 = static_cast<double>((t427 * INT64_C(2)));
-    const double t429 = static_cast<double>(t19);
-    const double t430 = static_cast<double>(INT64_C(1));
-    const double t431 = ((((t429 > 1.0)) || ((t429 != t429))) ? t429 : 1.0);
-    const double t432 = at_py_div(t428, t431);
-    const double t433 = ((t431 * at_fceil(at_py_div(t432, 32.0))) * 32.0);
-    const double t434 = at_interp(t433, k_XP5, k_FP5, 5);
-    const bool t435 = ((std::fmod(t432, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t436 = (t435 ? 1.0 : 0.7);
-    const double t437 = (t434 * t436);
-    const double t438 = ((((t430 > 0.0)) || ((t430 != t430))) ? t430 : 0.0);
-    const double t439 = ((((t438 < 1.0)) || ((t438 != t438))) ? t438 : 1.0);
-    const double t440 = at_py_div(1.0, (at_py_div((1.0 - t439), 888.8888888888889) + at_py_div(t439, 3888.8888888888887)));
-    const double t441 = ((((t324 > 1.0)) || ((t324 != t324))) ? t324 : 1.0);
-    const double t442 = (t441 * 200.0);
-    const double t443 = std::pow(t440, (-1.5));
-    const double t444 = at_py_div(std::pow((std::pow(t442, (-1.5)) + t443), (-0.6666666666666666)), t441);
-    const double t445 = ((((t437 < t444)) || ((t437 != t437))) ? t437 : t444);
-    const double t446 = at_py_div((1.0 * t433), t444);
-    const double t447 = at_py_div(t433, t445);
-    const double t448 = (80.0 + t447);
-    const double t449 = (1.0 * t448);
-    const double t450 = (t424 + t449);
-    const double t451 = (0.0 + t449);
-    const double t452 = (t426 + t446);
-    const double t453 = (t450 + 4.0);
-    const double t454 = (t338 + 4.0);
-    const double t455 = ((((t454 > t364)) || ((t454 != t454))) ? t454 : t364);
-    const double t456 = ((((t455 > t425)) || ((t455 != t455))) ? t455 : t425);
-    const double t457 = ((((t456 > t451)) || ((t456 != t456))) ? t456 : t451);
-    const double t458 = ((((t457 > t452)) || ((t457 != t457))) ? t457 : t452);
-    const double t459 = ((((t458 > 0.0)) || ((t458 != t458))) ? t458 : 0.0);
-    const double t460 = (t337 - 1.0);
-    const double t461 = ((((t460 > 0.0)) || ((t460 != t460))) ? t460 : 0.0);
-    const bool t462 = ((t336 >= static_cast<double>(INT64_C(2))));
-    const double t463 = (t462 ? (t453 + (t461 * t459)) : (t337 * t453));
-    const double t464 = (t462 ? (t337 * 0.0) : ((t461 * t453) + t459));
-    const double t465 = (((t337 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t463);
-    const double t466 = (((t337 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t464);
-    const double t467 = (t454 * t337);
-    const double t468 = (t364 * t337);
-    const double t469 = (t425 * t337);
-    const double t470 = (t451 * t337);
-    const double t471 = (t452 * t337);
-    const double t472 = (t334 + t465);
-    const double t473 = (t333 + t467);
-    const double t474 = (0.0 + t468);
-    const double t475 = (0.0 + t469);
-    const double t476 = (0.0 + t470);
-    const double t477 = (0.0 + t471);
-    const double t478 = (((0.0 > t466)) ? 0.0 : t466);
-    const int64_t t479 = (t6 * s4);
-    const double t480 = static_cast<double>((t479 * INT64_C(4)));
-    const double t481 = static_cast<double>(t6);
-    const double t482 = static_cast<double>(INT64_C(1));
-    const double t483 = ((((t481 > 1.0)) || ((t481 != t481))) ? t481 : 1.0);
-    const double t484 = at_py_div(t480, t483);
-    const double t485 = ((t483 * at_fceil(at_py_div(t484, 32.0))) * 32.0);
-    const double t486 = at_interp(t485, k_XP4, k_FP4, 5);
-    const bool t487 = ((std::fmod(t484, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t488 = (t487 ? 1.0 : 0.7);
-    const double t489 = (t486 * t488);
-    const double t490 = ((((t482 > 0.0)) || ((t482 != t482))) ? t482 : 0.0);
-    const double t491 = ((((t490 < 1.0)) || ((t490 != t490))) ? t490 : 1.0);
-    const double t492 = at_py_div(1.0, (at_py_div((1.0 - t491), 888.8888888888889) + at_py_div(t491, 3888.8888888888887)));
-    const double t493 = ((((t324 > 1.0)) || ((t324 != t324))) ? t324 : 1.0);
-    const double t494 = (t493 * 200.0);
-    const double t495 = std::pow(t492, (-1.5));
-    const double t496 = at_py_div(std::pow((std::pow(t494, (-1.5)) + t495), (-0.6666666666666666)), t493);
-    const double t497 = ((((t489 < t496)) || ((t489 != t489))) ? t489 : t496);
-    const double t498 = at_py_div((1.0 * t485), t496);
-    const double t499 = at_py_div(t485, t497);
-    const double t500 = (190.0 + t499);
-    const double t501 = (1.0 * t500);
-    const double t502 = (t472 + t501);
-    const double t503 = (t474 + t501);
-    const double t504 = (t477 + t498);
-    const double t505 = static_cast<double>(INT64_C(2));
-    const double t506 = static_cast<double>((t6 * s4));
-    const double t507 = at_fceil(at_py_div((t506 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t508 = at_fceil(at_py_div(t507, 255.0));
-    const double t509 = ((t508 * 22.0) + (t507 * 2.0));
-    const double t510 = (t505 * t509);
-    const double t511 = (t502 + t510);
-    const double t512 = (t475 + t510);
-    const double t513 = (t504 + 0.0);
-    const double t514 = (t511 + 4.0);
-    const double t515 = (t473 + 4.0);
-    const double t516 = ((((t515 > t503)) || ((t515 != t515))) ? t515 : t503);
-    const double t517 = ((((t516 > t512)) || ((t516 != t516))) ? t516 : t512);
-    const double t518 = ((((t517 > t476)) || ((t517 != t517))) ? t517 : t476);
-    const double t519 = ((((t518 > t513)) || ((t518 != t518))) ? t518 : t513);
-    const double t520 = ((((t519 > t478)) || ((t519 != t519))) ? t519 : t478);
-    const double t521 = (t332 - 1.0);
-    const double t522 = ((((t521 > 0.0)) || ((t521 != t521))) ? t521 : 0.0);
-    const bool t523 = ((t331 >= static_cast<double>(INT64_C(2))));
-    const double t524 = (t523 ? (t514 + (t522 * t520)) : (t332 * t514));
-    const double t525 = (t523 ? (t332 * t478) : ((t522 * t514) + t520));
-    const double t526 = (((t332 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t524);
-    const double t527 = (((t332 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t525);
-    const double t528 = (t515 * t332);
-    const double t529 = (t503 * t332);
-    const double t530 = (t512 * t332);
-    const double t531 = (t476 * t332);
-    const double t532 = (t513 * t332);
-    const double t533 = (t329 + t526);
-    const double t534 = (t328 + t528);
-    const double t535 = (0.0 + t529);
-    const double t536 = (0.0 + t530);
-    const double t537 = (0.0 + t531);
-    const double t538 = (0.0 + t532);
-    const double t539 = (((0.0 > t527)) ? 0.0 : t527);
-    const double t540 = static_cast<double>((t6 * s4));
-    const double t541 = at_fceil(at_py_div((t540 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t542 = at_fceil(at_py_div(t541, 255.0));
-    const double t543 = ((t542 * 22.0) + (t541 * 4.0));
-    const double t544 = (1.0 * t543);
-    const double t545 = (t533 + t544);
-    const double t546 = (t536 + t544);
-    const double t547 = (t538 + 0.0);
-    const double t548 = static_cast<double>((t6 * s4));
-    const double t549 = at_fceil(at_py_div((t548 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t550 = at_fceil(at_py_div(t549, 255.0));
-    const double t551 = ((t550 * 22.0) + (t549 * 2.0));
-    const double t552 = (1.0 * t551);
-    const double t553 = (t545 + t552);
-    const double t554 = (t546 + t552);
-    const double t555 = (t547 + 0.0);
-    const int64_t t556 = (t6 * s4);
-    const double t557 = static_cast<double>((t556 * INT64_C(2)));
-    const double t558 = static_cast<double>(t6);
-    const double t559 = ((((t558 > 1.0)) || ((t558 != t558))) ? t558 : 1.0);
-    const double t560 = at_py_div(t557, t559);
-    const double t561 = ((t559 * at_fceil(at_py_div(t560, 32.0))) * 32.0);
-    const double t562 = at_interp(t561, k_XP5, k_FP5, 5);
-    const bool t563 = ((std::fmod(t560, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t564 = (t563 ? 1.0 : 0.7);
-    const double t565 = (t562 * t564);
-    const double t566 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t567 = ((((t566 < 1.0)) || ((t566 != t566))) ? t566 : 1.0);
-    const double t568 = at_py_div(1.0, (at_py_div((1.0 - t567), 888.8888888888889) + at_py_div(t567, 3888.8888888888887)));
-    const double t569 = ((((t324 > 1.0)) || ((t324 != t324))) ? t324 : 1.0);
-    const double t570 = (t569 * 200.0);
-    const double t571 = std::pow(t568, (-1.5));
-    const double t572 = at_py_div(std::pow((std::pow(t570, (-1.5)) + t571), (-0.6666666666666666)), t569);
-    const double t573 = ((((t565 < t572)) || ((t565 != t565))) ? t565 : t572);
-    const double t574 = at_py_div((1.0 * t561), t572);
-    const double t575 = at_py_div(t561, t573);
-    const double t576 = (80.0 + t575);
-    const double t577 = (1.0 * t576);
-    const double t578 = (t553 + t577);
-    const double t579 = (t537 + t577);
-    const double t580 = (t555 + t574);
-    const double t581 = (t578 + 2.0);
-    const double t582 = (t534 + 2.0);
-    const double t583 = ((((t582 > t535)) || ((t582 != t582))) ? t582 : t535);
-    const double t584 = ((((t583 > t554)) || ((t583 != t583))) ? t583 : t554);
-    const double t585 = ((((t584 > t579)) || ((t584 != t584))) ? t584 : t579);
-    const double t586 = ((((t585 > t580)) || ((t585 != t585))) ? t585 : t580);
-    const double t587 = ((((t586 > t539)) || ((t586 != t586))) ? t586 : t539);
-    const double t588 = (t327 - 1.0);
-    const double t589 = ((((t588 > 0.0)) || ((t588 != t588))) ? t588 : 0.0);
-    const double t590 = (t327 * t581);
-    const double t591 = ((t589 * t581) + t587);
-    const double t592 = (((t327 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t590);
-    const double t593 = (((t327 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t591);
-    (void)t593;
-    const double t594 = (t582 * t327);
-    (void)t594;
-    const double t595 = (t535 * t327);
-    (void)t595;
-    const double t596 = (t554 * t327);
-    (void)t596;
-    const double t597 = (t579 * t327);
-    (void)t597;
-    const double t598 = (t580 * t327);
-    (void)t598;
-    const double t599 = at_py_div(t592, 1800.0);
-    const double t600 = ((2.0 + 0.0) + at_py_div((1.3 * t324), static_cast<double>(aiv)));
-    const double t601 = ((((t323 > t600)) || ((t323 != t323))) ? t323 : t600);
-    const int64_t t602 = (INT64_C(3) * t4);
-    const double t603 = static_cast<double>((t602 * t1));
-    const double t604 = ((((((t321 > t599)) || ((t321 != t321))) ? t321 : t599) + at_py_div((t603 * 2.0), 1800.0)) + 1.0);
-    const double t605 = (t601 + t604);
-    return t605;
+    const int64_t v_B = shape[0];
+    const int64_t v_N = shape[1];
+    const int64_t v_S1 = shape[2];
+    const int64_t v_S2 = shape[3];
+    const int64_t v_D = shape[4];
+    const int64_t v_s1Base = config[0];
+    const int64_t v_s2Base = config[1];
+    const int64_t v_blockDim = config[2];
+    const int64_t v_dbVec = config[3];
+    // s1Blocks
+    const int64_t s1Blocks_0 = at_ceil_div(v_S1, v_s1Base);
+    // s2Blocks
+    const int64_t s2Blocks_0 = at_ceil_div(v_S2, v_s2Base);
+    // units
+    const int64_t units_0 = ((v_B * v_N) * s1Blocks_0);
+    // unitsPerCore
+    const int64_t unitsPerCore_0 = at_ceil_div(units_0, v_blockDim);
+    // rows
+    const int64_t rows_0 = (-at_floordiv((-((v_s1Base < v_S1) ? v_s1Base : v_S1)), INT64_C(2)));
+    // cols
+    const int64_t cols_0 = ((-at_floordiv((-v_S2), INT64_C(16))) * INT64_C(16));
+    const int64_t cols_1 = ((v_s2Base < cols_0) ? v_s2Base : cols_0);
+    // nChunk
+    const int64_t nChunk_0 = ((v_D > INT64_C(128)) ? INT64_C(128) : INT64_C(256));
+    const int64_t nChunk_1 = (at_floordiv(at_floordiv(INT64_C(131072), (v_s1Base * INT64_C(4))), INT64_C(16)) * INT64_C(16));
+    const int64_t nChunk_2 = ((cols_1 < nChunk_0) ? cols_1 : nChunk_0);
+    const int64_t nChunk_3 = ((nChunk_2 < nChunk_1) ? nChunk_2 : nChunk_1);
+    // nChunks
+    const int64_t nChunks_0 = at_ceil_div(cols_1, nChunk_3);
+    // sliceRows
+    const int64_t sliceRows_0 = at_floordiv(((v_D > INT64_C(128)) ? INT64_C(4096) : INT64_C(8192)), cols_1);
+    const int64_t sliceRows_1 = ((rows_0 < sliceRows_0) ? rows_0 : sliceRows_0);
+    const int64_t sliceRows_2 = ((INT64_C(1) > sliceRows_1) ? INT64_C(1) : sliceRows_1);
+    // slices
+    const int64_t slices_0 = at_ceil_div(rows_0, sliceRows_2);
+    // kvHit
+    const double kvHit_0 = (1.0 - at_fdiv(1.0, static_cast<double>(s1Blocks_0)));
+    // cube_side
+    const double cube_side_0 = static_cast<double>(v_blockDim);
+    const double cube_side_1 = at_fceil(at_py_div(static_cast<double>(units_0), (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
+    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
+    // load_q
+    const double load_q_0 = static_cast<double>(((v_s1Base < v_S1) ? v_s1Base : v_S1));
+    const double load_q_1 = (((load_q_0 > 1.0) || (load_q_0 != load_q_0)) ? load_q_0 : 1.0);
+    const double load_q_2 = at_py_div(static_cast<double>(((((v_s1Base < v_S1) ? v_s1Base : v_S1) * v_D) * INT64_C(2))), load_q_1);
+    const double load_q_3 = ((load_q_1 * at_fceil(at_py_div(load_q_2, 32.0))) * 32.0);
+    const double load_q_4 = (at_interp(load_q_3, k_XP0, k_FP0, 6) * ((std::fmod(load_q_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_q_5 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_q_6 = at_py_div(std::pow((std::pow((load_q_5 * 330.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), load_q_5);
+    const double load_q_7 = (cube_side_3 + (1.0 * (210.0 + at_py_div(load_q_3, (((load_q_4 < load_q_6) || (load_q_4 != load_q_4)) ? load_q_4 : load_q_6)))));
+    // cube_side
+    const double cube_side_4 = static_cast<double>(s2Blocks_0);
+    // s2_block
+    const double s2_block_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double s2_block_1 = ((s2_block_0 > 1.0) ? 14.0 : 0.0);
+    // load_k
+    const double load_k_0 = static_cast<double>(nChunks_0);
+    const double load_k_1 = static_cast<double>(nChunk_3);
+    const double load_k_2 = (((load_k_1 > 1.0) || (load_k_1 != load_k_1)) ? load_k_1 : 1.0);
+    const double load_k_3 = at_py_div(static_cast<double>(((nChunk_3 * v_D) * INT64_C(2))), load_k_2);
+    const double load_k_4 = ((load_k_2 * at_fceil(at_py_div(load_k_3, 32.0))) * 32.0);
+    const double load_k_5 = (at_interp(load_k_4, k_XP0, k_FP0, 6) * ((std::fmod(load_k_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_k_6 = (((kvHit_0 > 0.0) || (kvHit_0 != kvHit_0)) ? kvHit_0 : 0.0);
+    const double load_k_7 = (((load_k_6 < 1.0) || (load_k_6 != load_k_6)) ? load_k_6 : 1.0);
+    const double load_k_8 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_k_9 = std::pow(at_py_div(1.0, (at_py_div((1.0 - load_k_7), 888.8888888888889) + at_py_div(load_k_7, 3888.8888888888887))), -1.5);
+    const double load_k_10 = at_py_div(std::pow((std::pow((load_k_8 * 330.0), -1.5) + load_k_9), -0.6666666666666666), load_k_8);
+    const double load_k_11 = (load_k_0 * (210.0 + at_py_div(load_k_4, (((load_k_5 < load_k_10) || (load_k_5 != load_k_5)) ? load_k_5 : load_k_10))));
+    const double load_k_12 = (s2_block_1 + load_k_11);
+    const double load_k_13 = (0.0 + load_k_11);
+    const double load_k_14 = (0.0 + at_py_div((load_k_0 * load_k_4), load_k_10));
+    // q_to_l0a
+    const double q_to_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_s1Base * v_D) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double q_to_l0a_1 = (static_cast<double>(nChunks_0) * (2.0 + at_py_div(q_to_l0a_0, at_interp(q_to_l0a_0, k_XP1, k_FP1, 4))));
+    const double q_to_l0a_2 = (load_k_12 + q_to_l0a_1);
+    const double q_to_l0a_3 = (0.0 + q_to_l0a_1);
+    const double q_to_l0a_4 = (load_k_14 + 0.0);
+    // k_to_l0b
+    const double k_to_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((nChunk_3 * v_D) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double k_to_l0b_1 = (static_cast<double>(nChunks_0) * (2.0 + at_py_div(k_to_l0b_0, at_interp(k_to_l0b_0, k_XP2, k_FP2, 4))));
+    const double k_to_l0b_2 = (q_to_l0a_2 + k_to_l0b_1);
+    const double k_to_l0b_3 = (q_to_l0a_3 + k_to_l0b_1);
+    const double k_to_l0b_4 = (q_to_l0a_4 + 0.0);
+    // bmm1_qk
+    const double bmm1_qk_0 = ((at_fceil(at_py_div(static_cast<double>(v_s1Base), 16.0)) * at_fceil(at_py_div(static_cast<double>(nChunk_3), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_D), static_cast<double>(INT64_C(16)))));
+    const double bmm1_qk_1 = (static_cast<double>(nChunks_0) * ((bmm1_qk_0 * 1.0) + 2.0));
+    const double bmm1_qk_2 = (k_to_l0b_2 + bmm1_qk_1);
+    const double bmm1_qk_3 = (0.0 + bmm1_qk_1);
+    const double bmm1_qk_4 = (k_to_l0b_4 + 0.0);
+    // s_to_workspace
+    const double s_to_workspace_0 = static_cast<double>(nChunks_0);
+    const double s_to_workspace_1 = static_cast<double>(v_s1Base);
+    const double s_to_workspace_2 = (((s_to_workspace_1 > 1.0) || (s_to_workspace_1 != s_to_workspace_1)) ? s_to_workspace_1 : 1.0);
+    const double s_to_workspace_3 = at_py_div(static_cast<double>(((v_s1Base * nChunk_3) * INT64_C(4))), s_to_workspace_2);
+    const double s_to_workspace_4 = ((s_to_workspace_2 * at_fceil(at_py_div(s_to_workspace_3, 32.0))) * 32.0);
+    const double s_to_workspace_5 = (at_interp(s_to_workspace_4, k_XP3, k_FP3, 6) * ((std::fmod(s_to_workspace_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double s_to_workspace_6 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double s_to_workspace_7 = at_py_div(std::pow((std::pow((s_to_workspace_6 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), s_to_workspace_6);
+    const double s_to_workspace_8 = (s_to_workspace_0 * (11.0 + at_py_div(s_to_workspace_4, (((s_to_workspace_5 < s_to_workspace_7) || (s_to_workspace_5 != s_to_workspace_5)) ? s_to_workspace_5 : s_to_workspace_7))));
+    const double s_to_workspace_9 = (bmm1_qk_2 + s_to_workspace_8);
+    const double s_to_workspace_10 = (0.0 + s_to_workspace_8);
+    const double s_to_workspace_11 = (bmm1_qk_4 + at_py_div((s_to_workspace_0 * s_to_workspace_4), s_to_workspace_7));
+    // load_p
+    const double load_p_0 = static_cast<double>(nChunks_0);
+    const double load_p_1 = static_cast<double>(v_s1Base);
+    const double load_p_2 = (((load_p_1 > 1.0) || (load_p_1 != load_p_1)) ? load_p_1 : 1.0);
+    const double load_p_3 = at_py_div(static_cast<double>(((v_s1Base * nChunk_3) * INT64_C(2))), load_p_2);
+    const double load_p_4 = ((load_p_2 * at_fceil(at_py_div(load_p_3, 32.0))) * 32.0);
+    const double load_p_5 = (at_interp(load_p_4, k_XP0, k_FP0, 6) * ((std::fmod(load_p_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_p_6 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_p_7 = at_py_div(std::pow((std::pow((load_p_6 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_p_6);
+    const double load_p_8 = (load_p_0 * (210.0 + at_py_div(load_p_4, (((load_p_5 < load_p_7) || (load_p_5 != load_p_5)) ? load_p_5 : load_p_7))));
+    const double load_p_9 = (s_to_workspace_9 + load_p_8);
+    const double load_p_10 = (load_k_13 + load_p_8);
+    const double load_p_11 = (s_to_workspace_11 + at_py_div((load_p_0 * load_p_4), load_p_7));
+    // load_v
+    const double load_v_0 = static_cast<double>(nChunks_0);
+    const double load_v_1 = static_cast<double>(nChunk_3);
+    const double load_v_2 = (((load_v_1 > 1.0) || (load_v_1 != load_v_1)) ? load_v_1 : 1.0);
+    const double load_v_3 = at_py_div(static_cast<double>(((nChunk_3 * v_D) * INT64_C(2))), load_v_2);
+    const double load_v_4 = ((load_v_2 * at_fceil(at_py_div(load_v_3, 32.0))) * 32.0);
+    const double load_v_5 = (at_interp(load_v_4, k_XP0, k_FP0, 6) * ((std::fmod(load_v_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_v_6 = (((kvHit_0 > 0.0) || (kvHit_0 != kvHit_0)) ? kvHit_0 : 0.0);
+    const double load_v_7 = (((load_v_6 < 1.0) || (load_v_6 != load_v_6)) ? load_v_6 : 1.0);
+    const double load_v_8 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_v_9 = std::pow(at_py_div(1.0, (at_py_div((1.0 - load_v_7), 888.8888888888889) + at_py_div(load_v_7, 3888.8888888888887))), -1.5);
+    const double load_v_10 = at_py_div(std::pow((std::pow((load_v_8 * 330.0), -1.5) + load_v_9), -0.6666666666666666), load_v_8);
+    const double load_v_11 = (load_v_0 * (210.0 + at_py_div(load_v_4, (((load_v_5 < load_v_10) || (load_v_5 != load_v_5)) ? load_v_5 : load_v_10))));
+    const double load_v_12 = (load_p_9 + load_v_11);
+    const double load_v_13 = (load_p_10 + load_v_11);
+    const double load_v_14 = (load_p_11 + at_py_div((load_v_0 * load_v_4), load_v_10));
+    // p_to_l0a
+    const double p_to_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_s1Base * nChunk_3) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double p_to_l0a_1 = (static_cast<double>(nChunks_0) * (2.0 + at_py_div(p_to_l0a_0, at_interp(p_to_l0a_0, k_XP1, k_FP1, 4))));
+    const double p_to_l0a_2 = (load_v_12 + p_to_l0a_1);
+    const double p_to_l0a_3 = (k_to_l0b_3 + p_to_l0a_1);
+    const double p_to_l0a_4 = (load_v_14 + 0.0);
+    // v_to_l0b
+    const double v_to_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((nChunk_3 * v_D) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double v_to_l0b_1 = (static_cast<double>(nChunks_0) * (2.0 + at_py_div(v_to_l0b_0, at_interp(v_to_l0b_0, k_XP2, k_FP2, 4))));
+    const double v_to_l0b_2 = (p_to_l0a_2 + v_to_l0b_1);
+    const double v_to_l0b_3 = (p_to_l0a_3 + v_to_l0b_1);
+    const double v_to_l0b_4 = (p_to_l0a_4 + 0.0);
+    // bmm2_pv
+    const double bmm2_pv_0 = ((at_fceil(at_py_div(static_cast<double>(v_s1Base), 16.0)) * at_fceil(at_py_div(static_cast<double>(v_D), 16.0))) * at_fceil(at_py_div(static_cast<double>(nChunk_3), static_cast<double>(INT64_C(16)))));
+    const double bmm2_pv_1 = (static_cast<double>(nChunks_0) * ((bmm2_pv_0 * 1.0) + 2.0));
+    const double bmm2_pv_2 = (v_to_l0b_2 + bmm2_pv_1);
+    const double bmm2_pv_3 = (bmm1_qk_3 + bmm2_pv_1);
+    const double bmm2_pv_4 = (v_to_l0b_4 + 0.0);
+    // o_to_workspace
+    const double o_to_workspace_0 = static_cast<double>(v_s1Base);
+    const double o_to_workspace_1 = (((o_to_workspace_0 > 1.0) || (o_to_workspace_0 != o_to_workspace_0)) ? o_to_workspace_0 : 1.0);
+    const double o_to_workspace_2 = at_py_div(static_cast<double>(((v_s1Base * v_D) * INT64_C(4))), o_to_workspace_1);
+    const double o_to_workspace_3 = ((o_to_workspace_1 * at_fceil(at_py_div(o_to_workspace_2, 32.0))) * 32.0);
+    const double o_to_workspace_4 = (at_interp(o_to_workspace_3, k_XP3, k_FP3, 6) * ((std::fmod(o_to_workspace_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double o_to_workspace_5 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double o_to_workspace_6 = at_py_div(std::pow((std::pow((o_to_workspace_5 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), o_to_workspace_5);
+    const double o_to_workspace_7 = (1.0 * (11.0 + at_py_div(o_to_workspace_3, (((o_to_workspace_4 < o_to_workspace_6) || (o_to_workspace_4 != o_to_workspace_4)) ? o_to_workspace_4 : o_to_workspace_6))));
+    const double o_to_workspace_8 = (bmm2_pv_2 + o_to_workspace_7);
+    const double o_to_workspace_9 = (s_to_workspace_10 + o_to_workspace_7);
+    const double o_to_workspace_10 = (bmm2_pv_4 + at_py_div((1.0 * o_to_workspace_3), o_to_workspace_6));
+    // s2_block
+    const double s2_block_2 = (s2_block_1 + 14.0);
+    const double s2_block_3 = (((s2_block_2 > load_v_13) || (s2_block_2 != s2_block_2)) ? s2_block_2 : load_v_13);
+    const double s2_block_4 = (((s2_block_3 > v_to_l0b_3) || (s2_block_3 != s2_block_3)) ? s2_block_3 : v_to_l0b_3);
+    const double s2_block_5 = (((s2_block_4 > bmm2_pv_3) || (s2_block_4 != s2_block_4)) ? s2_block_4 : bmm2_pv_3);
+    const double s2_block_6 = (((s2_block_5 > o_to_workspace_9) || (s2_block_5 != s2_block_5)) ? s2_block_5 : o_to_workspace_9);
+    const double s2_block_7 = (((s2_block_6 > o_to_workspace_10) || (s2_block_6 != s2_block_6)) ? s2_block_6 : o_to_workspace_10);
+    const double s2_block_8 = (s2_block_0 - 1.0);
+    const double s2_block_9 = ((o_to_workspace_8 + 14.0) + ((((s2_block_8 > 0.0) || (s2_block_8 != s2_block_8)) ? s2_block_8 : 0.0) * (((s2_block_7 > 0.0) || (s2_block_7 != s2_block_7)) ? s2_block_7 : 0.0)));
+    const double s2_block_10 = (load_q_7 + ((s2_block_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : s2_block_9));
+    // cube_side
+    const double cube_side_5 = at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (s2_block_10 + 0.0))), 1800.0);
+    const double cube_side_6 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
+    const double cube_side_7 = ((0.0 > cube_side_6) ? 0.0 : cube_side_6);
+    // vector_side
+    const double vector_side_0 = static_cast<double>((INT64_C(2) * v_blockDim));
+    const double vector_side_1 = at_fceil(at_py_div(static_cast<double>((INT64_C(2) * units_0)), (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
+    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
+    const double vector_side_4 = static_cast<double>(s2Blocks_0);
+    // s2_block
+    const double s2_block_11 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double s2_block_12 = ((s2_block_11 > 1.0) ? 14.0 : 0.0);
+    const double s2_block_13 = static_cast<double>(slices_0);
+    const double s2_block_14 = static_cast<double>(v_dbVec);
+    // row_slice
+    const double row_slice_0 = (((s2_block_13 > 0.0) || (s2_block_13 != s2_block_13)) ? s2_block_13 : 0.0);
+    const double row_slice_1 = ((row_slice_0 > 1.0) ? 14.0 : 0.0);
+    // load_s
+    const double load_s_0 = static_cast<double>(sliceRows_2);
+    const double load_s_1 = (((load_s_0 > 1.0) || (load_s_0 != load_s_0)) ? load_s_0 : 1.0);
+    const double load_s_2 = at_py_div(static_cast<double>(((sliceRows_2 * cols_1) * INT64_C(4))), load_s_1);
+    const double load_s_3 = ((load_s_1 * at_fceil(at_py_div(load_s_2, 32.0))) * 32.0);
+    const double load_s_4 = (at_interp(load_s_3, k_XP4, k_FP4, 5) * ((std::fmod(load_s_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_s_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_s_6 = at_py_div(std::pow((std::pow((load_s_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_s_5);
+    const double load_s_7 = (1.0 * (190.0 + at_py_div(load_s_3, (((load_s_4 < load_s_6) || (load_s_4 != load_s_4)) ? load_s_4 : load_s_6))));
+    const double load_s_8 = (row_slice_1 + load_s_7);
+    const double load_s_9 = (0.0 + load_s_7);
+    const double load_s_10 = (0.0 + at_py_div((1.0 * load_s_3), load_s_6));
+    // row_max_fold
+    const double row_max_fold_0 = at_fceil(at_py_div((static_cast<double>(at_floordiv(cols_1, INT64_C(2))) * static_cast<double>(INT64_C(4))), 256.0));
+    const double row_max_fold_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(row_max_fold_0, 255.0)) * 22.0) + (row_max_fold_0 * 2.0)));
+    const double row_max_fold_2 = (load_s_8 + row_max_fold_1);
+    const double row_max_fold_3 = (0.0 + row_max_fold_1);
+    const double row_max_fold_4 = (load_s_10 + 0.0);
+    // row_max_final
+    const double row_max_final_0 = at_fceil(at_py_div((static_cast<double>(((cols_1 < INT64_C(64)) ? cols_1 : INT64_C(64))) * static_cast<double>(INT64_C(4))), 256.0));
+    const double row_max_final_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(row_max_final_0, 255.0)) * 22.0) + (row_max_final_0 * 7.0)));
+    const double row_max_final_2 = (row_max_fold_2 + row_max_final_1);
+    const double row_max_final_3 = (row_max_fold_3 + row_max_final_1);
+    const double row_max_final_4 = (row_max_fold_4 + 0.0);
+    // sub_max
+    const double sub_max_0 = at_fceil(at_py_div((static_cast<double>(cols_1) * static_cast<double>(INT64_C(4))), 256.0));
+    const double sub_max_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(sub_max_0, 255.0)) * 22.0) + (sub_max_0 * 1.0)));
+    const double sub_max_2 = (row_max_final_2 + sub_max_1);
+    const double sub_max_3 = (row_max_final_3 + sub_max_1);
+    const double sub_max_4 = (row_max_final_4 + 0.0);
+    // exp
+    const double exp_0 = at_fceil(at_py_div((static_cast<double>((sliceRows_2 * cols_1)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double exp_1 = (1.0 * ((at_fceil(at_py_div(exp_0, 255.0)) * 22.0) + (exp_0 * 2.0)));
+    const double exp_2 = (sub_max_2 + exp_1);
+    const double exp_3 = (sub_max_3 + exp_1);
+    const double exp_4 = (sub_max_4 + 0.0);
+    // row_sum_fold
+    const double row_sum_fold_0 = at_fceil(at_py_div((static_cast<double>(at_floordiv(cols_1, INT64_C(2))) * static_cast<double>(INT64_C(4))), 256.0));
+    const double row_sum_fold_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(row_sum_fold_0, 255.0)) * 22.0) + (row_sum_fold_0 * 2.0)));
+    const double row_sum_fold_2 = (exp_2 + row_sum_fold_1);
+    const double row_sum_fold_3 = (exp_3 + row_sum_fold_1);
+    const double row_sum_fold_4 = (exp_4 + 0.0);
+    // row_sum_final
+    const double row_sum_final_0 = at_fceil(at_py_div((static_cast<double>(((cols_1 < INT64_C(64)) ? cols_1 : INT64_C(64))) * static_cast<double>(INT64_C(4))), 256.0));
+    const double row_sum_final_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(row_sum_final_0, 255.0)) * 22.0) + (row_sum_final_0 * 7.0)));
+    const double row_sum_final_2 = (row_sum_fold_2 + row_sum_final_1);
+    const double row_sum_final_3 = (row_sum_fold_3 + row_sum_final_1);
+    const double row_sum_final_4 = (row_sum_fold_4 + 0.0);
+    // cast_p
+    const double cast_p_0 = at_fceil(at_py_div((static_cast<double>((sliceRows_2 * cols_1)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double cast_p_1 = (1.0 * ((at_fceil(at_py_div(cast_p_0, 255.0)) * 22.0) + (cast_p_0 * 2.0)));
+    const double cast_p_2 = (row_sum_final_2 + cast_p_1);
+    const double cast_p_3 = (row_sum_final_3 + cast_p_1);
+    const double cast_p_4 = (row_sum_final_4 + 0.0);
+    // store_p
+    const double store_p_0 = static_cast<double>(sliceRows_2);
+    const double store_p_1 = (((store_p_0 > 1.0) || (store_p_0 != store_p_0)) ? store_p_0 : 1.0);
+    const double store_p_2 = at_py_div(static_cast<double>(((sliceRows_2 * cols_1) * INT64_C(2))), store_p_1);
+    const double store_p_3 = ((store_p_1 * at_fceil(at_py_div(store_p_2, 32.0))) * 32.0);
+    const double store_p_4 = (at_interp(store_p_3, k_XP5, k_FP5, 5) * ((std::fmod(store_p_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double store_p_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double store_p_6 = at_py_div(std::pow((std::pow((store_p_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), store_p_5);
+    const double store_p_7 = (1.0 * (80.0 + at_py_div(store_p_3, (((store_p_4 < store_p_6) || (store_p_4 != store_p_4)) ? store_p_4 : store_p_6))));
+    const double store_p_8 = (cast_p_2 + store_p_7);
+    const double store_p_9 = (0.0 + store_p_7);
+    const double store_p_10 = (cast_p_4 + at_py_div((1.0 * store_p_3), store_p_6));
+    // row_slice
+    const double row_slice_2 = (store_p_8 + 4.0);
+    const double row_slice_3 = (row_slice_1 + 4.0);
+    const double row_slice_4 = (((row_slice_3 > load_s_9) || (row_slice_3 != row_slice_3)) ? row_slice_3 : load_s_9);
+    const double row_slice_5 = (((row_slice_4 > cast_p_3) || (row_slice_4 != row_slice_4)) ? row_slice_4 : cast_p_3);
+    const double row_slice_6 = (((row_slice_5 > store_p_9) || (row_slice_5 != row_slice_5)) ? row_slice_5 : store_p_9);
+    const double row_slice_7 = (((row_slice_6 > store_p_10) || (row_slice_6 != row_slice_6)) ? row_slice_6 : store_p_10);
+    const double row_slice_8 = (row_slice_0 - 1.0);
+    const double row_slice_9 = ((s2_block_14 >= static_cast<double>(INT64_C(2))) ? (row_slice_2 + ((((row_slice_8 > 0.0) || (row_slice_8 != row_slice_8)) ? row_slice_8 : 0.0) * (((row_slice_7 > 0.0) || (row_slice_7 != row_slice_7)) ? row_slice_7 : 0.0))) : (row_slice_0 * row_slice_2));
+    const double row_slice_10 = (s2_block_12 + ((row_slice_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : row_slice_9));
+    // load_o_partial
+    const double load_o_partial_0 = static_cast<double>(rows_0);
+    const double load_o_partial_1 = (((load_o_partial_0 > 1.0) || (load_o_partial_0 != load_o_partial_0)) ? load_o_partial_0 : 1.0);
+    const double load_o_partial_2 = at_py_div(static_cast<double>(((rows_0 * v_D) * INT64_C(4))), load_o_partial_1);
+    const double load_o_partial_3 = ((load_o_partial_1 * at_fceil(at_py_div(load_o_partial_2, 32.0))) * 32.0);
+    const double load_o_partial_4 = (at_interp(load_o_partial_3, k_XP4, k_FP4, 5) * ((std::fmod(load_o_partial_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_o_partial_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_o_partial_6 = at_py_div(std::pow((std::pow((load_o_partial_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_o_partial_5);
+    const double load_o_partial_7 = (row_slice_10 + (1.0 * (190.0 + at_py_div(load_o_partial_3, (((load_o_partial_4 < load_o_partial_6) || (load_o_partial_4 != load_o_partial_4)) ? load_o_partial_4 : load_o_partial_6)))));
+    // rescale_o
+    const double rescale_o_0 = at_fceil(at_py_div((static_cast<double>((rows_0 * v_D)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double rescale_o_1 = (load_o_partial_7 + (2.0 * ((at_fceil(at_py_div(rescale_o_0, 255.0)) * 22.0) + (rescale_o_0 * 2.0))));
+    // s2_block
+    const double s2_block_15 = (vector_side_3 + ((s2_block_11 <= static_cast<double>(INT64_C(0))) ? 0.0 : (s2_block_11 * (rescale_o_1 + 4.0))));
+    // normalise_o
+    const double normalise_o_0 = at_fceil(at_py_div((static_cast<double>((rows_0 * v_D)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double normalise_o_1 = (s2_block_15 + (1.0 * ((at_fceil(at_py_div(normalise_o_0, 255.0)) * 22.0) + (normalise_o_0 * 4.0))));
+    // cast_o
+    const double cast_o_0 = at_fceil(at_py_div((static_cast<double>((rows_0 * v_D)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double cast_o_1 = (normalise_o_1 + (1.0 * ((at_fceil(at_py_div(cast_o_0, 255.0)) * 22.0) + (cast_o_0 * 2.0))));
+    // store_o
+    const double store_o_0 = static_cast<double>(rows_0);
+    const double store_o_1 = (((store_o_0 > 1.0) || (store_o_0 != store_o_0)) ? store_o_0 : 1.0);
+    const double store_o_2 = at_py_div(static_cast<double>(((rows_0 * v_D) * INT64_C(2))), store_o_1);
+    const double store_o_3 = ((store_o_1 * at_fceil(at_py_div(store_o_2, 32.0))) * 32.0);
+    const double store_o_4 = (at_interp(store_o_3, k_XP5, k_FP5, 5) * ((std::fmod(store_o_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double store_o_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double store_o_6 = at_py_div(std::pow((std::pow((store_o_5 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), store_o_5);
+    const double store_o_7 = (cast_o_1 + (1.0 * (80.0 + at_py_div(store_o_3, (((store_o_4 < store_o_6) || (store_o_4 != store_o_4)) ? store_o_4 : store_o_6)))));
+    // vector_side
+    const double vector_side_5 = at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (store_o_7 + 2.0))), 1800.0);
+    const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_7 = (((((cube_side_5 > vector_side_5) || (cube_side_5 != cube_side_5)) ? cube_side_5 : vector_side_5) + at_py_div((static_cast<double>(((INT64_C(3) * unitsPerCore_0) * s2Blocks_0)) * 2.0), 1800.0)) + 1.0);
+    const double vector_side_8 = ((((cube_side_7 > vector_side_6) || (cube_side_7 != cube_side_7)) ? cube_side_7 : vector_side_6) + vector_side_7);
+    return vector_side_8;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -880,134 +551,81 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.B >= INT64_C(1) && shape.B <= INT64_C(65536) && shape.N >= INT64_C(1) && shape.N <= INT64_C(1024) && shape.S1 >= INT64_C(1) && shape.S1 <= INT64_C(1048576) && shape.S2 >= INT64_C(1) && shape.S2 <= INT64_C(1048576) && shape.D >= INT64_C(16) && shape.D <= INT64_C(512);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // s1Base
+        v.v_s1Blocks = at_ceil_div(v.v_S1, v.v_s1Base);
+        v.v_units = ((v.v_B * v.v_N) * v.v_s1Blocks);
+        v.v_rows = at_ceil_div(at_min(v.v_s1Base, v.v_S1), INT64_C(2));
+        v.v_kvHit = (1.0 - at_fdiv(1.0, static_cast<double>(v.v_s1Blocks)));
+        v.v_s1Tail = (v.v_S1 - ((v.v_s1Blocks - INT64_C(1)) * v.v_s1Base));
+        if (!(((((v.v_s1Base * INT64_C(64)) * sizeof_q) * INT64_C(2)) <= hw_l0a_bytes))) return false;  // l0a_fits
+        if (!(((v.v_s1Base < (INT64_C(2) * v.v_S1)) || (v.v_s1Base == INT64_C(64))))) return false;  // s1_not_oversized
+        if (!Within(static_cast<double>(v.v_B), 0.0, 4294967295.0)) return false;  // batch_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // heads_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_S1), 0.0, 4294967295.0)) return false;  // s1Size_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_S2), 0.0, 4294967295.0)) return false;  // s2Size_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_D), 0.0, 4294967295.0)) return false;  // dSize_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_s1Base), 0.0, 4294967295.0)) return false;  // s1BaseSize_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_s1Tail), 0.0, 4294967295.0)) return false;  // s1BaseTailSize_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_s1Blocks), 0.0, 4294967295.0)) return false;  // s1OuterSize_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // s2Base
+        v.v_s2Blocks = at_ceil_div(v.v_S2, v.v_s2Base);
+        v.v_cols = at_min(v.v_s2Base, at_align_up(v.v_S2, INT64_C(16)));
+        v.v_nChunk = at_min(at_min(v.v_cols, (((v.v_D > INT64_C(128))) ? (INT64_C(128)) : (INT64_C(256)))), at_align_down(at_floordiv(hw_l0c_bytes, (v.v_s1Base * sizeof_work)), INT64_C(16)));
+        v.v_nChunks = at_ceil_div(v.v_cols, v.v_nChunk);
+        v.v_sliceRows = at_max(INT64_C(1), at_min(v.v_rows, at_floordiv((((v.v_D > INT64_C(128))) ? (INT64_C(4096)) : (INT64_C(8192))), v.v_cols)));
+        v.v_slices = at_ceil_div(v.v_rows, v.v_sliceRows);
+        v.v_s2Tail = (v.v_S2 - ((v.v_s2Blocks - INT64_C(1)) * v.v_s2Base));
+        if (!((((((v.v_s1Base * v.v_D) + (((INT64_C(2) * INT64_C(2)) * v.v_nChunk) * v.v_D)) + ((INT64_C(2) * v.v_s1Base) * v.v_nChunk)) * sizeof_q) <= hw_l1_bytes))) return false;  // l1_fits
+        if (!((((v.v_s1Base * v.v_nChunk) * sizeof_work) <= hw_l0c_bytes))) return false;  // l0c_fits
+        if (!(((v.v_s2Base < (INT64_C(2) * v.v_S2)) || (v.v_s2Base == INT64_C(128))))) return false;  // s2_not_oversized
+        if (!Within(static_cast<double>(v.v_s2Base), 0.0, 4294967295.0)) return false;  // s2BaseSize_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_s2Tail), 0.0, 4294967295.0)) return false;  // s2BaseTailSize_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_s2Blocks), 0.0, 4294967295.0)) return false;  // s2OuterSize_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 2:  // blockDim
+        v.v_unitsPerCore = at_ceil_div(v.v_units, v.v_blockDim);
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
+        if (!CoresWithin((INT64_C(2) * v.v_blockDim), v.aivNum)) return false;  // vector_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(v.v_unitsPerCore), 0.0, 4294967295.0)) return false;  // unitsPerCore_fits_uint32_t
+        if (!Within(static_cast<double>((((((v.v_blockDim * INT64_C(2)) * INT64_C(2)) * INT64_C(128)) * INT64_C(1024)) * sizeof_work)), 0.0, 9.22337203685477581e+18)) return false;  // workspace_bytes_fits_int64_t
+        if (!rest) return true;
+        // fall through
+    case 3:  // dbVec
+        if (!(((((((v.v_dbVec * v.v_sliceRows) * v.v_cols) * (sizeof_work + sizeof_q)) + (((v.v_rows * v.v_D) * INT64_C(2)) * sizeof_work)) + (v.v_rows * INT64_C(64))) <= hw_ub_bytes))) return false;  // ub_fits
+        if (!Within(static_cast<double>(v.v_dbVec), 0.0, 1.84467440737095516e+19)) return false;  // tiling_key_fits_uint64_t
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_B = shape.B;
-    out.v_B = v_B;
-    const int64_t v_N = shape.N;
-    out.v_N = v_N;
-    const int64_t v_S1 = shape.S1;
-    out.v_S1 = v_S1;
-    const int64_t v_S2 = shape.S2;
-    out.v_S2 = v_S2;
-    const int64_t v_D = shape.D;
-    out.v_D = v_D;
-    const int64_t v_s1Base = config.s1Base;
-    out.v_s1Base = v_s1Base;
-    const int64_t v_s2Base = config.s2Base;
-    out.v_s2Base = v_s2Base;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_dbVec = config.dbVec;
-    out.v_dbVec = v_dbVec;
-    const int64_t v_s1Blocks = at_ceil_div(v_S1, v_s1Base);
-    out.v_s1Blocks = v_s1Blocks;
-    const int64_t v_s2Blocks = at_ceil_div(v_S2, v_s2Base);
-    out.v_s2Blocks = v_s2Blocks;
-    const int64_t v_units = ((v_B * v_N) * v_s1Blocks);
-    out.v_units = v_units;
-    const int64_t v_unitsPerCore = at_ceil_div(v_units, v_blockDim);
-    out.v_unitsPerCore = v_unitsPerCore;
-    const int64_t v_rows = at_ceil_div(at_min(v_s1Base, v_S1), INT64_C(2));
-    out.v_rows = v_rows;
-    const int64_t v_cols = at_min(v_s2Base, at_align_up(v_S2, INT64_C(16)));
-    out.v_cols = v_cols;
-    const int64_t v_nChunk = at_min(at_min(v_cols, (((v_D > INT64_C(128))) ? (INT64_C(128)) : (INT64_C(256)))), at_align_down(at_floordiv(hw_l0c_bytes, (v_s1Base * sizeof_work)), INT64_C(16)));
-    out.v_nChunk = v_nChunk;
-    const int64_t v_nChunks = at_ceil_div(v_cols, v_nChunk);
-    out.v_nChunks = v_nChunks;
-    const int64_t v_sliceRows = at_max(INT64_C(1), at_min(v_rows, at_floordiv((((v_D > INT64_C(128))) ? (INT64_C(4096)) : (INT64_C(8192))), v_cols)));
-    out.v_sliceRows = v_sliceRows;
-    const int64_t v_slices = at_ceil_div(v_rows, v_sliceRows);
-    out.v_slices = v_slices;
-    const double v_kvHit = (1.0 - at_fdiv(1.0, static_cast<double>(v_s1Blocks)));
-    out.v_kvHit = v_kvHit;
-    const int64_t v_s1Tail = (v_S1 - ((v_s1Blocks - INT64_C(1)) * v_s1Base));
-    out.v_s1Tail = v_s1Tail;
-    const int64_t v_s2Tail = (v_S2 - ((v_s2Blocks - INT64_C(1)) * v_s2Base));
-    out.v_s2Tail = v_s2Tail;
-    if (!((((((v_s1Base * v_D) + (((INT64_C(2) * INT64_C(2)) * v_nChunk) * v_D)) + ((INT64_C(2) * v_s1Base) * v_nChunk)) * sizeof_q) <= hw_l1_bytes))) return false;  // l1_fits
-    if (!((((v_s1Base * v_nChunk) * sizeof_work) <= hw_l0c_bytes))) return false;  // l0c_fits
-    if (!(((((v_s1Base * INT64_C(64)) * sizeof_q) * INT64_C(2)) <= hw_l0a_bytes))) return false;  // l0a_fits
-    if (!(((((((v_dbVec * v_sliceRows) * v_cols) * (sizeof_work + sizeof_q)) + (((v_rows * v_D) * INT64_C(2)) * sizeof_work)) + (v_rows * INT64_C(64))) <= hw_ub_bytes))) return false;  // ub_fits
-    if (!(((v_s1Base < (INT64_C(2) * v_S1)) || (v_s1Base == INT64_C(64))))) return false;  // s1_not_oversized
-    if (!(((v_s2Base < (INT64_C(2) * v_S2)) || (v_s2Base == INT64_C(128))))) return false;  // s2_not_oversized
-    {
-        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const int64_t cores = (INT64_C(2) * v_blockDim);  // vector_cores_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_B);  // batch_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // heads_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_S1);  // s1Size_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_S2);  // s2Size_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_D);  // dSize_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_s1Base);  // s1BaseSize_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_s1Tail);  // s1BaseTailSize_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_s1Blocks);  // s1OuterSize_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_s2Base);  // s2BaseSize_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_s2Tail);  // s2BaseTailSize_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_s2Blocks);  // s2OuterSize_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_unitsPerCore);  // unitsPerCore_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_dbVec);  // tiling_key_fits_uint64_t
-        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) return false;
-    }
-    {
-        const double value = static_cast<double>((((((v_blockDim * INT64_C(2)) * INT64_C(2)) * INT64_C(128)) * INT64_C(1024)) * sizeof_work));  // workspace_bytes_fits_int64_t
-        if (!(value >= 0.0 && value <= 9.22337203685477581e+18)) return false;
-    }
-    return true;
+    out.v_B = shape.B;
+    out.v_N = shape.N;
+    out.v_S1 = shape.S1;
+    out.v_S2 = shape.S2;
+    out.v_D = shape.D;
+    out.v_s1Base = config.s1Base;
+    out.v_s2Base = config.s2Base;
+    out.v_blockDim = config.blockDim;
+    out.v_dbVec = config.dbVec;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -1038,11 +656,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -1057,196 +700,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_S2;
     const int64_t v_D = shape.D;
     (void)v_D;
-    const int64_t dims[5] = { shape.B, shape.N, shape.S1, shape.S2, shape.D };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.s1Base ? a - base.s1Base : base.s1Base - a;
-        const int64_t db = b > base.s1Base ? b - base.s1Base : base.s1Base - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.s2Base ? a - base.s2Base : base.s2Base - a;
-        const int64_t db = b > base.s2Base ? b - base.s2Base : base.s2Base - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom2.push_back(v);
-    }
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbVec ? a - base.dbVec : base.dbVec - a;
-        const int64_t db = b > base.dbVec ? b - base.dbVec : base.dbVec - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_s1Base = k0 < 0 ? base.s1Base : dom0[k0];
-        if (k0 >= 0 && v_s1Base == base.s1Base) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_s1Blocks = at_ceil_div(v_S1, v_s1Base);
-        (void)v_s1Blocks;
-        const int64_t v_units = ((v_B * v_N) * v_s1Blocks);
-        (void)v_units;
-        const int64_t v_rows = at_ceil_div(at_min(v_s1Base, v_S1), INT64_C(2));
-        (void)v_rows;
-        const double v_kvHit = (1.0 - at_fdiv(1.0, static_cast<double>(v_s1Blocks)));
-        (void)v_kvHit;
-        const int64_t v_s1Tail = (v_S1 - ((v_s1Blocks - INT64_C(1)) * v_s1Base));
-        (void)v_s1Tail;
-        if (!(((((v_s1Base * INT64_C(64)) * sizeof_q) * INT64_C(2)) <= hw_l0a_bytes))) continue;  // l0a_fits
-        if (!(((v_s1Base < (INT64_C(2) * v_S1)) || (v_s1Base == INT64_C(64))))) continue;  // s1_not_oversized
-        {
-            const double value = static_cast<double>(v_B);  // batch_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // heads_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_S1);  // s1Size_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_S2);  // s2Size_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_D);  // dSize_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_s1Base);  // s1BaseSize_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_s1Tail);  // s1BaseTailSize_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_s1Blocks);  // s1OuterSize_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_s2Base = k1 < 0 ? base.s2Base : dom1[k1];
-            if (k1 >= 0 && v_s2Base == base.s2Base) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_s2Blocks = at_ceil_div(v_S2, v_s2Base);
-            (void)v_s2Blocks;
-            const int64_t v_cols = at_min(v_s2Base, at_align_up(v_S2, INT64_C(16)));
-            (void)v_cols;
-            const int64_t v_nChunk = at_min(at_min(v_cols, (((v_D > INT64_C(128))) ? (INT64_C(128)) : (INT64_C(256)))), at_align_down(at_floordiv(hw_l0c_bytes, (v_s1Base * sizeof_work)), INT64_C(16)));
-            (void)v_nChunk;
-            const int64_t v_nChunks = at_ceil_div(v_cols, v_nChunk);
-            (void)v_nChunks;
-            const int64_t v_sliceRows = at_max(INT64_C(1), at_min(v_rows, at_floordiv((((v_D > INT64_C(128))) ? (INT64_C(4096)) : (INT64_C(8192))), v_cols)));
-            (void)v_sliceRows;
-            const int64_t v_slices = at_ceil_div(v_rows, v_sliceRows);
-            (void)v_slices;
-            const int64_t v_s2Tail = (v_S2 - ((v_s2Blocks - INT64_C(1)) * v_s2Base));
-            (void)v_s2Tail;
-            if (!((((((v_s1Base * v_D) + (((INT64_C(2) * INT64_C(2)) * v_nChunk) * v_D)) + ((INT64_C(2) * v_s1Base) * v_nChunk)) * sizeof_q) <= hw_l1_bytes))) continue;  // l1_fits
-            if (!((((v_s1Base * v_nChunk) * sizeof_work) <= hw_l0c_bytes))) continue;  // l0c_fits
-            if (!(((v_s2Base < (INT64_C(2) * v_S2)) || (v_s2Base == INT64_C(128))))) continue;  // s2_not_oversized
-            {
-                const double value = static_cast<double>(v_s2Base);  // s2BaseSize_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_s2Tail);  // s2BaseTailSize_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_s2Blocks);  // s2OuterSize_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_blockDim = k2 < 0 ? base.blockDim : dom2[k2];
-                if (k2 >= 0 && v_blockDim == base.blockDim) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_unitsPerCore = at_ceil_div(v_units, v_blockDim);
-                (void)v_unitsPerCore;
-                {
-                    const int64_t cores = v_blockDim;  // cube_cores_within_chip
-                    if (cores < 1 || cores > aicNum) continue;
-                }
-                {
-                    const int64_t cores = (INT64_C(2) * v_blockDim);  // vector_cores_within_chip
-                    if (cores < 1 || cores > aivNum) continue;
-                }
-                {
-                    const int64_t cores = v_blockDim;  // block_dim_within_chip
-                    if (cores < 1 || cores > aicNum) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_unitsPerCore);  // unitsPerCore_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>((((((v_blockDim * INT64_C(2)) * INT64_C(2)) * INT64_C(128)) * INT64_C(1024)) * sizeof_work));  // workspace_bytes_fits_int64_t
-                    if (!(value >= 0.0 && value <= 9.22337203685477581e+18)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_dbVec = k3 < 0 ? base.dbVec : dom3[k3];
-                    if (k3 >= 0 && v_dbVec == base.dbVec) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    if (!(((((((v_dbVec * v_sliceRows) * v_cols) * (sizeof_work + sizeof_q)) + (((v_rows * v_D) * INT64_C(2)) * sizeof_work)) + (v_rows * INT64_C(64))) <= hw_ub_bytes))) continue;  // ub_fits
-                    {
-                        const double value = static_cast<double>(v_dbVec);  // tiling_key_fits_uint64_t
-                        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
-                    }
-                    {
-                        const int64_t values[4] = {v_s1Base, v_s2Base, v_blockDim, v_dbVec};
-                        const double us = PredictUs(dims, values, aicNum, aivNum);
-                        if (found == 0 || us < bestUs) {
-                            bestUs = us;
-                            out.s1Base = v_s1Base;
-                            out.s2Base = v_s2Base;
-                            out.blockDim = v_blockDim;
-                            out.dbVec = v_dbVec;
-                        }
-                        if (++found >= 16) break;
-                    }
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainValues(doms[0], {INT64_C(64), INT64_C(128), INT64_C(256)})) return false;  // s1Base
+    if (!DomainValues(doms[1], {INT64_C(128), INT64_C(256), INT64_C(512), INT64_C(1024)})) return false;  // s2Base
+    if (!DomainRange(doms[2], INT64_C(1), static_cast<int64_t>(hw_cube_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    if (!DomainValues(doms[3], {INT64_C(1), INT64_C(2)})) return false;  // dbVec
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -1257,6 +715,68 @@ inline Config ConfigOf(const int64_t* v) {
     config.dbVec = v[3];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 4;
+    std::vector<int64_t> doms[4];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[4] = { base.s1Base, base.s2Base, base.blockDim, base.dbVec };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[5] = { shape.B, shape.N, shape.S1, shape.S2, shape.D };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_B = shape.B;
+    w.v_N = shape.N;
+    w.v_S1 = shape.S1;
+    w.v_S2 = shape.S2;
+    w.v_D = shape.D;
+    int64_t cur[4] = {};
+    int64_t* const slots[4] = { &w.v_s1Base, &w.v_s2Base, &w.v_blockDim, &w.v_dbVec };
+    int64_t k[4] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -1295,65 +815,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_B = shape.B;
-    (void)v_B;
-    const int64_t v_N = shape.N;
-    (void)v_N;
-    const int64_t v_S1 = shape.S1;
-    (void)v_S1;
-    const int64_t v_S2 = shape.S2;
-    (void)v_S2;
-    const int64_t v_D = shape.D;
-    (void)v_D;
     const int64_t dims[5] = { shape.B, shape.N, shape.S1, shape.S2, shape.D };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom2.push_back(v);
-    }
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    const std::vector<int64_t>* doms[4] = {&dom0, &dom1, &dom2, &dom3};
+    std::vector<int64_t> doms[4];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 4;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 3;
+    static const int32_t kPairs[3][2] = { { 0, 1 }, { 0, 3 }, { 1, 3 } };
     int64_t cur[4] = { config.s1Base, config.s2Base, config.blockDim, config.dbVec };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[4] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -1366,7 +851,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -1375,12 +863,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[4];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[4];
@@ -1399,6 +888,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

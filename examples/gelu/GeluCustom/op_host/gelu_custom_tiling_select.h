@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "gelu_custom_tiling.h"
@@ -193,191 +194,97 @@ static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
+    const int64_t v_totalLength = shape[0];
+    const int64_t v_blockDim = config[0];
+    const int64_t v_tileLength = config[1];
+    const int64_t v_bufferNum = config[2];
     (void)aic;
-    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
-    const int64_t t1 = ((-at_floordiv((-s0), t0)) * t0);
-    const int64_t t2 = at_ceil_div(t1, p0);
-    const int64_t t3 = at_floordiv(INT64_C(32), INT64_C(2));
-    const int64_t t4 = ((-at_floordiv((-t2), t3)) * t3);
-    const int64_t t5 = (((p1 < t4)) ? p1 : t4);
-    const int64_t t6 = at_ceil_div(t4, t5);
-    const int64_t t7 = (t6 - INT64_C(1));
-    const int64_t t8 = (t7 * t5);
-    const int64_t t9 = (t4 - t8);
-    (void)t9;
-    const int64_t t10 = (p0 - INT64_C(1));
-    const int64_t t11 = (t10 * t4);
-    const int64_t t12 = (s0 - t11);
-    const int64_t t13 = at_ceil_div(t12, t5);
-    const int64_t t14 = (t13 - INT64_C(1));
-    const int64_t t15 = (t14 * t5);
-    const int64_t t16 = (t12 - t15);
-    (void)t16;
-    const double t17 = static_cast<double>(p0);
-    const double t18 = at_fceil(at_py_div(t17, ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0)));
-    const double t19 = ((((t18 > 0.0)) || ((t18 != t18))) ? t18 : 0.0);
-    const double t20 = (((t19 > 1.0)) ? 14.0 : 0.0);
-    const double t21 = t20;
-    const double t22 = at_fdiv(static_cast<double>(t4), static_cast<double>(t5));
-    const double t23 = static_cast<double>(p2);
-    const double t24 = ((((t22 > 0.0)) || ((t22 != t22))) ? t22 : 0.0);
-    const double t25 = (((t24 > 1.0)) ? 14.0 : 0.0);
-    const double t26 = t25;
-    const double t27 = static_cast<double>((t5 * INT64_C(2)));
-    const double t28 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t29 = at_py_div(t27, t28);
-    const double t30 = ((t28 * at_fceil(at_py_div(t29, 32.0))) * 32.0);
-    const double t31 = at_interp(t30, k_XP0, k_FP0, 5);
-    const bool t32 = ((std::fmod(t29, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t33 = (t32 ? 1.0 : 0.7);
-    const double t34 = (t31 * t33);
-    const double t35 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t36 = ((((t35 < 1.0)) || ((t35 != t35))) ? t35 : 1.0);
-    const double t37 = at_py_div(1.0, (at_py_div((1.0 - t36), 888.8888888888889) + at_py_div(t36, 3888.8888888888887)));
-    const double t38 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
-    const double t39 = (t38 * 200.0);
-    const double t40 = std::pow(t37, (-1.5));
-    const double t41 = at_py_div(std::pow((std::pow(t39, (-1.5)) + t40), (-0.6666666666666666)), t38);
-    const double t42 = ((((t34 < t41)) || ((t34 != t34))) ? t34 : t41);
-    const double t43 = at_py_div((1.0 * t30), t41);
-    const double t44 = at_py_div(t30, t42);
-    const double t45 = (190.0 + t44);
-    const double t46 = (1.0 * t45);
-    const double t47 = (t26 + t46);
-    const double t48 = (0.0 + t46);
-    const double t49 = (0.0 + t43);
-    const double t50 = static_cast<double>(t5);
-    const double t51 = at_fceil(at_py_div((t50 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t52 = at_fceil(at_py_div(t51, 255.0));
-    const double t53 = ((t52 * 22.0) + (t51 * 2.0));
-    const double t54 = (1.0 * t53);
-    const double t55 = (t47 + t54);
-    const double t56 = (0.0 + t54);
-    const double t57 = (t49 + 0.0);
-    const double t58 = static_cast<double>(INT64_C(3));
-    const double t59 = static_cast<double>(t5);
-    const double t60 = at_fceil(at_py_div((t59 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t61 = at_fceil(at_py_div(t60, 255.0));
-    const double t62 = ((t61 * 22.0) + (t60 * 2.0));
-    const double t63 = (t58 * t62);
-    const double t64 = (t55 + t63);
-    const double t65 = (t56 + t63);
-    const double t66 = (t57 + 0.0);
-    const double t67 = static_cast<double>(INT64_C(3));
-    const double t68 = static_cast<double>(t5);
-    const double t69 = at_fceil(at_py_div((t68 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t70 = at_fceil(at_py_div(t69, 255.0));
-    const double t71 = ((t70 * 22.0) + (t69 * 1.0));
-    const double t72 = (t67 * t71);
-    const double t73 = (t64 + t72);
-    const double t74 = (t65 + t72);
-    const double t75 = (t66 + 0.0);
-    const double t76 = static_cast<double>(t5);
-    const double t77 = at_fceil(at_py_div((t76 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t78 = at_fceil(at_py_div(t77, 255.0));
-    const double t79 = ((t78 * 22.0) + (t77 * 2.0));
-    const double t80 = (1.0 * t79);
-    const double t81 = (t73 + t80);
-    const double t82 = (t74 + t80);
-    const double t83 = (t75 + 0.0);
-    const double t84 = static_cast<double>(t5);
-    const double t85 = at_fceil(at_py_div((t84 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t86 = at_fceil(at_py_div(t85, 255.0));
-    const double t87 = ((t86 * 22.0) + (t85 * 4.0));
-    const double t88 = (1.0 * t87);
-    const double t89 = (t81 + t88);
-    const double t90 = (t82 + t88);
-    const double t91 = (t83 + 0.0);
-    const double t92 = static_cast<double>(t5);
-    const double t93 = at_fceil(at_py_div((t92 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t94 = at_fceil(at_py_div(t93, 255.0));
-    const double t95 = ((t94 * 22.0) + (t93 * 2.0));
-    const double t96 = (1.0 * t95);
-    const double t97 = (t89 + t96);
-    const double t98 = (t90 + t96);
-    const double t99 = (t91 + 0.0);
-    const double t100 = static_cast<double>((t5 * INT64_C(2)));
-    const double t101 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t102 = at_py_div(t100, t101);
-    const double t103 = ((t101 * at_fceil(at_py_div(t102, 32.0))) * 32.0);
-    const double t104 = at_interp(t103, k_XP1, k_FP1, 5);
-    const bool t105 = ((std::fmod(t102, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t106 = (t105 ? 1.0 : 0.7);
-    const double t107 = (t104 * t106);
-    const double t108 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t109 = ((((t108 < 1.0)) || ((t108 != t108))) ? t108 : 1.0);
-    const double t110 = at_py_div(1.0, (at_py_div((1.0 - t109), 888.8888888888889) + at_py_div(t109, 3888.8888888888887)));
-    const double t111 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
-    const double t112 = (t111 * 200.0);
-    const double t113 = std::pow(t110, (-1.5));
-    const double t114 = at_py_div(std::pow((std::pow(t112, (-1.5)) + t113), (-0.6666666666666666)), t111);
-    const double t115 = ((((t107 < t114)) || ((t107 != t107))) ? t107 : t114);
-    const double t116 = at_py_div((1.0 * t103), t114);
-    const double t117 = at_py_div(t103, t115);
-    const double t118 = (80.0 + t117);
-    const double t119 = (1.0 * t118);
-    const double t120 = (t97 + t119);
-    const double t121 = (0.0 + t119);
-    const double t122 = (t99 + t116);
-    const double t123 = (t120 + 4.0);
-    const double t124 = (t25 + 4.0);
-    const double t125 = ((((t124 > t48)) || ((t124 != t124))) ? t124 : t48);
-    const double t126 = ((((t125 > t98)) || ((t125 != t125))) ? t125 : t98);
-    const double t127 = ((((t126 > t121)) || ((t126 != t126))) ? t126 : t121);
-    const double t128 = ((((t127 > t122)) || ((t127 != t127))) ? t127 : t122);
-    const double t129 = ((((t128 > 0.0)) || ((t128 != t128))) ? t128 : 0.0);
-    const double t130 = (t24 - 1.0);
-    const double t131 = ((((t130 > 0.0)) || ((t130 != t130))) ? t130 : 0.0);
-    const bool t132 = ((t23 >= static_cast<double>(INT64_C(2))));
-    const double t133 = (t132 ? (t123 + (t131 * t129)) : (t24 * t123));
-    const double t134 = (t132 ? (t24 * 0.0) : ((t131 * t123) + t129));
-    const double t135 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t133);
-    const double t136 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t134);
-    const double t137 = (t124 * t24);
-    const double t138 = (t48 * t24);
-    const double t139 = (t98 * t24);
-    const double t140 = (t121 * t24);
-    const double t141 = (t122 * t24);
-    const double t142 = (t21 + t135);
-    const double t143 = (t20 + t137);
-    const double t144 = (0.0 + t138);
-    const double t145 = (0.0 + t139);
-    const double t146 = (0.0 + t140);
-    const double t147 = (0.0 + t141);
-    const double t148 = (((0.0 > t136)) ? 0.0 : t136);
-    const double t149 = (t142 + 0.0);
-    const double t150 = (t143 + 0.0);
-    const double t151 = ((((t150 > t144)) || ((t150 != t150))) ? t150 : t144);
-    const double t152 = ((((t151 > t145)) || ((t151 != t151))) ? t151 : t145);
-    const double t153 = ((((t152 > t146)) || ((t152 != t152))) ? t152 : t146);
-    const double t154 = ((((t153 > t147)) || ((t153 != t153))) ? t153 : t147);
-    const double t155 = ((((t154 > t148)) || ((t154 != t154))) ? t154 : t148);
-    const double t156 = (t19 - 1.0);
-    const double t157 = ((((t156 > 0.0)) || ((t156 != t156))) ? t156 : 0.0);
-    const double t158 = (t19 * t149);
-    const double t159 = ((t157 * t149) + t155);
-    const double t160 = (((t19 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t158);
-    const double t161 = (((t19 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t159);
-    (void)t161;
-    const double t162 = (t150 * t19);
-    (void)t162;
-    const double t163 = (t144 * t19);
-    (void)t163;
-    const double t164 = (t145 * t19);
-    (void)t164;
-    const double t165 = (t146 * t19);
-    (void)t165;
-    const double t166 = (t147 * t19);
-    (void)t166;
-    const double t167 = at_py_div(t160, 1800.0);
-    const double t168 = ((2.0 + 0.0) + at_py_div((1.3 * t17), static_cast<double>(aiv)));
-    const double t169 = (((0.0 > t168)) ? 0.0 : t168);
-    const double t170 = (t169 + t167);
-    return t170;
+    // alignedLength
+    const int64_t alignedLength_0 = ((-at_floordiv((-v_totalLength), INT64_C(16))) * INT64_C(16));
+    // blockLength
+    const int64_t blockLength_0 = ((-at_floordiv((-at_ceil_div(alignedLength_0, v_blockDim)), INT64_C(16))) * INT64_C(16));
+    // tileElems
+    const int64_t tileElems_0 = ((v_tileLength < blockLength_0) ? v_tileLength : blockLength_0);
+    // vector_side
+    const double vector_side_0 = static_cast<double>(v_blockDim);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
+    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
+    const double vector_side_4 = at_fdiv(static_cast<double>(blockLength_0), static_cast<double>(tileElems_0));
+    const double vector_side_5 = static_cast<double>(v_bufferNum);
+    // tile
+    const double tile_0 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
+    // copy_in_x
+    const double copy_in_x_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), 1.0);
+    const double copy_in_x_1 = ((1.0 * at_fceil(at_py_div(copy_in_x_0, 32.0))) * 32.0);
+    const double copy_in_x_2 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_in_x_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_in_x_4 = at_py_div(std::pow((std::pow((copy_in_x_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_3);
+    const double copy_in_x_5 = (1.0 * (190.0 + at_py_div(copy_in_x_1, (((copy_in_x_2 < copy_in_x_4) || (copy_in_x_2 != copy_in_x_2)) ? copy_in_x_2 : copy_in_x_4))));
+    const double copy_in_x_6 = (tile_1 + copy_in_x_5);
+    const double copy_in_x_7 = (0.0 + copy_in_x_5);
+    const double copy_in_x_8 = (0.0 + at_py_div((1.0 * copy_in_x_1), copy_in_x_4));
+    // cast_up
+    const double cast_up_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double cast_up_1 = (1.0 * ((at_fceil(at_py_div(cast_up_0, 255.0)) * 22.0) + (cast_up_0 * 2.0)));
+    const double cast_up_2 = (copy_in_x_6 + cast_up_1);
+    const double cast_up_3 = (0.0 + cast_up_1);
+    const double cast_up_4 = (copy_in_x_8 + 0.0);
+    // cube_terms
+    const double cube_terms_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double cube_terms_1 = (3.0 * ((at_fceil(at_py_div(cube_terms_0, 255.0)) * 22.0) + (cube_terms_0 * 2.0)));
+    const double cube_terms_2 = (cast_up_2 + cube_terms_1);
+    const double cube_terms_3 = (cast_up_3 + cube_terms_1);
+    const double cube_terms_4 = (cast_up_4 + 0.0);
+    // scales
+    const double scales_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double scales_1 = (3.0 * ((at_fceil(at_py_div(scales_0, 255.0)) * 22.0) + (scales_0 * 1.0)));
+    const double scales_2 = (cube_terms_2 + scales_1);
+    const double scales_3 = (cube_terms_3 + scales_1);
+    const double scales_4 = (cube_terms_4 + 0.0);
+    // exp
+    const double exp_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double exp_1 = (1.0 * ((at_fceil(at_py_div(exp_0, 255.0)) * 22.0) + (exp_0 * 2.0)));
+    const double exp_2 = (scales_2 + exp_1);
+    const double exp_3 = (scales_3 + exp_1);
+    const double exp_4 = (scales_4 + 0.0);
+    // div
+    const double div_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double div_1 = (1.0 * ((at_fceil(at_py_div(div_0, 255.0)) * 22.0) + (div_0 * 4.0)));
+    const double div_2 = (exp_2 + div_1);
+    const double div_3 = (exp_3 + div_1);
+    const double div_4 = (exp_4 + 0.0);
+    // cast_down
+    const double cast_down_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double cast_down_1 = (1.0 * ((at_fceil(at_py_div(cast_down_0, 255.0)) * 22.0) + (cast_down_0 * 2.0)));
+    const double cast_down_2 = (div_2 + cast_down_1);
+    const double cast_down_3 = (div_3 + cast_down_1);
+    const double cast_down_4 = (div_4 + 0.0);
+    // copy_out_y
+    const double copy_out_y_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), 1.0);
+    const double copy_out_y_1 = ((1.0 * at_fceil(at_py_div(copy_out_y_0, 32.0))) * 32.0);
+    const double copy_out_y_2 = (at_interp(copy_out_y_1, k_XP1, k_FP1, 5) * ((std::fmod(copy_out_y_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_out_y_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_out_y_4 = at_py_div(std::pow((std::pow((copy_out_y_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_out_y_3);
+    const double copy_out_y_5 = (1.0 * (80.0 + at_py_div(copy_out_y_1, (((copy_out_y_2 < copy_out_y_4) || (copy_out_y_2 != copy_out_y_2)) ? copy_out_y_2 : copy_out_y_4))));
+    const double copy_out_y_6 = (cast_down_2 + copy_out_y_5);
+    const double copy_out_y_7 = (0.0 + copy_out_y_5);
+    const double copy_out_y_8 = (cast_down_4 + at_py_div((1.0 * copy_out_y_1), copy_out_y_4));
+    // tile
+    const double tile_2 = (copy_out_y_6 + 4.0);
+    const double tile_3 = (tile_1 + 4.0);
+    const double tile_4 = (((tile_3 > copy_in_x_7) || (tile_3 != tile_3)) ? tile_3 : copy_in_x_7);
+    const double tile_5 = (((tile_4 > cast_down_3) || (tile_4 != tile_4)) ? tile_4 : cast_down_3);
+    const double tile_6 = (((tile_5 > copy_out_y_7) || (tile_5 != tile_5)) ? tile_5 : copy_out_y_7);
+    const double tile_7 = (((tile_6 > copy_out_y_8) || (tile_6 != tile_6)) ? tile_6 : copy_out_y_8);
+    const double tile_8 = (tile_0 - 1.0);
+    const double tile_9 = ((vector_side_5 >= static_cast<double>(INT64_C(2))) ? (tile_2 + ((((tile_8 > 0.0) || (tile_8 != tile_8)) ? tile_8 : 0.0) * (((tile_7 > 0.0) || (tile_7 != tile_7)) ? tile_7 : 0.0))) : (tile_0 * tile_2));
+    const double tile_10 = (vector_side_3 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_9));
+    // vector_side
+    const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_7 = (((0.0 > vector_side_6) ? 0.0 : vector_side_6) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_10 + 0.0))), 1800.0));
+    return vector_side_7;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -408,87 +315,59 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.totalLength >= INT64_C(1) && shape.totalLength <= INT64_C(2147483647);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // blockDim
+        v.v_alignedLength = at_align_up(v.v_totalLength, at_floordiv(INT64_C(32), sizeof_x));
+        v.v_blockLength = at_align_up(at_ceil_div(v.v_alignedLength, v.v_blockDim), at_floordiv(INT64_C(32), sizeof_x));
+        v.v_lastBlockLength = (v.v_totalLength - ((v.v_blockDim - INT64_C(1)) * v.v_blockLength));
+        if (!((((v.v_blockDim - INT64_C(1)) * v.v_blockLength) < v.v_totalLength))) return false;  // every_core_busy
+        if (!CoresWithin(v.v_blockDim, v.aivNum)) return false;  // vector_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aivNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(v.v_totalLength), 0.0, 4294967295.0)) return false;  // totalLength_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_blockLength), 0.0, 4294967295.0)) return false;  // blockLength_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockLength), 0.0, 4294967295.0)) return false;  // lastBlockLength_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // tileLength
+        v.v_tileElems = at_min(v.v_tileLength, v.v_blockLength);
+        v.v_tileNum = at_ceil_div(v.v_blockLength, v.v_tileElems);
+        v.v_lastTileLength = (v.v_blockLength - ((v.v_tileNum - INT64_C(1)) * v.v_tileElems));
+        v.v_lastBlockTileNum = at_ceil_div(v.v_lastBlockLength, v.v_tileElems);
+        v.v_lastBlockLastTileLength = (v.v_lastBlockLength - ((v.v_lastBlockTileNum - INT64_C(1)) * v.v_tileElems));
+        if (!(((v.v_tileLength < (INT64_C(2) * v.v_blockLength)) || (v.v_tileLength == INT64_C(256))))) return false;  // tile_not_oversized
+        if (!Within(static_cast<double>(v.v_tileNum), 0.0, 4294967295.0)) return false;  // tileNum_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_tileElems), 0.0, 4294967295.0)) return false;  // tileLength_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastTileLength), 0.0, 4294967295.0)) return false;  // lastTileLength_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockTileNum), 0.0, 4294967295.0)) return false;  // lastBlockTileNum_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockLastTileLength), 0.0, 4294967295.0)) return false;  // lastBlockLastTileLength_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 2:  // bufferNum
+        if (!(((((v.v_bufferNum * v.v_tileLength) * (sizeof_x + sizeof_y)) + ((INT64_C(3) * v.v_tileLength) * sizeof_work)) <= hw_ub_bytes))) return false;  // ub_fits
+        if (!Within(static_cast<double>(v.v_bufferNum), 0.0, 1.84467440737095516e+19)) return false;  // tiling_key_fits_uint64_t
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_totalLength = shape.totalLength;
-    out.v_totalLength = v_totalLength;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_tileLength = config.tileLength;
-    out.v_tileLength = v_tileLength;
-    const int64_t v_bufferNum = config.bufferNum;
-    out.v_bufferNum = v_bufferNum;
-    const int64_t v_alignedLength = at_align_up(v_totalLength, at_floordiv(INT64_C(32), sizeof_x));
-    out.v_alignedLength = v_alignedLength;
-    const int64_t v_blockLength = at_align_up(at_ceil_div(v_alignedLength, v_blockDim), at_floordiv(INT64_C(32), sizeof_x));
-    out.v_blockLength = v_blockLength;
-    const int64_t v_tileElems = at_min(v_tileLength, v_blockLength);
-    out.v_tileElems = v_tileElems;
-    const int64_t v_tileNum = at_ceil_div(v_blockLength, v_tileElems);
-    out.v_tileNum = v_tileNum;
-    const int64_t v_lastTileLength = (v_blockLength - ((v_tileNum - INT64_C(1)) * v_tileElems));
-    out.v_lastTileLength = v_lastTileLength;
-    const int64_t v_lastBlockLength = (v_totalLength - ((v_blockDim - INT64_C(1)) * v_blockLength));
-    out.v_lastBlockLength = v_lastBlockLength;
-    const int64_t v_lastBlockTileNum = at_ceil_div(v_lastBlockLength, v_tileElems);
-    out.v_lastBlockTileNum = v_lastBlockTileNum;
-    const int64_t v_lastBlockLastTileLength = (v_lastBlockLength - ((v_lastBlockTileNum - INT64_C(1)) * v_tileElems));
-    out.v_lastBlockLastTileLength = v_lastBlockLastTileLength;
-    if (!(((((v_bufferNum * v_tileLength) * (sizeof_x + sizeof_y)) + ((INT64_C(3) * v_tileLength) * sizeof_work)) <= hw_ub_bytes))) return false;  // ub_fits
-    if (!((((v_blockDim - INT64_C(1)) * v_blockLength) < v_totalLength))) return false;  // every_core_busy
-    if (!(((v_tileLength < (INT64_C(2) * v_blockLength)) || (v_tileLength == INT64_C(256))))) return false;  // tile_not_oversized
-    {
-        const int64_t cores = v_blockDim;  // vector_cores_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_totalLength);  // totalLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_blockLength);  // blockLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_tileNum);  // tileNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_tileElems);  // tileLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastTileLength);  // lastTileLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockLength);  // lastBlockLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockTileNum);  // lastBlockTileNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockLastTileLength);  // lastBlockLastTileLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_bufferNum);  // tiling_key_fits_uint64_t
-        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) return false;
-    }
-    return true;
+    out.v_totalLength = shape.totalLength;
+    out.v_blockDim = config.blockDim;
+    out.v_tileLength = config.tileLength;
+    out.v_bufferNum = config.bufferNum;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -509,157 +388,46 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
     (void)hw_vector_cores;
     const int64_t v_totalLength = shape.totalLength;
     (void)v_totalLength;
-    const int64_t dims[1] = { shape.totalLength };
-    std::vector<int64_t> dom0;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
-    }
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(16384));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom1.push_back(p);
-        }
-    }
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.tileLength ? a - base.tileLength : base.tileLength - a;
-        const int64_t db = b > base.tileLength ? b - base.tileLength : base.tileLength - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.bufferNum ? a - base.bufferNum : base.bufferNum - a;
-        const int64_t db = b > base.bufferNum ? b - base.bufferNum : base.bufferNum - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_blockDim = k0 < 0 ? base.blockDim : dom0[k0];
-        if (k0 >= 0 && v_blockDim == base.blockDim) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_alignedLength = at_align_up(v_totalLength, at_floordiv(INT64_C(32), sizeof_x));
-        (void)v_alignedLength;
-        const int64_t v_blockLength = at_align_up(at_ceil_div(v_alignedLength, v_blockDim), at_floordiv(INT64_C(32), sizeof_x));
-        (void)v_blockLength;
-        const int64_t v_lastBlockLength = (v_totalLength - ((v_blockDim - INT64_C(1)) * v_blockLength));
-        (void)v_lastBlockLength;
-        if (!((((v_blockDim - INT64_C(1)) * v_blockLength) < v_totalLength))) continue;  // every_core_busy
-        {
-            const int64_t cores = v_blockDim;  // vector_cores_within_chip
-            if (cores < 1 || cores > aivNum) continue;
-        }
-        {
-            const int64_t cores = v_blockDim;  // block_dim_within_chip
-            if (cores < 1 || cores > aivNum) continue;
-        }
-        {
-            const double value = static_cast<double>(v_totalLength);  // totalLength_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_blockLength);  // blockLength_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_lastBlockLength);  // lastBlockLength_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_tileLength = k1 < 0 ? base.tileLength : dom1[k1];
-            if (k1 >= 0 && v_tileLength == base.tileLength) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_tileElems = at_min(v_tileLength, v_blockLength);
-            (void)v_tileElems;
-            const int64_t v_tileNum = at_ceil_div(v_blockLength, v_tileElems);
-            (void)v_tileNum;
-            const int64_t v_lastTileLength = (v_blockLength - ((v_tileNum - INT64_C(1)) * v_tileElems));
-            (void)v_lastTileLength;
-            const int64_t v_lastBlockTileNum = at_ceil_div(v_lastBlockLength, v_tileElems);
-            (void)v_lastBlockTileNum;
-            const int64_t v_lastBlockLastTileLength = (v_lastBlockLength - ((v_lastBlockTileNum - INT64_C(1)) * v_tileElems));
-            (void)v_lastBlockLastTileLength;
-            if (!(((v_tileLength < (INT64_C(2) * v_blockLength)) || (v_tileLength == INT64_C(256))))) continue;  // tile_not_oversized
-            {
-                const double value = static_cast<double>(v_tileNum);  // tileNum_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_tileElems);  // tileLength_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_lastTileLength);  // lastTileLength_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_lastBlockTileNum);  // lastBlockTileNum_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_lastBlockLastTileLength);  // lastBlockLastTileLength_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_bufferNum = k2 < 0 ? base.bufferNum : dom2[k2];
-                if (k2 >= 0 && v_bufferNum == base.bufferNum) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                if (!(((((v_bufferNum * v_tileLength) * (sizeof_x + sizeof_y)) + ((INT64_C(3) * v_tileLength) * sizeof_work)) <= hw_ub_bytes))) continue;  // ub_fits
-                {
-                    const double value = static_cast<double>(v_bufferNum);  // tiling_key_fits_uint64_t
-                    if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
-                }
-                {
-                    const int64_t values[3] = {v_blockDim, v_tileLength, v_bufferNum};
-                    const double us = PredictUs(dims, values, aicNum, aivNum);
-                    if (found == 0 || us < bestUs) {
-                        bestUs = us;
-                        out.blockDim = v_blockDim;
-                        out.tileLength = v_tileLength;
-                        out.bufferNum = v_bufferNum;
-                    }
-                    if (++found >= 16) break;
-                }
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainRange(doms[0], INT64_C(1), static_cast<int64_t>(hw_vector_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    if (!DomainPow2(doms[1], INT64_C(256), INT64_C(16384))) return false;  // tileLength
+    if (!DomainValues(doms[2], {INT64_C(1), INT64_C(2)})) return false;  // bufferNum
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -669,6 +437,64 @@ inline Config ConfigOf(const int64_t* v) {
     config.bufferNum = v[2];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 3;
+    std::vector<int64_t> doms[3];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[3] = { base.blockDim, base.tileLength, base.bufferNum };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[1] = { shape.totalLength };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_totalLength = shape.totalLength;
+    int64_t cur[3] = {};
+    int64_t* const slots[3] = { &w.v_blockDim, &w.v_tileLength, &w.v_bufferNum };
+    int64_t k[3] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -707,56 +533,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_totalLength = shape.totalLength;
-    (void)v_totalLength;
     const int64_t dims[1] = { shape.totalLength };
-    std::vector<int64_t> dom0;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
-    }
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(16384));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom1.push_back(p);
-        }
-    }
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    const std::vector<int64_t>* doms[3] = {&dom0, &dom1, &dom2};
+    std::vector<int64_t> doms[3];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 3;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 2;
+    static const int32_t kPairs[2][2] = { { 0, 1 }, { 1, 2 } };
     int64_t cur[3] = { config.blockDim, config.tileLength, config.bufferNum };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[3] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -769,7 +569,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -778,12 +581,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[3];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[3];
@@ -802,6 +606,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

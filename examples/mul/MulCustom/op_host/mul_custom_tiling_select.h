@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "mul_custom_tiling.h"
@@ -195,172 +196,77 @@ static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
+    const int64_t v_totalLength = shape[0];
+    const int64_t v_blockDim = config[0];
+    const int64_t v_tileLength = config[1];
+    const int64_t v_bufferNum = config[2];
     (void)aic;
-    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
-    const int64_t t1 = ((-at_floordiv((-s0), t0)) * t0);
-    const int64_t t2 = at_ceil_div(t1, p0);
-    const int64_t t3 = at_floordiv(INT64_C(32), INT64_C(2));
-    const int64_t t4 = ((-at_floordiv((-t2), t3)) * t3);
-    const int64_t t5 = (((p1 < t4)) ? p1 : t4);
-    const int64_t t6 = at_ceil_div(t4, t5);
-    const int64_t t7 = (t6 - INT64_C(1));
-    const int64_t t8 = (t7 * t5);
-    const int64_t t9 = (t4 - t8);
-    (void)t9;
-    const int64_t t10 = (p0 - INT64_C(1));
-    const int64_t t11 = (t10 * t4);
-    const int64_t t12 = (s0 - t11);
-    const int64_t t13 = at_ceil_div(t12, t5);
-    const int64_t t14 = (t13 - INT64_C(1));
-    const int64_t t15 = (t14 * t5);
-    const int64_t t16 = (t12 - t15);
-    (void)t16;
-    const double t17 = static_cast<double>(p0);
-    const double t18 = at_fceil(at_py_div(t17, ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0)));
-    const double t19 = ((((t18 > 0.0)) || ((t18 != t18))) ? t18 : 0.0);
-    const double t20 = (((t19 > 1.0)) ? 14.0 : 0.0);
-    const double t21 = t20;
-    const double t22 = at_fdiv(static_cast<double>(t4), static_cast<double>(t5));
-    const double t23 = static_cast<double>(p2);
-    const double t24 = ((((t22 > 0.0)) || ((t22 != t22))) ? t22 : 0.0);
-    const double t25 = (((t24 > 1.0)) ? 14.0 : 0.0);
-    const double t26 = t25;
-    const double t27 = static_cast<double>((t5 * INT64_C(2)));
-    const double t28 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t29 = at_py_div(t27, t28);
-    const double t30 = ((t28 * at_fceil(at_py_div(t29, 32.0))) * 32.0);
-    const double t31 = at_interp(t30, k_XP0, k_FP0, 5);
-    const bool t32 = ((std::fmod(t29, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t33 = (t32 ? 1.0 : 0.7);
-    const double t34 = (t31 * t33);
-    const double t35 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t36 = ((((t35 < 1.0)) || ((t35 != t35))) ? t35 : 1.0);
-    const double t37 = at_py_div(1.0, (at_py_div((1.0 - t36), 888.8888888888889) + at_py_div(t36, 3888.8888888888887)));
-    const double t38 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
-    const double t39 = (t38 * 200.0);
-    const double t40 = std::pow(t37, (-1.5));
-    const double t41 = at_py_div(std::pow((std::pow(t39, (-1.5)) + t40), (-0.6666666666666666)), t38);
-    const double t42 = ((((t34 < t41)) || ((t34 != t34))) ? t34 : t41);
-    const double t43 = at_py_div((1.0 * t30), t41);
-    const double t44 = at_py_div(t30, t42);
-    const double t45 = (190.0 + t44);
-    const double t46 = (1.0 * t45);
-    const double t47 = (t26 + t46);
-    const double t48 = (0.0 + t46);
-    const double t49 = (0.0 + t43);
-    const double t50 = static_cast<double>((t5 * INT64_C(2)));
-    const double t51 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t52 = at_py_div(t50, t51);
-    const double t53 = ((t51 * at_fceil(at_py_div(t52, 32.0))) * 32.0);
-    const double t54 = at_interp(t53, k_XP0, k_FP0, 5);
-    const bool t55 = ((std::fmod(t52, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t56 = (t55 ? 1.0 : 0.7);
-    const double t57 = (t54 * t56);
-    const double t58 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t59 = ((((t58 < 1.0)) || ((t58 != t58))) ? t58 : 1.0);
-    const double t60 = at_py_div(1.0, (at_py_div((1.0 - t59), 888.8888888888889) + at_py_div(t59, 3888.8888888888887)));
-    const double t61 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
-    const double t62 = (t61 * 200.0);
-    const double t63 = std::pow(t60, (-1.5));
-    const double t64 = at_py_div(std::pow((std::pow(t62, (-1.5)) + t63), (-0.6666666666666666)), t61);
-    const double t65 = ((((t57 < t64)) || ((t57 != t57))) ? t57 : t64);
-    const double t66 = at_py_div((1.0 * t53), t64);
-    const double t67 = at_py_div(t53, t65);
-    const double t68 = (190.0 + t67);
-    const double t69 = (1.0 * t68);
-    const double t70 = (t47 + t69);
-    const double t71 = (t48 + t69);
-    const double t72 = (t49 + t66);
-    const double t73 = static_cast<double>(t5);
-    const double t74 = at_fceil(at_py_div((t73 * static_cast<double>(INT64_C(2))), 256.0));
-    const double t75 = at_fceil(at_py_div(t74, 255.0));
-    const double t76 = ((t75 * 22.0) + (t74 * 2.0));
-    const double t77 = (1.0 * t76);
-    const double t78 = (t70 + t77);
-    const double t79 = (0.0 + t77);
-    const double t80 = (t72 + 0.0);
-    const double t81 = static_cast<double>((t5 * INT64_C(2)));
-    const double t82 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t83 = at_py_div(t81, t82);
-    const double t84 = ((t82 * at_fceil(at_py_div(t83, 32.0))) * 32.0);
-    const double t85 = at_interp(t84, k_XP1, k_FP1, 5);
-    const bool t86 = ((std::fmod(t83, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t87 = (t86 ? 1.0 : 0.7);
-    const double t88 = (t85 * t87);
-    const double t89 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t90 = ((((t89 < 1.0)) || ((t89 != t89))) ? t89 : 1.0);
-    const double t91 = at_py_div(1.0, (at_py_div((1.0 - t90), 888.8888888888889) + at_py_div(t90, 3888.8888888888887)));
-    const double t92 = ((((t17 > 1.0)) || ((t17 != t17))) ? t17 : 1.0);
-    const double t93 = (t92 * 200.0);
-    const double t94 = std::pow(t91, (-1.5));
-    const double t95 = at_py_div(std::pow((std::pow(t93, (-1.5)) + t94), (-0.6666666666666666)), t92);
-    const double t96 = ((((t88 < t95)) || ((t88 != t88))) ? t88 : t95);
-    const double t97 = at_py_div((1.0 * t84), t95);
-    const double t98 = at_py_div(t84, t96);
-    const double t99 = (80.0 + t98);
-    const double t100 = (1.0 * t99);
-    const double t101 = (t78 + t100);
-    const double t102 = (0.0 + t100);
-    const double t103 = (t80 + t97);
-    const double t104 = (t101 + 4.0);
-    const double t105 = (t25 + 4.0);
-    const double t106 = ((((t105 > t71)) || ((t105 != t105))) ? t105 : t71);
-    const double t107 = ((((t106 > t79)) || ((t106 != t106))) ? t106 : t79);
-    const double t108 = ((((t107 > t102)) || ((t107 != t107))) ? t107 : t102);
-    const double t109 = ((((t108 > t103)) || ((t108 != t108))) ? t108 : t103);
-    const double t110 = ((((t109 > 0.0)) || ((t109 != t109))) ? t109 : 0.0);
-    const double t111 = (t24 - 1.0);
-    const double t112 = ((((t111 > 0.0)) || ((t111 != t111))) ? t111 : 0.0);
-    const bool t113 = ((t23 >= static_cast<double>(INT64_C(2))));
-    const double t114 = (t113 ? (t104 + (t112 * t110)) : (t24 * t104));
-    const double t115 = (t113 ? (t24 * 0.0) : ((t112 * t104) + t110));
-    const double t116 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t114);
-    const double t117 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t115);
-    const double t118 = (t105 * t24);
-    const double t119 = (t71 * t24);
-    const double t120 = (t79 * t24);
-    const double t121 = (t102 * t24);
-    const double t122 = (t103 * t24);
-    const double t123 = (t21 + t116);
-    const double t124 = (t20 + t118);
-    const double t125 = (0.0 + t119);
-    const double t126 = (0.0 + t120);
-    const double t127 = (0.0 + t121);
-    const double t128 = (0.0 + t122);
-    const double t129 = (((0.0 > t117)) ? 0.0 : t117);
-    const double t130 = (t123 + 0.0);
-    const double t131 = (t124 + 0.0);
-    const double t132 = ((((t131 > t125)) || ((t131 != t131))) ? t131 : t125);
-    const double t133 = ((((t132 > t126)) || ((t132 != t132))) ? t132 : t126);
-    const double t134 = ((((t133 > t127)) || ((t133 != t133))) ? t133 : t127);
-    const double t135 = ((((t134 > t128)) || ((t134 != t134))) ? t134 : t128);
-    const double t136 = ((((t135 > t129)) || ((t135 != t135))) ? t135 : t129);
-    const double t137 = (t19 - 1.0);
-    const double t138 = ((((t137 > 0.0)) || ((t137 != t137))) ? t137 : 0.0);
-    const double t139 = (t19 * t130);
-    const double t140 = ((t138 * t130) + t136);
-    const double t141 = (((t19 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t139);
-    const double t142 = (((t19 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t140);
-    (void)t142;
-    const double t143 = (t131 * t19);
-    (void)t143;
-    const double t144 = (t125 * t19);
-    (void)t144;
-    const double t145 = (t126 * t19);
-    (void)t145;
-    const double t146 = (t127 * t19);
-    (void)t146;
-    const double t147 = (t128 * t19);
-    (void)t147;
-    const double t148 = at_py_div(t141, 1800.0);
-    const double t149 = ((2.0 + 0.0) + at_py_div((1.3 * t17), static_cast<double>(aiv)));
-    const double t150 = (((0.0 > t149)) ? 0.0 : t149);
-    const double t151 = (t150 + t148);
-    return t151;
+    // alignedLength
+    const int64_t alignedLength_0 = ((-at_floordiv((-v_totalLength), INT64_C(16))) * INT64_C(16));
+    // blockLength
+    const int64_t blockLength_0 = ((-at_floordiv((-at_ceil_div(alignedLength_0, v_blockDim)), INT64_C(16))) * INT64_C(16));
+    // tileElems
+    const int64_t tileElems_0 = ((v_tileLength < blockLength_0) ? v_tileLength : blockLength_0);
+    // vector_side
+    const double vector_side_0 = static_cast<double>(v_blockDim);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
+    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
+    const double vector_side_4 = at_fdiv(static_cast<double>(blockLength_0), static_cast<double>(tileElems_0));
+    const double vector_side_5 = static_cast<double>(v_bufferNum);
+    // tile
+    const double tile_0 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
+    // copy_in_x
+    const double copy_in_x_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), 1.0);
+    const double copy_in_x_1 = ((1.0 * at_fceil(at_py_div(copy_in_x_0, 32.0))) * 32.0);
+    const double copy_in_x_2 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_in_x_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_in_x_4 = at_py_div(std::pow((std::pow((copy_in_x_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_3);
+    const double copy_in_x_5 = (1.0 * (190.0 + at_py_div(copy_in_x_1, (((copy_in_x_2 < copy_in_x_4) || (copy_in_x_2 != copy_in_x_2)) ? copy_in_x_2 : copy_in_x_4))));
+    const double copy_in_x_6 = (tile_1 + copy_in_x_5);
+    const double copy_in_x_7 = (0.0 + copy_in_x_5);
+    const double copy_in_x_8 = (0.0 + at_py_div((1.0 * copy_in_x_1), copy_in_x_4));
+    // copy_in_y
+    const double copy_in_y_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), 1.0);
+    const double copy_in_y_1 = ((1.0 * at_fceil(at_py_div(copy_in_y_0, 32.0))) * 32.0);
+    const double copy_in_y_2 = (at_interp(copy_in_y_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_y_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_in_y_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_in_y_4 = at_py_div(std::pow((std::pow((copy_in_y_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_y_3);
+    const double copy_in_y_5 = (1.0 * (190.0 + at_py_div(copy_in_y_1, (((copy_in_y_2 < copy_in_y_4) || (copy_in_y_2 != copy_in_y_2)) ? copy_in_y_2 : copy_in_y_4))));
+    const double copy_in_y_6 = (copy_in_x_6 + copy_in_y_5);
+    const double copy_in_y_7 = (copy_in_x_7 + copy_in_y_5);
+    const double copy_in_y_8 = (copy_in_x_8 + at_py_div((1.0 * copy_in_y_1), copy_in_y_4));
+    // mul
+    const double mul_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(2))), 256.0));
+    const double mul_1 = (1.0 * ((at_fceil(at_py_div(mul_0, 255.0)) * 22.0) + (mul_0 * 2.0)));
+    const double mul_2 = (copy_in_y_6 + mul_1);
+    const double mul_3 = (0.0 + mul_1);
+    const double mul_4 = (copy_in_y_8 + 0.0);
+    // copy_out_z
+    const double copy_out_z_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), 1.0);
+    const double copy_out_z_1 = ((1.0 * at_fceil(at_py_div(copy_out_z_0, 32.0))) * 32.0);
+    const double copy_out_z_2 = (at_interp(copy_out_z_1, k_XP1, k_FP1, 5) * ((std::fmod(copy_out_z_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_out_z_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_out_z_4 = at_py_div(std::pow((std::pow((copy_out_z_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_out_z_3);
+    const double copy_out_z_5 = (1.0 * (80.0 + at_py_div(copy_out_z_1, (((copy_out_z_2 < copy_out_z_4) || (copy_out_z_2 != copy_out_z_2)) ? copy_out_z_2 : copy_out_z_4))));
+    const double copy_out_z_6 = (mul_2 + copy_out_z_5);
+    const double copy_out_z_7 = (0.0 + copy_out_z_5);
+    const double copy_out_z_8 = (mul_4 + at_py_div((1.0 * copy_out_z_1), copy_out_z_4));
+    // tile
+    const double tile_2 = (copy_out_z_6 + 4.0);
+    const double tile_3 = (tile_1 + 4.0);
+    const double tile_4 = (((tile_3 > copy_in_y_7) || (tile_3 != tile_3)) ? tile_3 : copy_in_y_7);
+    const double tile_5 = (((tile_4 > mul_3) || (tile_4 != tile_4)) ? tile_4 : mul_3);
+    const double tile_6 = (((tile_5 > copy_out_z_7) || (tile_5 != tile_5)) ? tile_5 : copy_out_z_7);
+    const double tile_7 = (((tile_6 > copy_out_z_8) || (tile_6 != tile_6)) ? tile_6 : copy_out_z_8);
+    const double tile_8 = (tile_0 - 1.0);
+    const double tile_9 = ((vector_side_5 >= static_cast<double>(INT64_C(2))) ? (tile_2 + ((((tile_8 > 0.0) || (tile_8 != tile_8)) ? tile_8 : 0.0) * (((tile_7 > 0.0) || (tile_7 != tile_7)) ? tile_7 : 0.0))) : (tile_0 * tile_2));
+    const double tile_10 = (vector_side_3 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_9));
+    // vector_side
+    const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_7 = (((0.0 > vector_side_6) ? 0.0 : vector_side_6) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_10 + 0.0))), 1800.0));
+    return vector_side_7;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -391,87 +297,59 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.totalLength >= INT64_C(1) && shape.totalLength <= INT64_C(2147483647);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // blockDim
+        v.v_alignedLength = at_align_up(v.v_totalLength, at_floordiv(INT64_C(32), sizeof_x));
+        v.v_blockLength = at_align_up(at_ceil_div(v.v_alignedLength, v.v_blockDim), at_floordiv(INT64_C(32), sizeof_x));
+        v.v_lastBlockLength = (v.v_totalLength - ((v.v_blockDim - INT64_C(1)) * v.v_blockLength));
+        if (!((((v.v_blockDim - INT64_C(1)) * v.v_blockLength) < v.v_totalLength))) return false;  // every_core_busy
+        if (!CoresWithin(v.v_blockDim, v.aivNum)) return false;  // vector_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aivNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(v.v_totalLength), 0.0, 4294967295.0)) return false;  // totalLength_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_blockLength), 0.0, 4294967295.0)) return false;  // blockLength_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockLength), 0.0, 4294967295.0)) return false;  // lastBlockLength_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // tileLength
+        v.v_tileElems = at_min(v.v_tileLength, v.v_blockLength);
+        v.v_tileNum = at_ceil_div(v.v_blockLength, v.v_tileElems);
+        v.v_lastTileLength = (v.v_blockLength - ((v.v_tileNum - INT64_C(1)) * v.v_tileElems));
+        v.v_lastBlockTileNum = at_ceil_div(v.v_lastBlockLength, v.v_tileElems);
+        v.v_lastBlockLastTileLength = (v.v_lastBlockLength - ((v.v_lastBlockTileNum - INT64_C(1)) * v.v_tileElems));
+        if (!(((v.v_tileLength < (INT64_C(2) * v.v_blockLength)) || (v.v_tileLength == INT64_C(256))))) return false;  // tile_not_oversized
+        if (!Within(static_cast<double>(v.v_tileNum), 0.0, 4294967295.0)) return false;  // tileNum_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_tileElems), 0.0, 4294967295.0)) return false;  // tileLength_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastTileLength), 0.0, 4294967295.0)) return false;  // lastTileLength_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockTileNum), 0.0, 4294967295.0)) return false;  // lastBlockTileNum_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockLastTileLength), 0.0, 4294967295.0)) return false;  // lastBlockLastTileLength_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 2:  // bufferNum
+        if (!(((((INT64_C(3) * v.v_bufferNum) * v.v_tileLength) * sizeof_x) <= hw_ub_bytes))) return false;  // ub_fits
+        if (!Within(static_cast<double>(v.v_bufferNum), 0.0, 1.84467440737095516e+19)) return false;  // tiling_key_fits_uint64_t
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_totalLength = shape.totalLength;
-    out.v_totalLength = v_totalLength;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_tileLength = config.tileLength;
-    out.v_tileLength = v_tileLength;
-    const int64_t v_bufferNum = config.bufferNum;
-    out.v_bufferNum = v_bufferNum;
-    const int64_t v_alignedLength = at_align_up(v_totalLength, at_floordiv(INT64_C(32), sizeof_x));
-    out.v_alignedLength = v_alignedLength;
-    const int64_t v_blockLength = at_align_up(at_ceil_div(v_alignedLength, v_blockDim), at_floordiv(INT64_C(32), sizeof_x));
-    out.v_blockLength = v_blockLength;
-    const int64_t v_tileElems = at_min(v_tileLength, v_blockLength);
-    out.v_tileElems = v_tileElems;
-    const int64_t v_tileNum = at_ceil_div(v_blockLength, v_tileElems);
-    out.v_tileNum = v_tileNum;
-    const int64_t v_lastTileLength = (v_blockLength - ((v_tileNum - INT64_C(1)) * v_tileElems));
-    out.v_lastTileLength = v_lastTileLength;
-    const int64_t v_lastBlockLength = (v_totalLength - ((v_blockDim - INT64_C(1)) * v_blockLength));
-    out.v_lastBlockLength = v_lastBlockLength;
-    const int64_t v_lastBlockTileNum = at_ceil_div(v_lastBlockLength, v_tileElems);
-    out.v_lastBlockTileNum = v_lastBlockTileNum;
-    const int64_t v_lastBlockLastTileLength = (v_lastBlockLength - ((v_lastBlockTileNum - INT64_C(1)) * v_tileElems));
-    out.v_lastBlockLastTileLength = v_lastBlockLastTileLength;
-    if (!(((((INT64_C(3) * v_bufferNum) * v_tileLength) * sizeof_x) <= hw_ub_bytes))) return false;  // ub_fits
-    if (!((((v_blockDim - INT64_C(1)) * v_blockLength) < v_totalLength))) return false;  // every_core_busy
-    if (!(((v_tileLength < (INT64_C(2) * v_blockLength)) || (v_tileLength == INT64_C(256))))) return false;  // tile_not_oversized
-    {
-        const int64_t cores = v_blockDim;  // vector_cores_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_totalLength);  // totalLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_blockLength);  // blockLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_tileNum);  // tileNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_tileElems);  // tileLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastTileLength);  // lastTileLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockLength);  // lastBlockLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockTileNum);  // lastBlockTileNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockLastTileLength);  // lastBlockLastTileLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_bufferNum);  // tiling_key_fits_uint64_t
-        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) return false;
-    }
-    return true;
+    out.v_totalLength = shape.totalLength;
+    out.v_blockDim = config.blockDim;
+    out.v_tileLength = config.tileLength;
+    out.v_bufferNum = config.bufferNum;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -492,157 +370,46 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
     (void)hw_vector_cores;
     const int64_t v_totalLength = shape.totalLength;
     (void)v_totalLength;
-    const int64_t dims[1] = { shape.totalLength };
-    std::vector<int64_t> dom0;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
-    }
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(32768));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom1.push_back(p);
-        }
-    }
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.tileLength ? a - base.tileLength : base.tileLength - a;
-        const int64_t db = b > base.tileLength ? b - base.tileLength : base.tileLength - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.bufferNum ? a - base.bufferNum : base.bufferNum - a;
-        const int64_t db = b > base.bufferNum ? b - base.bufferNum : base.bufferNum - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_blockDim = k0 < 0 ? base.blockDim : dom0[k0];
-        if (k0 >= 0 && v_blockDim == base.blockDim) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_alignedLength = at_align_up(v_totalLength, at_floordiv(INT64_C(32), sizeof_x));
-        (void)v_alignedLength;
-        const int64_t v_blockLength = at_align_up(at_ceil_div(v_alignedLength, v_blockDim), at_floordiv(INT64_C(32), sizeof_x));
-        (void)v_blockLength;
-        const int64_t v_lastBlockLength = (v_totalLength - ((v_blockDim - INT64_C(1)) * v_blockLength));
-        (void)v_lastBlockLength;
-        if (!((((v_blockDim - INT64_C(1)) * v_blockLength) < v_totalLength))) continue;  // every_core_busy
-        {
-            const int64_t cores = v_blockDim;  // vector_cores_within_chip
-            if (cores < 1 || cores > aivNum) continue;
-        }
-        {
-            const int64_t cores = v_blockDim;  // block_dim_within_chip
-            if (cores < 1 || cores > aivNum) continue;
-        }
-        {
-            const double value = static_cast<double>(v_totalLength);  // totalLength_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_blockLength);  // blockLength_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_lastBlockLength);  // lastBlockLength_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_tileLength = k1 < 0 ? base.tileLength : dom1[k1];
-            if (k1 >= 0 && v_tileLength == base.tileLength) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_tileElems = at_min(v_tileLength, v_blockLength);
-            (void)v_tileElems;
-            const int64_t v_tileNum = at_ceil_div(v_blockLength, v_tileElems);
-            (void)v_tileNum;
-            const int64_t v_lastTileLength = (v_blockLength - ((v_tileNum - INT64_C(1)) * v_tileElems));
-            (void)v_lastTileLength;
-            const int64_t v_lastBlockTileNum = at_ceil_div(v_lastBlockLength, v_tileElems);
-            (void)v_lastBlockTileNum;
-            const int64_t v_lastBlockLastTileLength = (v_lastBlockLength - ((v_lastBlockTileNum - INT64_C(1)) * v_tileElems));
-            (void)v_lastBlockLastTileLength;
-            if (!(((v_tileLength < (INT64_C(2) * v_blockLength)) || (v_tileLength == INT64_C(256))))) continue;  // tile_not_oversized
-            {
-                const double value = static_cast<double>(v_tileNum);  // tileNum_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_tileElems);  // tileLength_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_lastTileLength);  // lastTileLength_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_lastBlockTileNum);  // lastBlockTileNum_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_lastBlockLastTileLength);  // lastBlockLastTileLength_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_bufferNum = k2 < 0 ? base.bufferNum : dom2[k2];
-                if (k2 >= 0 && v_bufferNum == base.bufferNum) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                if (!(((((INT64_C(3) * v_bufferNum) * v_tileLength) * sizeof_x) <= hw_ub_bytes))) continue;  // ub_fits
-                {
-                    const double value = static_cast<double>(v_bufferNum);  // tiling_key_fits_uint64_t
-                    if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
-                }
-                {
-                    const int64_t values[3] = {v_blockDim, v_tileLength, v_bufferNum};
-                    const double us = PredictUs(dims, values, aicNum, aivNum);
-                    if (found == 0 || us < bestUs) {
-                        bestUs = us;
-                        out.blockDim = v_blockDim;
-                        out.tileLength = v_tileLength;
-                        out.bufferNum = v_bufferNum;
-                    }
-                    if (++found >= 16) break;
-                }
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainRange(doms[0], INT64_C(1), static_cast<int64_t>(hw_vector_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    if (!DomainPow2(doms[1], INT64_C(256), INT64_C(32768))) return false;  // tileLength
+    if (!DomainValues(doms[2], {INT64_C(1), INT64_C(2)})) return false;  // bufferNum
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -652,6 +419,64 @@ inline Config ConfigOf(const int64_t* v) {
     config.bufferNum = v[2];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 3;
+    std::vector<int64_t> doms[3];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[3] = { base.blockDim, base.tileLength, base.bufferNum };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[1] = { shape.totalLength };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_totalLength = shape.totalLength;
+    int64_t cur[3] = {};
+    int64_t* const slots[3] = { &w.v_blockDim, &w.v_tileLength, &w.v_bufferNum };
+    int64_t k[3] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -690,56 +515,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_totalLength = shape.totalLength;
-    (void)v_totalLength;
     const int64_t dims[1] = { shape.totalLength };
-    std::vector<int64_t> dom0;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
-    }
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(32768));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom1.push_back(p);
-        }
-    }
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    const std::vector<int64_t>* doms[3] = {&dom0, &dom1, &dom2};
+    std::vector<int64_t> doms[3];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 3;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 2;
+    static const int32_t kPairs[2][2] = { { 0, 1 }, { 1, 2 } };
     int64_t cur[3] = { config.blockDim, config.tileLength, config.bufferNum };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[3] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -752,7 +551,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -761,12 +563,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[3];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[3];
@@ -785,6 +588,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "softmax_custom_tiling.h"
@@ -197,243 +198,144 @@ static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
+    const int64_t v_rows = shape[0];
+    const int64_t v_cols = shape[1];
+    const int64_t v_blockDim = config[0];
+    const int64_t v_rowFactor = config[1];
+    const int64_t v_colFactor = config[2];
+    const int64_t v_bufferNum = config[3];
     (void)aic;
-    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
-    const int64_t t1 = ((-at_floordiv((-s1), t0)) * t0);
-    const int64_t t2 = (((p2 < t1)) ? p2 : t1);
-    const int64_t t3 = at_ceil_div(t1, t2);
-    const int64_t t4 = at_ceil_div(s0, p0);
-    const int64_t t5 = (((t3 > INT64_C(1))) ? INT64_C(1) : (((p1 < t4)) ? p1 : t4));
-    const int64_t t6 = at_ceil_div(t4, t5);
-    const int64_t t7 = (t6 - INT64_C(1));
-    const int64_t t8 = (t7 * t5);
-    const int64_t t9 = (t4 - t8);
-    (void)t9;
-    const int64_t t10 = (p0 - INT64_C(1));
-    const int64_t t11 = (t10 * t4);
-    const int64_t t12 = (s0 - t11);
-    const int64_t t13 = at_ceil_div(t12, t5);
-    const int64_t t14 = (t13 - INT64_C(1));
-    const int64_t t15 = (t14 * t5);
-    const int64_t t16 = (t12 - t15);
-    (void)t16;
-    const int64_t t17 = (((t3 > INT64_C(1))) ? INT64_C(2) : INT64_C(1));
-    const int64_t t18 = (t5 * t2);
-    const int64_t t19 = (t3 - INT64_C(1));
-    const int64_t t20 = (t19 * t2);
-    const int64_t t21 = (s1 - t20);
-    (void)t21;
-    const double t22 = static_cast<double>(p0);
-    const double t23 = at_fceil(at_py_div(t22, ((((t22 > 1.0)) || ((t22 != t22))) ? t22 : 1.0)));
-    const double t24 = ((((t23 > 0.0)) || ((t23 != t23))) ? t23 : 0.0);
-    const double t25 = (((t24 > 1.0)) ? 14.0 : 0.0);
-    const double t26 = t25;
-    const double t27 = static_cast<double>(t6);
-    const double t28 = static_cast<double>(p3);
-    const double t29 = ((((t27 > 0.0)) || ((t27 != t27))) ? t27 : 0.0);
-    const double t30 = (((t29 > 1.0)) ? 14.0 : 0.0);
-    const double t31 = t30;
-    const double t32 = static_cast<double>((t3 * t17));
-    const double t33 = static_cast<double>(p3);
-    const double t34 = ((((t32 > 0.0)) || ((t32 != t32))) ? t32 : 0.0);
-    const double t35 = (((t34 > 1.0)) ? 14.0 : 0.0);
-    const double t36 = t35;
-    const double t37 = static_cast<double>((t18 * INT64_C(2)));
-    const double t38 = static_cast<double>(t5);
-    const double t39 = ((((t38 > 1.0)) || ((t38 != t38))) ? t38 : 1.0);
-    const double t40 = at_py_div(t37, t39);
-    const double t41 = ((t39 * at_fceil(at_py_div(t40, 32.0))) * 32.0);
-    const double t42 = at_interp(t41, k_XP0, k_FP0, 5);
-    const bool t43 = ((std::fmod(t40, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t44 = (t43 ? 1.0 : 0.7);
-    const double t45 = (t42 * t44);
-    const double t46 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t47 = ((((t46 < 1.0)) || ((t46 != t46))) ? t46 : 1.0);
-    const double t48 = at_py_div(1.0, (at_py_div((1.0 - t47), 888.8888888888889) + at_py_div(t47, 3888.8888888888887)));
-    const double t49 = ((((t22 > 1.0)) || ((t22 != t22))) ? t22 : 1.0);
-    const double t50 = (t49 * 200.0);
-    const double t51 = std::pow(t48, (-1.5));
-    const double t52 = at_py_div(std::pow((std::pow(t50, (-1.5)) + t51), (-0.6666666666666666)), t49);
-    const double t53 = ((((t45 < t52)) || ((t45 != t45))) ? t45 : t52);
-    const double t54 = at_py_div((1.0 * t41), t52);
-    const double t55 = at_py_div(t41, t53);
-    const double t56 = (190.0 + t55);
-    const double t57 = (1.0 * t56);
-    const double t58 = (t36 + t57);
-    const double t59 = (0.0 + t57);
-    const double t60 = (0.0 + t54);
-    const double t61 = static_cast<double>(t18);
-    const double t62 = at_fceil(at_py_div((t61 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t63 = at_fceil(at_py_div(t62, 255.0));
-    const double t64 = ((t63 * 22.0) + (t62 * 2.0));
-    const double t65 = (1.0 * t64);
-    const double t66 = (t58 + t65);
-    const double t67 = (0.0 + t65);
-    const double t68 = (t60 + 0.0);
-    const double t69 = static_cast<double>((INT64_C(2) * t5));
-    const double t70 = static_cast<double>(at_floordiv(t2, INT64_C(2)));
-    const double t71 = at_fceil(at_py_div((t70 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t72 = at_fceil(at_py_div(t71, 255.0));
-    const double t73 = ((t72 * 22.0) + (t71 * 2.0));
-    const double t74 = (t69 * t73);
-    const double t75 = (t66 + t74);
-    const double t76 = (t67 + t74);
-    const double t77 = (t68 + 0.0);
-    const double t78 = static_cast<double>((INT64_C(2) * t5));
-    const double t79 = static_cast<double>((((t2 < INT64_C(64))) ? t2 : INT64_C(64)));
-    const double t80 = at_fceil(at_py_div((t79 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t81 = at_fceil(at_py_div(t80, 255.0));
-    const double t82 = ((t81 * 22.0) + (t80 * 7.0));
-    const double t83 = (t78 * t82);
-    const double t84 = (t75 + t83);
-    const double t85 = (t76 + t83);
-    const double t86 = (t77 + 0.0);
-    const double t87 = static_cast<double>(t5);
-    const double t88 = static_cast<double>(t2);
-    const double t89 = at_fceil(at_py_div((t88 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t90 = at_fceil(at_py_div(t89, 255.0));
-    const double t91 = ((t90 * 22.0) + (t89 * 2.0));
-    const double t92 = (t87 * t91);
-    const double t93 = (t84 + t92);
-    const double t94 = (t85 + t92);
-    const double t95 = (t86 + 0.0);
-    const double t96 = static_cast<double>(t18);
-    const double t97 = at_fceil(at_py_div((t96 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t98 = at_fceil(at_py_div(t97, 255.0));
-    const double t99 = ((t98 * 22.0) + (t97 * 2.0));
-    const double t100 = (1.0 * t99);
-    const double t101 = (t93 + t100);
-    const double t102 = (t94 + t100);
-    const double t103 = (t95 + 0.0);
-    const double t104 = static_cast<double>(t5);
-    const double t105 = static_cast<double>(t2);
-    const double t106 = at_fceil(at_py_div((t105 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t107 = at_fceil(at_py_div(t106, 255.0));
-    const double t108 = ((t107 * 22.0) + (t106 * 4.0));
-    const double t109 = (t104 * t108);
-    const double t110 = (t101 + t109);
-    const double t111 = (t102 + t109);
-    const double t112 = (t103 + 0.0);
-    const double t113 = static_cast<double>(t18);
-    const double t114 = at_fceil(at_py_div((t113 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t115 = at_fceil(at_py_div(t114, 255.0));
-    const double t116 = ((t115 * 22.0) + (t114 * 2.0));
-    const double t117 = (1.0 * t116);
-    const double t118 = (t110 + t117);
-    const double t119 = (t111 + t117);
-    const double t120 = (t112 + 0.0);
-    const double t121 = at_fdiv(static_cast<double>(INT64_C(1)), static_cast<double>(t17));
-    const double t122 = static_cast<double>((t18 * INT64_C(2)));
-    const double t123 = static_cast<double>(t5);
-    const double t124 = ((((t123 > 1.0)) || ((t123 != t123))) ? t123 : 1.0);
-    const double t125 = at_py_div(t122, t124);
-    const double t126 = ((t124 * at_fceil(at_py_div(t125, 32.0))) * 32.0);
-    const double t127 = at_interp(t126, k_XP1, k_FP1, 5);
-    const bool t128 = ((std::fmod(t125, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t129 = (t128 ? 1.0 : 0.7);
-    const double t130 = (t127 * t129);
-    const double t131 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t132 = ((((t131 < 1.0)) || ((t131 != t131))) ? t131 : 1.0);
-    const double t133 = at_py_div(1.0, (at_py_div((1.0 - t132), 888.8888888888889) + at_py_div(t132, 3888.8888888888887)));
-    const double t134 = ((((t22 > 1.0)) || ((t22 != t22))) ? t22 : 1.0);
-    const double t135 = (t134 * 200.0);
-    const double t136 = std::pow(t133, (-1.5));
-    const double t137 = at_py_div(std::pow((std::pow(t135, (-1.5)) + t136), (-0.6666666666666666)), t134);
-    const double t138 = ((((t130 < t137)) || ((t130 != t130))) ? t130 : t137);
-    const double t139 = at_py_div((t121 * t126), t137);
-    const double t140 = at_py_div(t126, t138);
-    const double t141 = (80.0 + t140);
-    const double t142 = (t121 * t141);
-    const double t143 = (t118 + t142);
-    const double t144 = (0.0 + t142);
-    const double t145 = (t120 + t139);
-    const double t146 = (t143 + 4.0);
-    const double t147 = (t35 + 4.0);
-    const double t148 = ((((t147 > t59)) || ((t147 != t147))) ? t147 : t59);
-    const double t149 = ((((t148 > t119)) || ((t148 != t148))) ? t148 : t119);
-    const double t150 = ((((t149 > t144)) || ((t149 != t149))) ? t149 : t144);
-    const double t151 = ((((t150 > t145)) || ((t150 != t150))) ? t150 : t145);
-    const double t152 = ((((t151 > 0.0)) || ((t151 != t151))) ? t151 : 0.0);
-    const double t153 = (t34 - 1.0);
-    const double t154 = ((((t153 > 0.0)) || ((t153 != t153))) ? t153 : 0.0);
-    const bool t155 = ((t33 >= static_cast<double>(INT64_C(2))));
-    const double t156 = (t155 ? (t146 + (t154 * t152)) : (t34 * t146));
-    const double t157 = (t155 ? (t34 * 0.0) : ((t154 * t146) + t152));
-    const double t158 = (((t34 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t156);
-    const double t159 = (((t34 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t157);
-    const double t160 = (t147 * t34);
-    const double t161 = (t59 * t34);
-    const double t162 = (t119 * t34);
-    const double t163 = (t144 * t34);
-    const double t164 = (t145 * t34);
-    const double t165 = (t31 + t158);
-    const double t166 = (t30 + t160);
-    const double t167 = (0.0 + t161);
-    const double t168 = (0.0 + t162);
-    const double t169 = (0.0 + t163);
-    const double t170 = (0.0 + t164);
-    const double t171 = (((0.0 > t159)) ? 0.0 : t159);
-    const double t172 = (t165 + 0.0);
-    const double t173 = (t166 + 0.0);
-    const double t174 = ((((t173 > t167)) || ((t173 != t173))) ? t173 : t167);
-    const double t175 = ((((t174 > t168)) || ((t174 != t174))) ? t174 : t168);
-    const double t176 = ((((t175 > t169)) || ((t175 != t175))) ? t175 : t169);
-    const double t177 = ((((t176 > t170)) || ((t176 != t176))) ? t176 : t170);
-    const double t178 = ((((t177 > t171)) || ((t177 != t177))) ? t177 : t171);
-    const double t179 = (t29 - 1.0);
-    const double t180 = ((((t179 > 0.0)) || ((t179 != t179))) ? t179 : 0.0);
-    const bool t181 = ((t28 >= static_cast<double>(INT64_C(2))));
-    const double t182 = (t181 ? (t172 + (t180 * t178)) : (t29 * t172));
-    const double t183 = (t181 ? (t29 * t171) : ((t180 * t172) + t178));
-    const double t184 = (((t29 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t182);
-    const double t185 = (((t29 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t183);
-    const double t186 = (t173 * t29);
-    const double t187 = (t167 * t29);
-    const double t188 = (t168 * t29);
-    const double t189 = (t169 * t29);
-    const double t190 = (t170 * t29);
-    const double t191 = (t26 + t184);
-    const double t192 = (t25 + t186);
-    const double t193 = (0.0 + t187);
-    const double t194 = (0.0 + t188);
-    const double t195 = (0.0 + t189);
-    const double t196 = (0.0 + t190);
-    const double t197 = (((0.0 > t185)) ? 0.0 : t185);
-    const double t198 = (t191 + 0.0);
-    const double t199 = (t192 + 0.0);
-    const double t200 = ((((t199 > t193)) || ((t199 != t199))) ? t199 : t193);
-    const double t201 = ((((t200 > t194)) || ((t200 != t200))) ? t200 : t194);
-    const double t202 = ((((t201 > t195)) || ((t201 != t201))) ? t201 : t195);
-    const double t203 = ((((t202 > t196)) || ((t202 != t202))) ? t202 : t196);
-    const double t204 = ((((t203 > t197)) || ((t203 != t203))) ? t203 : t197);
-    const double t205 = (t24 - 1.0);
-    const double t206 = ((((t205 > 0.0)) || ((t205 != t205))) ? t205 : 0.0);
-    const double t207 = (t24 * t198);
-    const double t208 = ((t206 * t198) + t204);
-    const double t209 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t207);
-    const double t210 = (((t24 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t208);
-    (void)t210;
-    const double t211 = (t199 * t24);
-    (void)t211;
-    const double t212 = (t193 * t24);
-    (void)t212;
-    const double t213 = (t194 * t24);
-    (void)t213;
-    const double t214 = (t195 * t24);
-    (void)t214;
-    const double t215 = (t196 * t24);
-    (void)t215;
-    const double t216 = at_py_div(t209, 1800.0);
-    const double t217 = ((2.0 + 0.0) + at_py_div((1.3 * t22), static_cast<double>(aiv)));
-    const double t218 = (((0.0 > t217)) ? 0.0 : t217);
-    const double t219 = (t218 + t216);
-    return t219;
+    // colsAligned
+    const int64_t colsAligned_0 = ((-at_floordiv((-v_cols), INT64_C(16))) * INT64_C(16));
+    // colTile
+    const int64_t colTile_0 = ((v_colFactor < colsAligned_0) ? v_colFactor : colsAligned_0);
+    // colTiles
+    const int64_t colTiles_0 = at_ceil_div(colsAligned_0, colTile_0);
+    // rowsPerCore
+    const int64_t rowsPerCore_0 = at_ceil_div(v_rows, v_blockDim);
+    // rowTile
+    const int64_t rowTile_0 = ((colTiles_0 > INT64_C(1)) ? INT64_C(1) : ((v_rowFactor < rowsPerCore_0) ? v_rowFactor : rowsPerCore_0));
+    // rowPasses
+    const int64_t rowPasses_0 = at_ceil_div(rowsPerCore_0, rowTile_0);
+    // sweeps
+    const int64_t sweeps_0 = ((colTiles_0 > INT64_C(1)) ? INT64_C(2) : INT64_C(1));
+    // tileElems
+    const int64_t tileElems_0 = (rowTile_0 * colTile_0);
+    // vector_side
+    const double vector_side_0 = static_cast<double>(v_blockDim);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
+    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
+    const double vector_side_4 = static_cast<double>(rowPasses_0);
+    const double vector_side_5 = static_cast<double>(v_bufferNum);
+    // row_pass
+    const double row_pass_0 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double row_pass_1 = ((row_pass_0 > 1.0) ? 14.0 : 0.0);
+    const double row_pass_2 = static_cast<double>((colTiles_0 * sweeps_0));
+    const double row_pass_3 = static_cast<double>(v_bufferNum);
+    // col_pass
+    const double col_pass_0 = (((row_pass_2 > 0.0) || (row_pass_2 != row_pass_2)) ? row_pass_2 : 0.0);
+    const double col_pass_1 = ((col_pass_0 > 1.0) ? 14.0 : 0.0);
+    // copy_in_x
+    const double copy_in_x_0 = static_cast<double>(rowTile_0);
+    const double copy_in_x_1 = (((copy_in_x_0 > 1.0) || (copy_in_x_0 != copy_in_x_0)) ? copy_in_x_0 : 1.0);
+    const double copy_in_x_2 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), copy_in_x_1);
+    const double copy_in_x_3 = ((copy_in_x_1 * at_fceil(at_py_div(copy_in_x_2, 32.0))) * 32.0);
+    const double copy_in_x_4 = (at_interp(copy_in_x_3, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_x_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_in_x_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_in_x_6 = at_py_div(std::pow((std::pow((copy_in_x_5 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_5);
+    const double copy_in_x_7 = (1.0 * (190.0 + at_py_div(copy_in_x_3, (((copy_in_x_4 < copy_in_x_6) || (copy_in_x_4 != copy_in_x_4)) ? copy_in_x_4 : copy_in_x_6))));
+    const double copy_in_x_8 = (col_pass_1 + copy_in_x_7);
+    const double copy_in_x_9 = (0.0 + copy_in_x_7);
+    const double copy_in_x_10 = (0.0 + at_py_div((1.0 * copy_in_x_3), copy_in_x_6));
+    // cast_up
+    const double cast_up_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double cast_up_1 = (1.0 * ((at_fceil(at_py_div(cast_up_0, 255.0)) * 22.0) + (cast_up_0 * 2.0)));
+    const double cast_up_2 = (copy_in_x_8 + cast_up_1);
+    const double cast_up_3 = (0.0 + cast_up_1);
+    const double cast_up_4 = (copy_in_x_10 + 0.0);
+    // reduce_max_sum_fold
+    const double reduce_max_sum_fold_0 = at_fceil(at_py_div((static_cast<double>(at_floordiv(colTile_0, INT64_C(2))) * static_cast<double>(INT64_C(4))), 256.0));
+    const double reduce_max_sum_fold_1 = (static_cast<double>((INT64_C(2) * rowTile_0)) * ((at_fceil(at_py_div(reduce_max_sum_fold_0, 255.0)) * 22.0) + (reduce_max_sum_fold_0 * 2.0)));
+    const double reduce_max_sum_fold_2 = (cast_up_2 + reduce_max_sum_fold_1);
+    const double reduce_max_sum_fold_3 = (cast_up_3 + reduce_max_sum_fold_1);
+    const double reduce_max_sum_fold_4 = (cast_up_4 + 0.0);
+    // reduce_max_sum_final
+    const double reduce_max_sum_final_0 = at_fceil(at_py_div((static_cast<double>(((colTile_0 < INT64_C(64)) ? colTile_0 : INT64_C(64))) * static_cast<double>(INT64_C(4))), 256.0));
+    const double reduce_max_sum_final_1 = (static_cast<double>((INT64_C(2) * rowTile_0)) * ((at_fceil(at_py_div(reduce_max_sum_final_0, 255.0)) * 22.0) + (reduce_max_sum_final_0 * 7.0)));
+    const double reduce_max_sum_final_2 = (reduce_max_sum_fold_2 + reduce_max_sum_final_1);
+    const double reduce_max_sum_final_3 = (reduce_max_sum_fold_3 + reduce_max_sum_final_1);
+    const double reduce_max_sum_final_4 = (reduce_max_sum_fold_4 + 0.0);
+    // sub_max
+    const double sub_max_0 = at_fceil(at_py_div((static_cast<double>(colTile_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double sub_max_1 = (static_cast<double>(rowTile_0) * ((at_fceil(at_py_div(sub_max_0, 255.0)) * 22.0) + (sub_max_0 * 2.0)));
+    const double sub_max_2 = (reduce_max_sum_final_2 + sub_max_1);
+    const double sub_max_3 = (reduce_max_sum_final_3 + sub_max_1);
+    const double sub_max_4 = (reduce_max_sum_final_4 + 0.0);
+    // exp
+    const double exp_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double exp_1 = (1.0 * ((at_fceil(at_py_div(exp_0, 255.0)) * 22.0) + (exp_0 * 2.0)));
+    const double exp_2 = (sub_max_2 + exp_1);
+    const double exp_3 = (sub_max_3 + exp_1);
+    const double exp_4 = (sub_max_4 + 0.0);
+    // div_sum
+    const double div_sum_0 = at_fceil(at_py_div((static_cast<double>(colTile_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double div_sum_1 = (static_cast<double>(rowTile_0) * ((at_fceil(at_py_div(div_sum_0, 255.0)) * 22.0) + (div_sum_0 * 4.0)));
+    const double div_sum_2 = (exp_2 + div_sum_1);
+    const double div_sum_3 = (exp_3 + div_sum_1);
+    const double div_sum_4 = (exp_4 + 0.0);
+    // cast_down
+    const double cast_down_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double cast_down_1 = (1.0 * ((at_fceil(at_py_div(cast_down_0, 255.0)) * 22.0) + (cast_down_0 * 2.0)));
+    const double cast_down_2 = (div_sum_2 + cast_down_1);
+    const double cast_down_3 = (div_sum_3 + cast_down_1);
+    const double cast_down_4 = (div_sum_4 + 0.0);
+    // copy_out_y
+    const double copy_out_y_0 = at_fdiv(static_cast<double>(INT64_C(1)), static_cast<double>(sweeps_0));
+    const double copy_out_y_1 = static_cast<double>(rowTile_0);
+    const double copy_out_y_2 = (((copy_out_y_1 > 1.0) || (copy_out_y_1 != copy_out_y_1)) ? copy_out_y_1 : 1.0);
+    const double copy_out_y_3 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), copy_out_y_2);
+    const double copy_out_y_4 = ((copy_out_y_2 * at_fceil(at_py_div(copy_out_y_3, 32.0))) * 32.0);
+    const double copy_out_y_5 = (at_interp(copy_out_y_4, k_XP1, k_FP1, 5) * ((std::fmod(copy_out_y_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_out_y_6 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_out_y_7 = at_py_div(std::pow((std::pow((copy_out_y_6 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_out_y_6);
+    const double copy_out_y_8 = (copy_out_y_0 * (80.0 + at_py_div(copy_out_y_4, (((copy_out_y_5 < copy_out_y_7) || (copy_out_y_5 != copy_out_y_5)) ? copy_out_y_5 : copy_out_y_7))));
+    const double copy_out_y_9 = (cast_down_2 + copy_out_y_8);
+    const double copy_out_y_10 = (0.0 + copy_out_y_8);
+    const double copy_out_y_11 = (cast_down_4 + at_py_div((copy_out_y_0 * copy_out_y_4), copy_out_y_7));
+    // col_pass
+    const double col_pass_2 = (copy_out_y_9 + 4.0);
+    const double col_pass_3 = (col_pass_1 + 4.0);
+    const double col_pass_4 = (((col_pass_3 > copy_in_x_9) || (col_pass_3 != col_pass_3)) ? col_pass_3 : copy_in_x_9);
+    const double col_pass_5 = (((col_pass_4 > cast_down_3) || (col_pass_4 != col_pass_4)) ? col_pass_4 : cast_down_3);
+    const double col_pass_6 = (((col_pass_5 > copy_out_y_10) || (col_pass_5 != col_pass_5)) ? col_pass_5 : copy_out_y_10);
+    const double col_pass_7 = (((col_pass_6 > copy_out_y_11) || (col_pass_6 != col_pass_6)) ? col_pass_6 : copy_out_y_11);
+    const double col_pass_8 = (((col_pass_7 > 0.0) || (col_pass_7 != col_pass_7)) ? col_pass_7 : 0.0);
+    const double col_pass_9 = (col_pass_0 - 1.0);
+    const double col_pass_10 = (((col_pass_9 > 0.0) || (col_pass_9 != col_pass_9)) ? col_pass_9 : 0.0);
+    const bool col_pass_11 = (row_pass_3 >= static_cast<double>(INT64_C(2)));
+    const double col_pass_12 = ((col_pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (col_pass_11 ? (col_pass_0 * 0.0) : ((col_pass_10 * col_pass_2) + col_pass_8)));
+    const double col_pass_13 = (row_pass_1 + ((col_pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (col_pass_11 ? (col_pass_2 + (col_pass_10 * col_pass_8)) : (col_pass_0 * col_pass_2))));
+    const double col_pass_14 = (row_pass_1 + (col_pass_3 * col_pass_0));
+    const double col_pass_15 = (0.0 + (copy_in_x_9 * col_pass_0));
+    const double col_pass_16 = (0.0 + (cast_down_3 * col_pass_0));
+    const double col_pass_17 = (0.0 + (copy_out_y_10 * col_pass_0));
+    const double col_pass_18 = (0.0 + (copy_out_y_11 * col_pass_0));
+    const double col_pass_19 = ((0.0 > col_pass_12) ? 0.0 : col_pass_12);
+    // row_pass
+    const double row_pass_4 = (col_pass_13 + 0.0);
+    const double row_pass_5 = (col_pass_14 + 0.0);
+    const double row_pass_6 = (((row_pass_5 > col_pass_15) || (row_pass_5 != row_pass_5)) ? row_pass_5 : col_pass_15);
+    const double row_pass_7 = (((row_pass_6 > col_pass_16) || (row_pass_6 != row_pass_6)) ? row_pass_6 : col_pass_16);
+    const double row_pass_8 = (((row_pass_7 > col_pass_17) || (row_pass_7 != row_pass_7)) ? row_pass_7 : col_pass_17);
+    const double row_pass_9 = (((row_pass_8 > col_pass_18) || (row_pass_8 != row_pass_8)) ? row_pass_8 : col_pass_18);
+    const double row_pass_10 = (row_pass_0 - 1.0);
+    const double row_pass_11 = ((vector_side_5 >= static_cast<double>(INT64_C(2))) ? (row_pass_4 + ((((row_pass_10 > 0.0) || (row_pass_10 != row_pass_10)) ? row_pass_10 : 0.0) * (((row_pass_9 > col_pass_19) || (row_pass_9 != row_pass_9)) ? row_pass_9 : col_pass_19))) : (row_pass_0 * row_pass_4));
+    const double row_pass_12 = (vector_side_3 + ((row_pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : row_pass_11));
+    // vector_side
+    const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_7 = (((0.0 > vector_side_6) ? 0.0 : vector_side_6) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (row_pass_12 + 0.0))), 1800.0));
+    return vector_side_7;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -471,123 +373,76 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.rows >= INT64_C(1) && shape.rows <= INT64_C(2147483647) && shape.cols >= INT64_C(1) && shape.cols <= INT64_C(1048576);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // blockDim
+        v.v_colsAligned = at_align_up(v.v_cols, at_floordiv(INT64_C(32), sizeof_x));
+        v.v_rowsPerCore = at_ceil_div(v.v_rows, v.v_blockDim);
+        v.v_lastBlockRows = (v.v_rows - ((v.v_blockDim - INT64_C(1)) * v.v_rowsPerCore));
+        if (!((((v.v_blockDim - INT64_C(1)) * v.v_rowsPerCore) < v.v_rows))) return false;  // every_core_busy
+        if (!CoresWithin(v.v_blockDim, v.aivNum)) return false;  // vector_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aivNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(v.v_rows), 0.0, 4294967295.0)) return false;  // rows_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_cols), 0.0, 4294967295.0)) return false;  // cols_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_colsAligned), 0.0, 4294967295.0)) return false;  // colsAligned_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_rowsPerCore), 0.0, 4294967295.0)) return false;  // rowsPerCore_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockRows), 0.0, 4294967295.0)) return false;  // lastBlockRows_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // rowFactor
+        if (!(((v.v_rowFactor < (INT64_C(2) * v.v_rowsPerCore)) || (v.v_rowFactor == INT64_C(1))))) return false;  // row_tile_not_oversized
+        if (!rest) return true;
+        // fall through
+    case 2:  // colFactor
+        v.v_colTile = at_min(v.v_colFactor, v.v_colsAligned);
+        v.v_colTiles = at_ceil_div(v.v_colsAligned, v.v_colTile);
+        v.v_rowTile = (((v.v_colTiles > INT64_C(1))) ? (INT64_C(1)) : (at_min(v.v_rowFactor, v.v_rowsPerCore)));
+        v.v_rowPasses = at_ceil_div(v.v_rowsPerCore, v.v_rowTile);
+        v.v_tailRowFactor = (v.v_rowsPerCore - ((v.v_rowPasses - INT64_C(1)) * v.v_rowTile));
+        v.v_lastBlockRowLoops = at_ceil_div(v.v_lastBlockRows, v.v_rowTile);
+        v.v_lastBlockTailRowFactor = (v.v_lastBlockRows - ((v.v_lastBlockRowLoops - INT64_C(1)) * v.v_rowTile));
+        v.v_sweeps = (((v.v_colTiles > INT64_C(1))) ? (INT64_C(2)) : (INT64_C(1)));
+        v.v_tileElems = (v.v_rowTile * v.v_colTile);
+        v.v_tailColFactor = (v.v_cols - ((v.v_colTiles - INT64_C(1)) * v.v_colTile));
+        if (!(((v.v_colTiles == INT64_C(1)) || (v.v_rowFactor == INT64_C(1))))) return false;  // one_layout
+        if (!(((v.v_colFactor < (INT64_C(2) * v.v_colsAligned)) || (v.v_colFactor == INT64_C(256))))) return false;  // col_tile_not_oversized
+        if (!Within(static_cast<double>(v.v_rowTile), 0.0, 4294967295.0)) return false;  // rowFactor_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_rowPasses), 0.0, 4294967295.0)) return false;  // rowLoops_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_colTile), 0.0, 4294967295.0)) return false;  // colFactor_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_colTiles), 0.0, 4294967295.0)) return false;  // colLoops_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_tailRowFactor), 0.0, 4294967295.0)) return false;  // tailRowFactor_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockRowLoops), 0.0, 4294967295.0)) return false;  // lastBlockRowLoops_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_lastBlockTailRowFactor), 0.0, 4294967295.0)) return false;  // lastBlockTailRowFactor_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_tailColFactor), 0.0, 4294967295.0)) return false;  // tailColFactor_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 3:  // bufferNum
+        if (!((((((v.v_bufferNum * v.v_tileElems) * (sizeof_x + sizeof_y)) + ((INT64_C(2) * v.v_tileElems) * sizeof_work)) + (INT64_C(64) * v.v_rowTile)) <= hw_ub_bytes))) return false;  // ub_fits
+        if (!Within(static_cast<double>(((((v.v_colTiles > INT64_C(1))) ? (INT64_C(10)) : (INT64_C(0))) + v.v_bufferNum)), 0.0, 1.84467440737095516e+19)) return false;  // tiling_key_fits_uint64_t
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_rows = shape.rows;
-    out.v_rows = v_rows;
-    const int64_t v_cols = shape.cols;
-    out.v_cols = v_cols;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_rowFactor = config.rowFactor;
-    out.v_rowFactor = v_rowFactor;
-    const int64_t v_colFactor = config.colFactor;
-    out.v_colFactor = v_colFactor;
-    const int64_t v_bufferNum = config.bufferNum;
-    out.v_bufferNum = v_bufferNum;
-    const int64_t v_colsAligned = at_align_up(v_cols, at_floordiv(INT64_C(32), sizeof_x));
-    out.v_colsAligned = v_colsAligned;
-    const int64_t v_colTile = at_min(v_colFactor, v_colsAligned);
-    out.v_colTile = v_colTile;
-    const int64_t v_colTiles = at_ceil_div(v_colsAligned, v_colTile);
-    out.v_colTiles = v_colTiles;
-    const int64_t v_rowsPerCore = at_ceil_div(v_rows, v_blockDim);
-    out.v_rowsPerCore = v_rowsPerCore;
-    const int64_t v_rowTile = (((v_colTiles > INT64_C(1))) ? (INT64_C(1)) : (at_min(v_rowFactor, v_rowsPerCore)));
-    out.v_rowTile = v_rowTile;
-    const int64_t v_rowPasses = at_ceil_div(v_rowsPerCore, v_rowTile);
-    out.v_rowPasses = v_rowPasses;
-    const int64_t v_tailRowFactor = (v_rowsPerCore - ((v_rowPasses - INT64_C(1)) * v_rowTile));
-    out.v_tailRowFactor = v_tailRowFactor;
-    const int64_t v_lastBlockRows = (v_rows - ((v_blockDim - INT64_C(1)) * v_rowsPerCore));
-    out.v_lastBlockRows = v_lastBlockRows;
-    const int64_t v_lastBlockRowLoops = at_ceil_div(v_lastBlockRows, v_rowTile);
-    out.v_lastBlockRowLoops = v_lastBlockRowLoops;
-    const int64_t v_lastBlockTailRowFactor = (v_lastBlockRows - ((v_lastBlockRowLoops - INT64_C(1)) * v_rowTile));
-    out.v_lastBlockTailRowFactor = v_lastBlockTailRowFactor;
-    const int64_t v_sweeps = (((v_colTiles > INT64_C(1))) ? (INT64_C(2)) : (INT64_C(1)));
-    out.v_sweeps = v_sweeps;
-    const int64_t v_tileElems = (v_rowTile * v_colTile);
-    out.v_tileElems = v_tileElems;
-    const int64_t v_tailColFactor = (v_cols - ((v_colTiles - INT64_C(1)) * v_colTile));
-    out.v_tailColFactor = v_tailColFactor;
-    if (!((((((v_bufferNum * v_tileElems) * (sizeof_x + sizeof_y)) + ((INT64_C(2) * v_tileElems) * sizeof_work)) + (INT64_C(64) * v_rowTile)) <= hw_ub_bytes))) return false;  // ub_fits
-    if (!((((v_blockDim - INT64_C(1)) * v_rowsPerCore) < v_rows))) return false;  // every_core_busy
-    if (!(((v_colTiles == INT64_C(1)) || (v_rowFactor == INT64_C(1))))) return false;  // one_layout
-    if (!(((v_colFactor < (INT64_C(2) * v_colsAligned)) || (v_colFactor == INT64_C(256))))) return false;  // col_tile_not_oversized
-    if (!(((v_rowFactor < (INT64_C(2) * v_rowsPerCore)) || (v_rowFactor == INT64_C(1))))) return false;  // row_tile_not_oversized
-    {
-        const int64_t cores = v_blockDim;  // vector_cores_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_rows);  // rows_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_cols);  // cols_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_colsAligned);  // colsAligned_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_rowsPerCore);  // rowsPerCore_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_rowTile);  // rowFactor_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_rowPasses);  // rowLoops_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_colTile);  // colFactor_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_colTiles);  // colLoops_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_tailRowFactor);  // tailRowFactor_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockRows);  // lastBlockRows_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockRowLoops);  // lastBlockRowLoops_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_lastBlockTailRowFactor);  // lastBlockTailRowFactor_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_tailColFactor);  // tailColFactor_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(((((v_colTiles > INT64_C(1))) ? (INT64_C(10)) : (INT64_C(0))) + v_bufferNum));  // tiling_key_fits_uint64_t
-        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) return false;
-    }
-    return true;
+    out.v_rows = shape.rows;
+    out.v_cols = shape.cols;
+    out.v_blockDim = config.blockDim;
+    out.v_rowFactor = config.rowFactor;
+    out.v_colFactor = config.colFactor;
+    out.v_bufferNum = config.bufferNum;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -612,11 +467,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -625,199 +505,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_rows;
     const int64_t v_cols = shape.cols;
     (void)v_cols;
-    const int64_t dims[2] = { shape.rows, shape.cols };
-    std::vector<int64_t> dom0;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
-    }
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(1)), hi = static_cast<int64_t>(INT64_C(1024));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom1.push_back(p);
-        }
-    }
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.rowFactor ? a - base.rowFactor : base.rowFactor - a;
-        const int64_t db = b > base.rowFactor ? b - base.rowFactor : base.rowFactor - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(65536));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom2.push_back(p);
-        }
-    }
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.colFactor ? a - base.colFactor : base.colFactor - a;
-        const int64_t db = b > base.colFactor ? b - base.colFactor : base.colFactor - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.bufferNum ? a - base.bufferNum : base.bufferNum - a;
-        const int64_t db = b > base.bufferNum ? b - base.bufferNum : base.bufferNum - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_blockDim = k0 < 0 ? base.blockDim : dom0[k0];
-        if (k0 >= 0 && v_blockDim == base.blockDim) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_colsAligned = at_align_up(v_cols, at_floordiv(INT64_C(32), sizeof_x));
-        (void)v_colsAligned;
-        const int64_t v_rowsPerCore = at_ceil_div(v_rows, v_blockDim);
-        (void)v_rowsPerCore;
-        const int64_t v_lastBlockRows = (v_rows - ((v_blockDim - INT64_C(1)) * v_rowsPerCore));
-        (void)v_lastBlockRows;
-        if (!((((v_blockDim - INT64_C(1)) * v_rowsPerCore) < v_rows))) continue;  // every_core_busy
-        {
-            const int64_t cores = v_blockDim;  // vector_cores_within_chip
-            if (cores < 1 || cores > aivNum) continue;
-        }
-        {
-            const int64_t cores = v_blockDim;  // block_dim_within_chip
-            if (cores < 1 || cores > aivNum) continue;
-        }
-        {
-            const double value = static_cast<double>(v_rows);  // rows_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_cols);  // cols_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_colsAligned);  // colsAligned_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_rowsPerCore);  // rowsPerCore_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_lastBlockRows);  // lastBlockRows_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_rowFactor = k1 < 0 ? base.rowFactor : dom1[k1];
-            if (k1 >= 0 && v_rowFactor == base.rowFactor) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            if (!(((v_rowFactor < (INT64_C(2) * v_rowsPerCore)) || (v_rowFactor == INT64_C(1))))) continue;  // row_tile_not_oversized
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_colFactor = k2 < 0 ? base.colFactor : dom2[k2];
-                if (k2 >= 0 && v_colFactor == base.colFactor) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_colTile = at_min(v_colFactor, v_colsAligned);
-                (void)v_colTile;
-                const int64_t v_colTiles = at_ceil_div(v_colsAligned, v_colTile);
-                (void)v_colTiles;
-                const int64_t v_rowTile = (((v_colTiles > INT64_C(1))) ? (INT64_C(1)) : (at_min(v_rowFactor, v_rowsPerCore)));
-                (void)v_rowTile;
-                const int64_t v_rowPasses = at_ceil_div(v_rowsPerCore, v_rowTile);
-                (void)v_rowPasses;
-                const int64_t v_tailRowFactor = (v_rowsPerCore - ((v_rowPasses - INT64_C(1)) * v_rowTile));
-                (void)v_tailRowFactor;
-                const int64_t v_lastBlockRowLoops = at_ceil_div(v_lastBlockRows, v_rowTile);
-                (void)v_lastBlockRowLoops;
-                const int64_t v_lastBlockTailRowFactor = (v_lastBlockRows - ((v_lastBlockRowLoops - INT64_C(1)) * v_rowTile));
-                (void)v_lastBlockTailRowFactor;
-                const int64_t v_sweeps = (((v_colTiles > INT64_C(1))) ? (INT64_C(2)) : (INT64_C(1)));
-                (void)v_sweeps;
-                const int64_t v_tileElems = (v_rowTile * v_colTile);
-                (void)v_tileElems;
-                const int64_t v_tailColFactor = (v_cols - ((v_colTiles - INT64_C(1)) * v_colTile));
-                (void)v_tailColFactor;
-                if (!(((v_colTiles == INT64_C(1)) || (v_rowFactor == INT64_C(1))))) continue;  // one_layout
-                if (!(((v_colFactor < (INT64_C(2) * v_colsAligned)) || (v_colFactor == INT64_C(256))))) continue;  // col_tile_not_oversized
-                {
-                    const double value = static_cast<double>(v_rowTile);  // rowFactor_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_rowPasses);  // rowLoops_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_colTile);  // colFactor_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_colTiles);  // colLoops_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_tailRowFactor);  // tailRowFactor_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_lastBlockRowLoops);  // lastBlockRowLoops_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_lastBlockTailRowFactor);  // lastBlockTailRowFactor_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_tailColFactor);  // tailColFactor_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_bufferNum = k3 < 0 ? base.bufferNum : dom3[k3];
-                    if (k3 >= 0 && v_bufferNum == base.bufferNum) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    if (!((((((v_bufferNum * v_tileElems) * (sizeof_x + sizeof_y)) + ((INT64_C(2) * v_tileElems) * sizeof_work)) + (INT64_C(64) * v_rowTile)) <= hw_ub_bytes))) continue;  // ub_fits
-                    {
-                        const double value = static_cast<double>(((((v_colTiles > INT64_C(1))) ? (INT64_C(10)) : (INT64_C(0))) + v_bufferNum));  // tiling_key_fits_uint64_t
-                        if (!(value >= 0.0 && value <= 1.84467440737095516e+19)) continue;
-                    }
-                    {
-                        const int64_t values[4] = {v_blockDim, v_rowFactor, v_colFactor, v_bufferNum};
-                        const double us = PredictUs(dims, values, aicNum, aivNum);
-                        if (found == 0 || us < bestUs) {
-                            bestUs = us;
-                            out.blockDim = v_blockDim;
-                            out.rowFactor = v_rowFactor;
-                            out.colFactor = v_colFactor;
-                            out.bufferNum = v_bufferNum;
-                        }
-                        if (++found >= 16) break;
-                    }
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainRange(doms[0], INT64_C(1), static_cast<int64_t>(hw_vector_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    if (!DomainPow2(doms[1], INT64_C(1), INT64_C(1024))) return false;  // rowFactor
+    if (!DomainPow2(doms[2], INT64_C(256), INT64_C(65536))) return false;  // colFactor
+    if (!DomainValues(doms[3], {INT64_C(1), INT64_C(2)})) return false;  // bufferNum
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -828,6 +520,65 @@ inline Config ConfigOf(const int64_t* v) {
     config.bufferNum = v[3];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 4;
+    std::vector<int64_t> doms[4];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[4] = { base.blockDim, base.rowFactor, base.colFactor, base.bufferNum };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[2] = { shape.rows, shape.cols };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_rows = shape.rows;
+    w.v_cols = shape.cols;
+    int64_t cur[4] = {};
+    int64_t* const slots[4] = { &w.v_blockDim, &w.v_rowFactor, &w.v_colFactor, &w.v_bufferNum };
+    int64_t k[4] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -866,67 +617,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_rows = shape.rows;
-    (void)v_rows;
-    const int64_t v_cols = shape.cols;
-    (void)v_cols;
     const int64_t dims[2] = { shape.rows, shape.cols };
-    std::vector<int64_t> dom0;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
-    }
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(1)), hi = static_cast<int64_t>(INT64_C(1024));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom1.push_back(p);
-        }
-    }
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(256)), hi = static_cast<int64_t>(INT64_C(65536));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom2.push_back(p);
-        }
-    }
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    const std::vector<int64_t>* doms[4] = {&dom0, &dom1, &dom2, &dom3};
+    std::vector<int64_t> doms[4];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 4;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 6;
+    static const int32_t kPairs[6][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 1, 2 }, { 1, 3 }, { 2, 3 } };
     int64_t cur[4] = { config.blockDim, config.rowFactor, config.colFactor, config.bufferNum };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[4] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -939,7 +653,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -948,12 +665,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[4];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[4];
@@ -972,6 +690,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);

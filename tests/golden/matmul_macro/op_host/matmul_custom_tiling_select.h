@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "matmul_custom_tiling.h"
@@ -202,388 +203,211 @@ static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
 static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
 static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t s2 = shape[2];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
-    const int64_t p4 = config[4];
-    const int64_t p5 = config[5];
-    const int64_t p6 = config[6];
-    const int64_t p7 = config[7];
-    const int64_t p8 = config[8];
-    const int64_t p9 = config[9];
-    const int64_t p10 = config[10];
-    const int64_t p11 = config[11];
-    const int64_t p12 = config[12];
-    const int64_t p13 = config[13];
-    const int64_t p14 = config[14];
-    const int64_t t0 = aiv;
-    (void)t0;
-    const int64_t t1 = INT64_C(2);
-    const int64_t t2 = at_floordiv(INT64_C(32), INT64_C(2));
-    (void)t2;
-    const int64_t t3 = at_ceil_div(s0, p12);
-    const int64_t t4 = ((-at_floordiv((-t3), INT64_C(16))) * INT64_C(16));
-    const int64_t t5 = (((s0 < t4)) ? s0 : t4);
-    const int64_t t6 = at_ceil_div(s1, p13);
-    const int64_t t7 = ((-at_floordiv((-t6), INT64_C(16))) * INT64_C(16));
-    const int64_t t8 = (((s1 < t7)) ? s1 : t7);
-    const int64_t t9 = at_ceil_div(s2, p14);
-    const int64_t t10 = at_ceil_div(s0, t5);
-    const int64_t t11 = at_ceil_div(s1, t8);
-    const int64_t t12 = (t10 * t11);
-    const int64_t t13 = at_ceil_div(s2, t9);
-    const int64_t t14 = (t12 * t13);
-    const int64_t t15 = (-at_floordiv((-t14), t1));
-    const int64_t t16 = at_ceil_div(t5, p0);
-    const int64_t t17 = at_ceil_div(t8, p1);
-    const int64_t t18 = at_ceil_div(t9, p2);
-    const int64_t t19 = (p3 * p5);
-    const int64_t t20 = (t19 * p7);
-    const int64_t t21 = (p4 * p6);
-    const int64_t t22 = (t21 * p7);
-    const int64_t t23 = (p2 * p5);
-    const int64_t t24 = at_ceil_div(t9, t23);
-    (void)t24;
-    const int64_t t25 = (p2 * p6);
-    const int64_t t26 = at_ceil_div(t9, t25);
-    (void)t26;
-    const int64_t t27 = (p0 * p2);
-    const int64_t t28 = (t27 * INT64_C(2));
-    const int64_t t29 = (p2 * p1);
-    const int64_t t30 = (t29 * INT64_C(2));
-    const int64_t t31 = (p0 * p1);
-    const int64_t t32 = (t31 * INT64_C(2));
-    const int64_t t33 = (((t28 > t30)) ? t28 : t30);
-    const int64_t t34 = (((t33 > t32)) ? t33 : t32);
-    (void)t34;
-    const int64_t t35 = (p0 * p2);
-    const int64_t t36 = (t35 * t20);
-    const int64_t t37 = (t36 * INT64_C(2));
-    const int64_t t38 = (p1 * p2);
-    const int64_t t39 = (t38 * t22);
-    const int64_t t40 = (t39 * INT64_C(2));
-    const int64_t t41 = (t37 + t40);
-    (void)t41;
-    const int64_t t42 = (p0 * p1);
-    const int64_t t43 = (t42 * INT64_C(4));
-    const int64_t t44 = (t43 * p10);
-    (void)t44;
-    const int64_t t45 = ((((p11 == INT64_C(1))) && ((t18 <= p5))) ? INT64_C(1) : t17);
-    const int64_t t46 = ((((p11 == INT64_C(0))) && ((t18 <= p6))) ? INT64_C(1) : t16);
-    const int64_t t47 = (t16 * p0);
-    const int64_t t48 = (t47 * t18);
-    const int64_t t49 = (t48 * p2);
-    const int64_t t50 = (t49 * INT64_C(2));
-    const int64_t t51 = (t50 * t45);
-    const int64_t t52 = (t17 * p1);
-    const int64_t t53 = (t52 * t18);
-    const int64_t t54 = (t53 * p2);
-    const int64_t t55 = (t54 * INT64_C(2));
-    const int64_t t56 = (t55 * t46);
-    const int64_t t57 = (s0 * s2);
-    const int64_t t58 = (t57 * INT64_C(2));
-    const int64_t t59 = (s2 * s1);
-    const int64_t t60 = (t59 * INT64_C(2));
-    const int64_t t61 = (t58 + t60);
-    const int64_t t62 = (s0 * s2);
-    const int64_t t63 = (t62 * INT64_C(2));
-    const int64_t t64 = (t63 * t45);
-    const int64_t t65 = (s2 * s1);
-    const int64_t t66 = (t65 * INT64_C(2));
-    const int64_t t67 = (t66 * t46);
-    const int64_t t68 = (((t61 <= INT64_C(201326592))) ? t61 : (t64 + t67));
-    const int64_t t69 = (t51 + t56);
-    const int64_t t70 = (t14 * t69);
-    const int64_t t71 = (((t70 > INT64_C(1))) ? t70 : INT64_C(1));
-    const double t72 = at_fdiv(static_cast<double>(t68), static_cast<double>(t71));
-    const double t73 = (1.0 - t72);
-    const double t74 = (((0.0 > t73)) ? 0.0 : t73);
-    const int64_t t75 = (((p5 < p6)) ? p5 : p6);
-    const double t76 = static_cast<double>(t15);
-    const double t77 = static_cast<double>(t14);
-    const double t78 = at_fceil(at_py_div(t77, ((((t76 > 1.0)) || ((t76 != t76))) ? t76 : 1.0)));
-    const double t79 = ((((t78 > 0.0)) || ((t78 != t78))) ? t78 : 0.0);
-    const double t80 = (((t79 > 1.0)) ? 14.0 : 0.0);
-    const double t81 = t80;
-    const double t82 = static_cast<double>((t16 * t17));
-    const double t83 = static_cast<double>(p10);
-    const double t84 = ((((t82 > 0.0)) || ((t82 != t82))) ? t82 : 0.0);
-    const double t85 = (((t84 > 1.0)) ? 14.0 : 0.0);
-    const double t86 = t85;
-    const double t87 = static_cast<double>(at_ceil_div(t18, t75));
-    const double t88 = static_cast<double>(p7);
-    const double t89 = ((((t87 > 0.0)) || ((t87 != t87))) ? t87 : 0.0);
-    const double t90 = (((t89 > 1.0)) ? 14.0 : 0.0);
-    const double t91 = t90;
-    const int64_t t92 = (p3 * p5);
-    const double t93 = at_fdiv(static_cast<double>(t75), static_cast<double>(t92));
-    const double t94 = (t93 * static_cast<double>(t45));
-    const double t95 = at_fdiv(t94, static_cast<double>(t17));
-    const double t96 = (t95 * static_cast<double>(p3));
-    const int64_t t97 = (p3 * p0);
-    const int64_t t98 = (t97 * p5);
-    const int64_t t99 = (t98 * p2);
-    const double t100 = static_cast<double>((t99 * INT64_C(2)));
-    const double t101 = static_cast<double>((p3 * p0));
-    const double t102 = t74;
-    const double t103 = static_cast<double>(s2);
-    const double t104 = ((((t101 > 1.0)) || ((t101 != t101))) ? t101 : 1.0);
-    const double t105 = at_py_div(t100, t104);
-    const double t106 = ((t104 * at_fceil(at_py_div(t105, 32.0))) * 32.0);
-    const double t107 = at_interp(t106, k_XP0, k_FP0, 6);
-    const bool t108 = ((std::fmod(t105, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t109 = (t108 ? 1.0 : 0.7);
-    const double t110 = (t103 * 2.0);
-    const bool t111 = ((std::fmod(t110, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t112 = (((std::fmod(t110, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t110, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t113 = (t111 ? t109 : ((((t109 < t112)) || ((t109 != t109))) ? t109 : t112));
-    const double t114 = (t111 ? 1.0 : (((1.0 < t112)) ? 1.0 : t112));
-    const double t115 = (t107 * t113);
-    const double t116 = ((((t102 > 0.0)) || ((t102 != t102))) ? t102 : 0.0);
-    const double t117 = ((((t116 < 1.0)) || ((t116 != t116))) ? t116 : 1.0);
-    const double t118 = at_py_div(1.0, (at_py_div((1.0 - t117), 888.8888888888889) + at_py_div(t117, 3888.8888888888887)));
-    const double t119 = (t118 * t114);
-    const double t120 = ((((t76 > 1.0)) || ((t76 != t76))) ? t76 : 1.0);
-    const double t121 = (t120 * 330.0);
-    const double t122 = std::pow(t119, (-1.5));
-    const double t123 = at_py_div(std::pow((std::pow(t121, (-1.5)) + t122), (-0.6666666666666666)), t120);
-    const double t124 = ((((t115 < t123)) || ((t115 != t115))) ? t115 : t123);
-    const double t125 = at_py_div((t96 * t106), t123);
-    const double t126 = at_py_div(t106, t124);
-    const double t127 = (t104 * 4.8);
-    const double t128 = ((((t126 > t127)) || ((t126 != t126))) ? t126 : t127);
-    const double t129 = (((t103 > 65535.0)) ? (t104 * 210.0) : 210.0);
-    const double t130 = (t129 + t128);
-    const double t131 = (t96 * t130);
-    const double t132 = (t91 + t131);
-    const double t133 = (0.0 + t131);
-    const double t134 = (0.0 + t125);
-    const int64_t t135 = (p4 * p6);
-    const double t136 = at_fdiv(static_cast<double>(t75), static_cast<double>(t135));
-    const double t137 = (t136 * static_cast<double>(t46));
-    const double t138 = at_fdiv(t137, static_cast<double>(t16));
-    const double t139 = (t138 * static_cast<double>(p4));
-    const int64_t t140 = (p4 * p1);
-    const int64_t t141 = (t140 * p6);
-    const int64_t t142 = (t141 * p2);
-    const double t143 = static_cast<double>((t142 * INT64_C(2)));
-    const double t144 = static_cast<double>((p6 * p2));
-    const double t145 = t74;
-    const double t146 = static_cast<double>(s1);
-    const double t147 = ((((t144 > 1.0)) || ((t144 != t144))) ? t144 : 1.0);
-    const double t148 = at_py_div(t143, t147);
-    const double t149 = ((t147 * at_fceil(at_py_div(t148, 32.0))) * 32.0);
-    const double t150 = at_interp(t149, k_XP0, k_FP0, 6);
-    const bool t151 = ((std::fmod(t148, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t152 = (t151 ? 1.0 : 0.7);
-    const double t153 = (t146 * 2.0);
-    const bool t154 = ((std::fmod(t153, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t155 = (((std::fmod(t153, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t153, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t156 = (t154 ? t152 : ((((t152 < t155)) || ((t152 != t152))) ? t152 : t155));
-    const double t157 = (t154 ? 1.0 : (((1.0 < t155)) ? 1.0 : t155));
-    const double t158 = (t150 * t156);
-    const double t159 = ((((t145 > 0.0)) || ((t145 != t145))) ? t145 : 0.0);
-    const double t160 = ((((t159 < 1.0)) || ((t159 != t159))) ? t159 : 1.0);
-    const double t161 = at_py_div(1.0, (at_py_div((1.0 - t160), 888.8888888888889) + at_py_div(t160, 3888.8888888888887)));
-    const double t162 = (t161 * t157);
-    const double t163 = ((((t76 > 1.0)) || ((t76 != t76))) ? t76 : 1.0);
-    const double t164 = (t163 * 330.0);
-    const double t165 = std::pow(t162, (-1.5));
-    const double t166 = at_py_div(std::pow((std::pow(t164, (-1.5)) + t165), (-0.6666666666666666)), t163);
-    const double t167 = ((((t158 < t166)) || ((t158 != t158))) ? t158 : t166);
-    const double t168 = at_py_div((t139 * t149), t166);
-    const double t169 = at_py_div(t149, t167);
-    const double t170 = (t147 * 4.8);
-    const double t171 = ((((t169 > t170)) || ((t169 != t169))) ? t169 : t170);
-    const double t172 = (((t146 > 65535.0)) ? (t147 * 210.0) : 210.0);
-    const double t173 = (t172 + t171);
-    const double t174 = (t139 * t173);
-    const double t175 = (t132 + t174);
-    const double t176 = (t133 + t174);
-    const double t177 = (t134 + t168);
-    const double t178 = static_cast<double>(t75);
-    const double t179 = static_cast<double>((((p8 < p9)) ? p8 : p9));
-    const double t180 = ((((t178 > 0.0)) || ((t178 != t178))) ? t178 : 0.0);
-    const double t181 = (((t180 > 1.0)) ? 14.0 : 0.0);
-    const double t182 = t181;
-    const int64_t t183 = (p0 * p2);
-    const double t184 = static_cast<double>((t183 * INT64_C(2)));
-    const double t185 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t186 = at_py_div(t184, t185);
-    const double t187 = ((t185 * at_fceil(at_py_div(t186, 32.0))) * 32.0);
-    const double t188 = at_interp(t187, k_XP1, k_FP1, 4);
-    const double t189 = at_py_div(t187, t188);
-    const double t190 = (2.0 + t189);
-    const double t191 = (1.0 * t190);
-    const double t192 = (t182 + t191);
-    const double t193 = (0.0 + t191);
-    const double t194 = (0.0 + 0.0);
-    const int64_t t195 = (p1 * p2);
-    const double t196 = static_cast<double>((t195 * INT64_C(2)));
-    const double t197 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t198 = at_py_div(t196, t197);
-    const double t199 = ((t197 * at_fceil(at_py_div(t198, 32.0))) * 32.0);
-    const double t200 = at_interp(t199, k_XP2, k_FP2, 4);
-    const double t201 = at_py_div(t199, t200);
-    const double t202 = (2.0 + t201);
-    const double t203 = (1.0 * t202);
-    const double t204 = (t192 + t203);
-    const double t205 = (t193 + t203);
-    const double t206 = (t194 + 0.0);
-    const double t207 = static_cast<double>(p0);
-    const double t208 = static_cast<double>(p1);
-    const double t209 = static_cast<double>(p2);
-    const double t210 = ((at_fceil(at_py_div(t207, 16.0)) * at_fceil(at_py_div(t208, 16.0))) * at_fceil(at_py_div(t209, static_cast<double>(INT64_C(16)))));
-    const double t211 = ((t210 * 1.0) + 2.0);
-    const double t212 = (1.0 * t211);
-    const double t213 = (t204 + t212);
-    const double t214 = (0.0 + t212);
-    const double t215 = (t206 + 0.0);
-    const double t216 = (t213 + 2.0);
-    const double t217 = (t181 + 2.0);
-    const double t218 = ((((t217 > t205)) || ((t217 != t217))) ? t217 : t205);
-    const double t219 = ((((t218 > t214)) || ((t218 != t218))) ? t218 : t214);
-    const double t220 = ((((t219 > t215)) || ((t219 != t219))) ? t219 : t215);
-    const double t221 = ((((t220 > 0.0)) || ((t220 != t220))) ? t220 : 0.0);
-    const double t222 = (t180 - 1.0);
-    const double t223 = ((((t222 > 0.0)) || ((t222 != t222))) ? t222 : 0.0);
-    const bool t224 = ((t179 >= static_cast<double>(INT64_C(2))));
-    const double t225 = (t224 ? (t216 + (t223 * t221)) : (t180 * t216));
-    const double t226 = (t224 ? (t180 * 0.0) : ((t223 * t216) + t221));
-    const double t227 = (((t180 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t225);
-    const double t228 = (((t180 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t226);
-    const double t229 = (t217 * t180);
-    const double t230 = (t205 * t180);
-    const double t231 = (t214 * t180);
-    const double t232 = (t215 * t180);
-    const double t233 = (t175 + t227);
-    const double t234 = (t90 + t229);
-    const double t235 = (0.0 + t230);
-    const double t236 = (0.0 + t231);
-    const double t237 = (t177 + t232);
-    const double t238 = (((0.0 > t228)) ? 0.0 : t228);
-    const double t239 = (t233 + 2.0);
-    const double t240 = (t234 + 2.0);
-    const double t241 = ((((t240 > t176)) || ((t240 != t240))) ? t240 : t176);
-    const double t242 = ((((t241 > t235)) || ((t241 != t241))) ? t241 : t235);
-    const double t243 = ((((t242 > t236)) || ((t242 != t242))) ? t242 : t236);
-    const double t244 = ((((t243 > t237)) || ((t243 != t243))) ? t243 : t237);
-    const double t245 = ((((t244 > t238)) || ((t244 != t244))) ? t244 : t238);
-    const double t246 = (t89 - 1.0);
-    const double t247 = ((((t246 > 0.0)) || ((t246 != t246))) ? t246 : 0.0);
-    const bool t248 = ((t88 >= static_cast<double>(INT64_C(2))));
-    const double t249 = (t248 ? (t239 + (t247 * t245)) : (t89 * t239));
-    const double t250 = (t248 ? (t89 * t238) : ((t247 * t239) + t245));
-    const double t251 = (((t89 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t249);
-    const double t252 = (((t89 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t250);
-    const double t253 = (t240 * t89);
-    const double t254 = (t176 * t89);
-    const double t255 = (t235 * t89);
-    const double t256 = (t236 * t89);
-    const double t257 = (t237 * t89);
-    const double t258 = (t86 + t251);
-    const double t259 = (t85 + t253);
-    const double t260 = (0.0 + t254);
-    const double t261 = (0.0 + t255);
-    const double t262 = (0.0 + t256);
-    const double t263 = (0.0 + t257);
-    const double t264 = (((0.0 > t252)) ? 0.0 : t252);
-    const int64_t t265 = (p0 * p1);
-    const double t266 = static_cast<double>((t265 * INT64_C(2)));
-    const double t267 = static_cast<double>(p0);
-    const double t268 = static_cast<double>(s1);
-    const double t269 = ((((t267 > 1.0)) || ((t267 != t267))) ? t267 : 1.0);
-    const double t270 = at_py_div(t266, t269);
-    const double t271 = ((t269 * at_fceil(at_py_div(t270, 32.0))) * 32.0);
-    const double t272 = at_interp(t271, k_XP3, k_FP3, 6);
-    const bool t273 = ((std::fmod(t270, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t274 = (t273 ? 1.0 : 0.7);
-    const double t275 = (t268 * 2.0);
-    const bool t276 = ((std::fmod(t275, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t277 = (t276 ? t274 : ((((t274 < 0.7)) || ((t274 != t274))) ? t274 : 0.7));
-    const double t278 = (t276 ? 1.0 : (((1.0 < 0.7)) ? 1.0 : 0.7));
-    const double t279 = (t272 * t277);
-    const double t280 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t281 = ((((t280 < 1.0)) || ((t280 != t280))) ? t280 : 1.0);
-    const double t282 = at_py_div(1.0, (at_py_div((1.0 - t281), 888.8888888888889) + at_py_div(t281, 3888.8888888888887)));
-    const double t283 = (t282 * t278);
-    const double t284 = ((((t76 > 1.0)) || ((t76 != t76))) ? t76 : 1.0);
-    const double t285 = (t284 * 330.0);
-    const double t286 = std::pow(t283, (-1.5));
-    const double t287 = at_py_div(std::pow((std::pow(t285, (-1.5)) + t286), (-0.6666666666666666)), t284);
-    const double t288 = ((((t279 < t287)) || ((t279 != t279))) ? t279 : t287);
-    const double t289 = at_py_div((1.0 * t271), t287);
-    const double t290 = at_py_div(t271, t288);
-    const double t291 = (11.0 + t290);
-    const double t292 = (1.0 * t291);
-    const double t293 = (t258 + t292);
-    const double t294 = (0.0 + t292);
-    const double t295 = (t263 + t289);
-    const double t296 = (t293 + 2.0);
-    const double t297 = (t259 + 2.0);
-    const double t298 = ((((t297 > t260)) || ((t297 != t297))) ? t297 : t260);
-    const double t299 = ((((t298 > t261)) || ((t298 != t298))) ? t298 : t261);
-    const double t300 = ((((t299 > t262)) || ((t299 != t299))) ? t299 : t262);
-    const double t301 = ((((t300 > t294)) || ((t300 != t300))) ? t300 : t294);
-    const double t302 = ((((t301 > t295)) || ((t301 != t301))) ? t301 : t295);
-    const double t303 = ((((t302 > t264)) || ((t302 != t302))) ? t302 : t264);
-    const double t304 = (t84 - 1.0);
-    const double t305 = ((((t304 > 0.0)) || ((t304 != t304))) ? t304 : 0.0);
-    const bool t306 = ((t83 >= static_cast<double>(INT64_C(2))));
-    const double t307 = (t306 ? (t296 + (t305 * t303)) : (t84 * t296));
-    const double t308 = (t306 ? (t84 * t264) : ((t305 * t296) + t303));
-    const double t309 = (((t84 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t307);
-    const double t310 = (((t84 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t308);
-    const double t311 = (t297 * t84);
-    const double t312 = (t260 * t84);
-    const double t313 = (t261 * t84);
-    const double t314 = (t262 * t84);
-    const double t315 = (t294 * t84);
-    const double t316 = (t295 * t84);
-    const double t317 = (t81 + t309);
-    const double t318 = (t80 + t311);
-    const double t319 = (0.0 + t312);
-    const double t320 = (0.0 + t313);
-    const double t321 = (0.0 + t314);
-    const double t322 = (0.0 + t315);
-    const double t323 = (0.0 + t316);
-    const double t324 = (((0.0 > t310)) ? 0.0 : t310);
-    const double t325 = (t317 + 0.0);
-    const double t326 = (t318 + 0.0);
-    const double t327 = ((((t326 > t319)) || ((t326 != t326))) ? t326 : t319);
-    const double t328 = ((((t327 > t320)) || ((t327 != t327))) ? t327 : t320);
-    const double t329 = ((((t328 > t321)) || ((t328 != t328))) ? t328 : t321);
-    const double t330 = ((((t329 > t322)) || ((t329 != t329))) ? t329 : t322);
-    const double t331 = ((((t330 > t323)) || ((t330 != t330))) ? t330 : t323);
-    const double t332 = ((((t331 > t324)) || ((t331 != t331))) ? t331 : t324);
-    const double t333 = (t79 - 1.0);
-    const double t334 = ((((t333 > 0.0)) || ((t333 != t333))) ? t333 : 0.0);
-    const double t335 = (t79 * t325);
-    const double t336 = ((t334 * t325) + t332);
-    const double t337 = (((t79 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t335);
-    const double t338 = (((t79 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t336);
-    (void)t338;
-    const double t339 = (t326 * t79);
-    (void)t339;
-    const double t340 = (t319 * t79);
-    (void)t340;
-    const double t341 = (t320 * t79);
-    (void)t341;
-    const double t342 = (t321 * t79);
-    (void)t342;
-    const double t343 = (t322 * t79);
-    (void)t343;
-    const double t344 = (t323 * t79);
-    (void)t344;
-    const double t345 = at_py_div(t337, 1800.0);
-    const double t346 = ((2.0 + 16.87) + at_py_div((1.3 * t76), static_cast<double>(aic)));
-    const double t347 = (((0.0 > t346)) ? 0.0 : t346);
-    const double t348 = (t347 + t345);
-    return t348;
+    const int64_t v_M = shape[0];
+    const int64_t v_N = shape[1];
+    const int64_t v_K = shape[2];
+    const int64_t v_baseM = config[0];
+    const int64_t v_baseN = config[1];
+    const int64_t v_baseK = config[2];
+    const int64_t v_stepM = config[3];
+    const int64_t v_stepN = config[4];
+    const int64_t v_stepKa = config[5];
+    const int64_t v_stepKb = config[6];
+    const int64_t v_dbL1 = config[7];
+    const int64_t v_dbL0A = config[8];
+    const int64_t v_dbL0B = config[9];
+    const int64_t v_dbL0C = config[10];
+    const int64_t v_iterateOrder = config[11];
+    const int64_t v_mDim = config[12];
+    const int64_t v_nDim = config[13];
+    const int64_t v_kDim = config[14];
+    (void)aiv;
+    // singleCoreM
+    const int64_t singleCoreM_0 = ((-at_floordiv((-at_ceil_div(v_M, v_mDim)), INT64_C(16))) * INT64_C(16));
+    const int64_t singleCoreM_1 = ((v_M < singleCoreM_0) ? v_M : singleCoreM_0);
+    // singleCoreN
+    const int64_t singleCoreN_0 = ((-at_floordiv((-at_ceil_div(v_N, v_nDim)), INT64_C(16))) * INT64_C(16));
+    const int64_t singleCoreN_1 = ((v_N < singleCoreN_0) ? v_N : singleCoreN_0);
+    // singleCoreK
+    const int64_t singleCoreK_0 = at_ceil_div(v_K, v_kDim);
+    // usedCoreNum
+    const int64_t usedCoreNum_0 = ((at_ceil_div(v_M, singleCoreM_1) * at_ceil_div(v_N, singleCoreN_1)) * at_ceil_div(v_K, singleCoreK_0));
+    // blockDim
+    const int64_t blockDim_0 = (-at_floordiv((-usedCoreNum_0), INT64_C(2)));
+    // mBlocks
+    const int64_t mBlocks_0 = at_ceil_div(singleCoreM_1, v_baseM);
+    // nBlocks
+    const int64_t nBlocks_0 = at_ceil_div(singleCoreN_1, v_baseN);
+    // kIters
+    const int64_t kIters_0 = at_ceil_div(singleCoreK_0, v_baseK);
+    // aReads
+    const int64_t aReads_0 = (((v_iterateOrder == INT64_C(1)) && (kIters_0 <= v_stepKa)) ? INT64_C(1) : nBlocks_0);
+    // bReads
+    const int64_t bReads_0 = (((v_iterateOrder == INT64_C(0)) && (kIters_0 <= v_stepKb)) ? INT64_C(1) : mBlocks_0);
+    // aCoreBytes
+    const int64_t aCoreBytes_0 = (((((mBlocks_0 * v_baseM) * kIters_0) * v_baseK) * INT64_C(2)) * aReads_0);
+    // bCoreBytes
+    const int64_t bCoreBytes_0 = (((((nBlocks_0 * v_baseN) * kIters_0) * v_baseK) * INT64_C(2)) * bReads_0);
+    // uniqueBytes
+    const int64_t uniqueBytes_0 = (((v_M * v_K) * INT64_C(2)) + ((v_K * v_N) * INT64_C(2)));
+    // missBytes
+    const int64_t missBytes_0 = ((uniqueBytes_0 <= INT64_C(201326592)) ? uniqueBytes_0 : ((((v_M * v_K) * INT64_C(2)) * aReads_0) + (((v_K * v_N) * INT64_C(2)) * bReads_0)));
+    // totalReads
+    const int64_t totalReads_0 = (usedCoreNum_0 * (aCoreBytes_0 + bCoreBytes_0));
+    // l2Hit
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(missBytes_0), static_cast<double>(((totalReads_0 > INT64_C(1)) ? totalReads_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0);
+    // stepK
+    const int64_t stepK_0 = ((v_stepKa < v_stepKb) ? v_stepKa : v_stepKb);
+    // cube_side
+    const double cube_side_0 = static_cast<double>(blockDim_0);
+    const double cube_side_1 = at_fceil(at_py_div(static_cast<double>(usedCoreNum_0), (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
+    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
+    const double cube_side_4 = static_cast<double>((mBlocks_0 * nBlocks_0));
+    const double cube_side_5 = static_cast<double>(v_dbL0C);
+    // output_block
+    const double output_block_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double output_block_1 = ((output_block_0 > 1.0) ? 14.0 : 0.0);
+    const double output_block_2 = static_cast<double>(at_ceil_div(kIters_0, stepK_0));
+    const double output_block_3 = static_cast<double>(v_dbL1);
+    // k_l1
+    const double k_l1_0 = (((output_block_2 > 0.0) || (output_block_2 != output_block_2)) ? output_block_2 : 0.0);
+    const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l1
+    const double load_a_l1_0 = (at_fdiv((at_fdiv(static_cast<double>(stepK_0), static_cast<double>((v_stepM * v_stepKa))) * static_cast<double>(aReads_0)), static_cast<double>(nBlocks_0)) * static_cast<double>(v_stepM));
+    const double load_a_l1_1 = static_cast<double>((v_stepM * v_baseM));
+    const double load_a_l1_2 = static_cast<double>(v_K);
+    const double load_a_l1_3 = (((load_a_l1_1 > 1.0) || (load_a_l1_1 != load_a_l1_1)) ? load_a_l1_1 : 1.0);
+    const double load_a_l1_4 = at_py_div(static_cast<double>(((((v_stepM * v_baseM) * v_stepKa) * v_baseK) * INT64_C(2))), load_a_l1_3);
+    const double load_a_l1_5 = ((load_a_l1_3 * at_fceil(at_py_div(load_a_l1_4, 32.0))) * 32.0);
+    const double load_a_l1_6 = ((std::fmod(load_a_l1_4, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_a_l1_7 = (load_a_l1_2 * 2.0);
+    const bool load_a_l1_8 = (std::fmod(load_a_l1_7, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_a_l1_9 = ((std::fmod(load_a_l1_7, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_7, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_a_l1_10 = (at_interp(load_a_l1_5, k_XP0, k_FP0, 6) * (load_a_l1_8 ? load_a_l1_6 : (((load_a_l1_6 < load_a_l1_9) || (load_a_l1_6 != load_a_l1_6)) ? load_a_l1_6 : load_a_l1_9)));
+    const double load_a_l1_11 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_a_l1_12 = (((load_a_l1_11 < 1.0) || (load_a_l1_11 != load_a_l1_11)) ? load_a_l1_11 : 1.0);
+    const double load_a_l1_13 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_12), 888.8888888888889) + at_py_div(load_a_l1_12, 3888.8888888888887))) * (load_a_l1_8 ? 1.0 : ((1.0 < load_a_l1_9) ? 1.0 : load_a_l1_9)));
+    const double load_a_l1_14 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_a_l1_15 = at_py_div(std::pow((std::pow((load_a_l1_14 * 330.0), -1.5) + std::pow(load_a_l1_13, -1.5)), -0.6666666666666666), load_a_l1_14);
+    const double load_a_l1_16 = at_py_div(load_a_l1_5, (((load_a_l1_10 < load_a_l1_15) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : load_a_l1_15));
+    const double load_a_l1_17 = (load_a_l1_3 * 4.8);
+    const double load_a_l1_18 = (((load_a_l1_2 > 65535.0) ? (load_a_l1_3 * 210.0) : 210.0) + (((load_a_l1_16 > load_a_l1_17) || (load_a_l1_16 != load_a_l1_16)) ? load_a_l1_16 : load_a_l1_17));
+    const double load_a_l1_19 = (load_a_l1_0 * load_a_l1_18);
+    const double load_a_l1_20 = (k_l1_1 + load_a_l1_19);
+    const double load_a_l1_21 = (0.0 + load_a_l1_19);
+    const double load_a_l1_22 = (0.0 + at_py_div((load_a_l1_0 * load_a_l1_5), load_a_l1_15));
+    // load_b_l1
+    const double load_b_l1_0 = (at_fdiv((at_fdiv(static_cast<double>(stepK_0), static_cast<double>((v_stepN * v_stepKb))) * static_cast<double>(bReads_0)), static_cast<double>(mBlocks_0)) * static_cast<double>(v_stepN));
+    const double load_b_l1_1 = static_cast<double>((v_stepKb * v_baseK));
+    const double load_b_l1_2 = static_cast<double>(v_N);
+    const double load_b_l1_3 = (((load_b_l1_1 > 1.0) || (load_b_l1_1 != load_b_l1_1)) ? load_b_l1_1 : 1.0);
+    const double load_b_l1_4 = at_py_div(static_cast<double>(((((v_stepN * v_baseN) * v_stepKb) * v_baseK) * INT64_C(2))), load_b_l1_3);
+    const double load_b_l1_5 = ((load_b_l1_3 * at_fceil(at_py_div(load_b_l1_4, 32.0))) * 32.0);
+    const double load_b_l1_6 = ((std::fmod(load_b_l1_4, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_b_l1_7 = (load_b_l1_2 * 2.0);
+    const bool load_b_l1_8 = (std::fmod(load_b_l1_7, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_b_l1_9 = ((std::fmod(load_b_l1_7, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_7, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_b_l1_10 = (at_interp(load_b_l1_5, k_XP0, k_FP0, 6) * (load_b_l1_8 ? load_b_l1_6 : (((load_b_l1_6 < load_b_l1_9) || (load_b_l1_6 != load_b_l1_6)) ? load_b_l1_6 : load_b_l1_9)));
+    const double load_b_l1_11 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_b_l1_12 = (((load_b_l1_11 < 1.0) || (load_b_l1_11 != load_b_l1_11)) ? load_b_l1_11 : 1.0);
+    const double load_b_l1_13 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_12), 888.8888888888889) + at_py_div(load_b_l1_12, 3888.8888888888887))) * (load_b_l1_8 ? 1.0 : ((1.0 < load_b_l1_9) ? 1.0 : load_b_l1_9)));
+    const double load_b_l1_14 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_b_l1_15 = at_py_div(std::pow((std::pow((load_b_l1_14 * 330.0), -1.5) + std::pow(load_b_l1_13, -1.5)), -0.6666666666666666), load_b_l1_14);
+    const double load_b_l1_16 = at_py_div(load_b_l1_5, (((load_b_l1_10 < load_b_l1_15) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : load_b_l1_15));
+    const double load_b_l1_17 = (load_b_l1_3 * 4.8);
+    const double load_b_l1_18 = (((load_b_l1_2 > 65535.0) ? (load_b_l1_3 * 210.0) : 210.0) + (((load_b_l1_16 > load_b_l1_17) || (load_b_l1_16 != load_b_l1_16)) ? load_b_l1_16 : load_b_l1_17));
+    const double load_b_l1_19 = (load_b_l1_0 * load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_20 + load_b_l1_19);
+    const double load_b_l1_21 = (load_a_l1_21 + load_b_l1_19);
+    const double load_b_l1_22 = (load_a_l1_22 + at_py_div((load_b_l1_0 * load_b_l1_5), load_b_l1_15));
+    // k_l1
+    const double k_l1_2 = static_cast<double>(stepK_0);
+    const double k_l1_3 = static_cast<double>(((v_dbL0A < v_dbL0B) ? v_dbL0A : v_dbL0B));
+    // k_l0
+    const double k_l0_0 = (((k_l1_2 > 0.0) || (k_l1_2 != k_l1_2)) ? k_l1_2 : 0.0);
+    const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l0a
+    const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_baseM * v_baseK) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_a_l0a_1 = (1.0 * (2.0 + at_py_div(load_a_l0a_0, at_interp(load_a_l0a_0, k_XP1, k_FP1, 4))));
+    const double load_a_l0a_2 = (k_l0_1 + load_a_l0a_1);
+    const double load_a_l0a_3 = (0.0 + load_a_l0a_1);
+    // load_b_l0b
+    const double load_b_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_baseN * v_baseK) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_b_l0b_1 = (1.0 * (2.0 + at_py_div(load_b_l0b_0, at_interp(load_b_l0b_0, k_XP2, k_FP2, 4))));
+    const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
+    const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
+    // mmad
+    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(v_baseM), 16.0)) * at_fceil(at_py_div(static_cast<double>(v_baseN), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_baseK), static_cast<double>(INT64_C(16)))));
+    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
+    const double mmad_2 = (load_b_l0b_2 + mmad_1);
+    const double mmad_3 = (0.0 + mmad_1);
+    // k_l0
+    const double k_l0_2 = (mmad_2 + 2.0);
+    const double k_l0_3 = (k_l0_1 + 2.0);
+    const double k_l0_4 = (((k_l0_3 > load_b_l0b_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : load_b_l0b_3);
+    const double k_l0_5 = (((k_l0_4 > mmad_3) || (k_l0_4 != k_l0_4)) ? k_l0_4 : mmad_3);
+    const double k_l0_6 = (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0);
+    const double k_l0_7 = (((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0);
+    const double k_l0_8 = (k_l0_0 - 1.0);
+    const double k_l0_9 = (((k_l0_8 > 0.0) || (k_l0_8 != k_l0_8)) ? k_l0_8 : 0.0);
+    const bool k_l0_10 = (k_l1_3 >= static_cast<double>(INT64_C(2)));
+    const double k_l0_11 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_10 ? (k_l0_0 * 0.0) : ((k_l0_9 * k_l0_2) + k_l0_7)));
+    const double k_l0_12 = (load_b_l1_20 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_10 ? (k_l0_2 + (k_l0_9 * k_l0_7)) : (k_l0_0 * k_l0_2))));
+    const double k_l0_13 = (k_l1_1 + (k_l0_3 * k_l0_0));
+    const double k_l0_14 = (0.0 + (load_b_l0b_3 * k_l0_0));
+    const double k_l0_15 = (0.0 + (mmad_3 * k_l0_0));
+    const double k_l0_16 = (load_b_l1_22 + (0.0 * k_l0_0));
+    const double k_l0_17 = ((0.0 > k_l0_11) ? 0.0 : k_l0_11);
+    // k_l1
+    const double k_l1_4 = (k_l0_12 + 2.0);
+    const double k_l1_5 = (k_l0_13 + 2.0);
+    const double k_l1_6 = (((k_l1_5 > load_b_l1_21) || (k_l1_5 != k_l1_5)) ? k_l1_5 : load_b_l1_21);
+    const double k_l1_7 = (((k_l1_6 > k_l0_14) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_14);
+    const double k_l1_8 = (((k_l1_7 > k_l0_15) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_15);
+    const double k_l1_9 = (((k_l1_8 > k_l0_16) || (k_l1_8 != k_l1_8)) ? k_l1_8 : k_l0_16);
+    const double k_l1_10 = (((k_l1_9 > k_l0_17) || (k_l1_9 != k_l1_9)) ? k_l1_9 : k_l0_17);
+    const double k_l1_11 = (k_l1_0 - 1.0);
+    const double k_l1_12 = (((k_l1_11 > 0.0) || (k_l1_11 != k_l1_11)) ? k_l1_11 : 0.0);
+    const bool k_l1_13 = (output_block_3 >= static_cast<double>(INT64_C(2)));
+    const double k_l1_14 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_13 ? (k_l1_0 * k_l0_17) : ((k_l1_12 * k_l1_4) + k_l1_10)));
+    const double k_l1_15 = (output_block_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_13 ? (k_l1_4 + (k_l1_12 * k_l1_10)) : (k_l1_0 * k_l1_4))));
+    const double k_l1_16 = (output_block_1 + (k_l1_5 * k_l1_0));
+    const double k_l1_17 = (0.0 + (load_b_l1_21 * k_l1_0));
+    const double k_l1_18 = (0.0 + (k_l0_14 * k_l1_0));
+    const double k_l1_19 = (0.0 + (k_l0_15 * k_l1_0));
+    const double k_l1_20 = (0.0 + (k_l0_16 * k_l1_0));
+    const double k_l1_21 = ((0.0 > k_l1_14) ? 0.0 : k_l1_14);
+    // write_c
+    const double write_c_0 = static_cast<double>(v_baseM);
+    const double write_c_1 = (((write_c_0 > 1.0) || (write_c_0 != write_c_0)) ? write_c_0 : 1.0);
+    const double write_c_2 = at_py_div(static_cast<double>(((v_baseM * v_baseN) * INT64_C(2))), write_c_1);
+    const double write_c_3 = ((write_c_1 * at_fceil(at_py_div(write_c_2, 32.0))) * 32.0);
+    const double write_c_4 = ((std::fmod(write_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const bool write_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
+    const double write_c_6 = (at_interp(write_c_3, k_XP3, k_FP3, 6) * (write_c_5 ? write_c_4 : (((write_c_4 < 0.7) || (write_c_4 != write_c_4)) ? write_c_4 : 0.7)));
+    const double write_c_7 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double write_c_8 = at_py_div(std::pow((std::pow((write_c_7 * 330.0), -1.5) + std::pow((888.8888888888889 * (write_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), write_c_7);
+    const double write_c_9 = (1.0 * (11.0 + at_py_div(write_c_3, (((write_c_6 < write_c_8) || (write_c_6 != write_c_6)) ? write_c_6 : write_c_8))));
+    const double write_c_10 = (k_l1_15 + write_c_9);
+    const double write_c_11 = (0.0 + write_c_9);
+    const double write_c_12 = (k_l1_20 + at_py_div((1.0 * write_c_3), write_c_8));
+    // output_block
+    const double output_block_4 = (write_c_10 + 2.0);
+    const double output_block_5 = (k_l1_16 + 2.0);
+    const double output_block_6 = (((output_block_5 > k_l1_17) || (output_block_5 != output_block_5)) ? output_block_5 : k_l1_17);
+    const double output_block_7 = (((output_block_6 > k_l1_18) || (output_block_6 != output_block_6)) ? output_block_6 : k_l1_18);
+    const double output_block_8 = (((output_block_7 > k_l1_19) || (output_block_7 != output_block_7)) ? output_block_7 : k_l1_19);
+    const double output_block_9 = (((output_block_8 > write_c_11) || (output_block_8 != output_block_8)) ? output_block_8 : write_c_11);
+    const double output_block_10 = (((output_block_9 > write_c_12) || (output_block_9 != output_block_9)) ? output_block_9 : write_c_12);
+    const double output_block_11 = (output_block_0 - 1.0);
+    const double output_block_12 = ((cube_side_5 >= static_cast<double>(INT64_C(2))) ? (output_block_4 + ((((output_block_11 > 0.0) || (output_block_11 != output_block_11)) ? output_block_11 : 0.0) * (((output_block_10 > k_l1_21) || (output_block_10 != output_block_10)) ? output_block_10 : k_l1_21))) : (output_block_0 * output_block_4));
+    const double output_block_13 = (cube_side_3 + ((output_block_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : output_block_12));
+    // cube_side
+    const double cube_side_6 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
+    const double cube_side_7 = (((0.0 > cube_side_6) ? 0.0 : cube_side_6) + at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (output_block_13 + 0.0))), 1800.0));
+    return cube_side_7;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -652,237 +476,158 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.M >= INT64_C(1) && shape.M <= INT64_C(1048576) && shape.N >= INT64_C(1) && shape.N <= INT64_C(1048576) && shape.K >= INT64_C(1) && shape.K <= INT64_C(1048576);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // baseM
+        v.v_issuerCores = v.aivNum;
+        v.v_issuersPerBlock = INT64_C(2);
+        v.v_k0 = at_floordiv(INT64_C(32), sizeof_a);
+        v.v_uniqueBytes = (((v.v_M * v.v_K) * sizeof_a) + ((v.v_K * v.v_N) * sizeof_b));
+        if (!Within(static_cast<double>(v.v_M), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.M_fits_int32_t
+        if (!Within(static_cast<double>(v.v_N), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.N_fits_int32_t
+        if (!Within(static_cast<double>(v.v_K), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.Ka_fits_int32_t
+        if (!Within(static_cast<double>(v.v_K), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.Kb_fits_int32_t
+        if (!Within(static_cast<double>(v.v_baseM), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.baseM_fits_int32_t
+        if (!Within(static_cast<double>(v.v_M), 0.0, 4294967295.0)) return false;  // M_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // baseN
+        if (!Within(static_cast<double>(v.v_baseN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.baseN_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 2:  // baseK
+        v.v_transLength = at_max(at_max(((v.v_baseM * v.v_baseK) * sizeof_a), ((v.v_baseK * v.v_baseN) * sizeof_b)), ((v.v_baseM * v.v_baseN) * sizeof_c));
+        if (!((at_mod(v.v_baseK, v.v_k0) == INT64_C(0)))) return false;  // basek_multiple_of_k0
+        if (!Within(static_cast<double>(v.v_baseK), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.baseK_fits_int32_t
+        if (!Within(static_cast<double>(v.v_transLength), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.transLength_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 3:  // stepM
+        if (!Within(static_cast<double>(v.v_stepM), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepM_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 4:  // stepN
+        if (!Within(static_cast<double>(v.v_stepN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepN_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 5:  // stepKa
+        if (!Within(static_cast<double>(v.v_stepKa), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepKa_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 6:  // stepKb
+        v.v_stepK = at_min(v.v_stepKa, v.v_stepKb);
+        if (!Within(static_cast<double>(v.v_stepKb), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.stepKb_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 7:  // dbL1
+        v.v_depthA1 = ((v.v_stepM * v.v_stepKa) * v.v_dbL1);
+        v.v_depthB1 = ((v.v_stepN * v.v_stepKb) * v.v_dbL1);
+        v.v_l1UsedBytes = ((((v.v_baseM * v.v_baseK) * v.v_depthA1) * sizeof_a) + (((v.v_baseN * v.v_baseK) * v.v_depthB1) * sizeof_b));
+        if (!((v.v_l1UsedBytes <= hw_l1_bytes))) return false;  // l1_fits
+        if (!Within(static_cast<double>(v.v_depthA1), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.depthA1_fits_int32_t
+        if (!Within(static_cast<double>(v.v_depthB1), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.depthB1_fits_int32_t
+        if (!Within(static_cast<double>(v.v_l1UsedBytes), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.shareL1Size_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 8:  // dbL0A
+        if (!(((((v.v_baseM * v.v_baseK) * sizeof_a) * v.v_dbL0A) <= hw_l0a_bytes))) return false;  // l0a_fits
+        if (!Within(static_cast<double>(v.v_dbL0A), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0A_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 9:  // dbL0B
+        if (!(((((v.v_baseN * v.v_baseK) * sizeof_b) * v.v_dbL0B) <= hw_l0b_bytes))) return false;  // l0b_fits
+        if (!Within(static_cast<double>(v.v_dbL0B), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0B_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 10:  // dbL0C
+        v.v_l0cUsedBytes = (((v.v_baseM * v.v_baseN) * sizeof_acc) * v.v_dbL0C);
+        if (!(((((v.v_baseM * v.v_baseN) * sizeof_acc) * v.v_dbL0C) <= hw_l0c_bytes))) return false;  // l0c_fits
+        if (!Within(static_cast<double>(v.v_l0cUsedBytes), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.shareL0CSize_fits_int32_t
+        if (!Within(static_cast<double>(v.v_dbL0C), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.dbL0C_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 11:  // iterateOrder
+        if (!Within(static_cast<double>(v.v_iterateOrder), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.iterateOrder_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 12:  // mDim
+        v.v_singleCoreM = at_min(v.v_M, at_align_up(at_ceil_div(v.v_M, v.v_mDim), INT64_C(16)));
+        v.v_mBlocks = at_ceil_div(v.v_singleCoreM, v.v_baseM);
+        if (!(((v.v_stepM == INT64_C(1)) || (v.v_mBlocks >= v.v_stepM)))) return false;  // step_m_useful
+        if (!Within(static_cast<double>(v.v_singleCoreM), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreM_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 13:  // nDim
+        v.v_singleCoreN = at_min(v.v_N, at_align_up(at_ceil_div(v.v_N, v.v_nDim), INT64_C(16)));
+        v.v_nBlocks = at_ceil_div(v.v_singleCoreN, v.v_baseN);
+        if (!(((v.v_baseM <= at_align_up(v.v_singleCoreM, INT64_C(16))) && (v.v_baseN <= at_align_up(v.v_singleCoreN, INT64_C(16)))))) return false;  // base_within_core_block
+        if (!(((v.v_stepN == INT64_C(1)) || (v.v_nBlocks >= v.v_stepN)))) return false;  // step_n_useful
+        if (!Within(static_cast<double>(v.v_singleCoreN), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreN_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    case 14:  // kDim
+        v.v_singleCoreK = at_ceil_div(v.v_K, v.v_kDim);
+        v.v_usedCoreNum = ((at_ceil_div(v.v_M, v.v_singleCoreM) * at_ceil_div(v.v_N, v.v_singleCoreN)) * at_ceil_div(v.v_K, v.v_singleCoreK));
+        v.v_blockDim = at_ceil_div(v.v_usedCoreNum, v.v_issuersPerBlock);
+        v.v_kIters = at_ceil_div(v.v_singleCoreK, v.v_baseK);
+        v.v_kaStepIter = at_ceil_div(v.v_singleCoreK, (v.v_baseK * v.v_stepKa));
+        v.v_kbStepIter = at_ceil_div(v.v_singleCoreK, (v.v_baseK * v.v_stepKb));
+        v.v_aReads = ((((v.v_iterateOrder == INT64_C(1)) && (v.v_kIters <= v.v_stepKa))) ? (INT64_C(1)) : (v.v_nBlocks));
+        v.v_bReads = ((((v.v_iterateOrder == INT64_C(0)) && (v.v_kIters <= v.v_stepKb))) ? (INT64_C(1)) : (v.v_mBlocks));
+        v.v_aCoreBytes = (((((v.v_mBlocks * v.v_baseM) * v.v_kIters) * v.v_baseK) * sizeof_a) * v.v_aReads);
+        v.v_bCoreBytes = (((((v.v_nBlocks * v.v_baseN) * v.v_kIters) * v.v_baseK) * sizeof_b) * v.v_bReads);
+        v.v_missBytes = (((v.v_uniqueBytes <= hw_l2_bytes)) ? (v.v_uniqueBytes) : (((((v.v_M * v.v_K) * sizeof_a) * v.v_aReads) + (((v.v_K * v.v_N) * sizeof_b) * v.v_bReads))));
+        v.v_totalReads = (v.v_usedCoreNum * (v.v_aCoreBytes + v.v_bCoreBytes));
+        v.v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v.v_missBytes), static_cast<double>(at_max(v.v_totalReads, INT64_C(1))))));
+        if (!((((v.v_mDim * v.v_nDim) * v.v_kDim) <= v.v_issuerCores))) return false;  // cores_fit
+        if (!(((((v.v_mDim - INT64_C(1)) * v.v_singleCoreM) < v.v_M) && (((v.v_nDim - INT64_C(1)) * v.v_singleCoreN) < v.v_N) && (((v.v_kDim - INT64_C(1)) * v.v_singleCoreK) < v.v_K)))) return false;  // no_empty_core
+        if (!(((v.v_stepKa == INT64_C(1)) || ((v.v_kIters * INT64_C(2)) > v.v_stepKa)))) return false;  // step_ka_useful
+        if (!(((v.v_stepKb == INT64_C(1)) || ((v.v_kIters * INT64_C(2)) > v.v_stepKb)))) return false;  // step_kb_useful
+        if (!(((v.v_kIters <= v.v_stepKa) || (v.v_stepM == INT64_C(1))))) return false;  // mdl_step_m
+        if (!(((v.v_kIters <= v.v_stepKb) || (v.v_stepN == INT64_C(1))))) return false;  // mdl_step_n
+        if (!(((at_mod(v.v_kaStepIter, v.v_kbStepIter) == INT64_C(0)) || (at_mod(v.v_kbStepIter, v.v_kaStepIter) == INT64_C(0))))) return false;  // mdl_k_step_iters_divide
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(v.v_usedCoreNum), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.usedCoreNum_fits_int32_t
+        if (!Within(static_cast<double>(v.v_singleCoreK), -2147483648.0, 2147483647.0)) return false;  // cubeTilingData.singleCoreK_fits_int32_t
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    out.v_M = v_M;
-    const int64_t v_N = shape.N;
-    out.v_N = v_N;
-    const int64_t v_K = shape.K;
-    out.v_K = v_K;
-    const int64_t v_baseM = config.baseM;
-    out.v_baseM = v_baseM;
-    const int64_t v_baseN = config.baseN;
-    out.v_baseN = v_baseN;
-    const int64_t v_baseK = config.baseK;
-    out.v_baseK = v_baseK;
-    const int64_t v_stepM = config.stepM;
-    out.v_stepM = v_stepM;
-    const int64_t v_stepN = config.stepN;
-    out.v_stepN = v_stepN;
-    const int64_t v_stepKa = config.stepKa;
-    out.v_stepKa = v_stepKa;
-    const int64_t v_stepKb = config.stepKb;
-    out.v_stepKb = v_stepKb;
-    const int64_t v_dbL1 = config.dbL1;
-    out.v_dbL1 = v_dbL1;
-    const int64_t v_dbL0A = config.dbL0A;
-    out.v_dbL0A = v_dbL0A;
-    const int64_t v_dbL0B = config.dbL0B;
-    out.v_dbL0B = v_dbL0B;
-    const int64_t v_dbL0C = config.dbL0C;
-    out.v_dbL0C = v_dbL0C;
-    const int64_t v_iterateOrder = config.iterateOrder;
-    out.v_iterateOrder = v_iterateOrder;
-    const int64_t v_mDim = config.mDim;
-    out.v_mDim = v_mDim;
-    const int64_t v_nDim = config.nDim;
-    out.v_nDim = v_nDim;
-    const int64_t v_kDim = config.kDim;
-    out.v_kDim = v_kDim;
-    const int64_t v_issuerCores = hw_vector_cores;
-    out.v_issuerCores = v_issuerCores;
-    const int64_t v_issuersPerBlock = INT64_C(2);
-    out.v_issuersPerBlock = v_issuersPerBlock;
-    const int64_t v_k0 = at_floordiv(INT64_C(32), sizeof_a);
-    out.v_k0 = v_k0;
-    const int64_t v_singleCoreM = at_min(v_M, at_align_up(at_ceil_div(v_M, v_mDim), INT64_C(16)));
-    out.v_singleCoreM = v_singleCoreM;
-    const int64_t v_singleCoreN = at_min(v_N, at_align_up(at_ceil_div(v_N, v_nDim), INT64_C(16)));
-    out.v_singleCoreN = v_singleCoreN;
-    const int64_t v_singleCoreK = at_ceil_div(v_K, v_kDim);
-    out.v_singleCoreK = v_singleCoreK;
-    const int64_t v_usedCoreNum = ((at_ceil_div(v_M, v_singleCoreM) * at_ceil_div(v_N, v_singleCoreN)) * at_ceil_div(v_K, v_singleCoreK));
-    out.v_usedCoreNum = v_usedCoreNum;
-    const int64_t v_blockDim = at_ceil_div(v_usedCoreNum, v_issuersPerBlock);
-    out.v_blockDim = v_blockDim;
-    const int64_t v_mBlocks = at_ceil_div(v_singleCoreM, v_baseM);
-    out.v_mBlocks = v_mBlocks;
-    const int64_t v_nBlocks = at_ceil_div(v_singleCoreN, v_baseN);
-    out.v_nBlocks = v_nBlocks;
-    const int64_t v_kIters = at_ceil_div(v_singleCoreK, v_baseK);
-    out.v_kIters = v_kIters;
-    const int64_t v_depthA1 = ((v_stepM * v_stepKa) * v_dbL1);
-    out.v_depthA1 = v_depthA1;
-    const int64_t v_depthB1 = ((v_stepN * v_stepKb) * v_dbL1);
-    out.v_depthB1 = v_depthB1;
-    const int64_t v_kaStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKa));
-    out.v_kaStepIter = v_kaStepIter;
-    const int64_t v_kbStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKb));
-    out.v_kbStepIter = v_kbStepIter;
-    const int64_t v_transLength = at_max(at_max(((v_baseM * v_baseK) * sizeof_a), ((v_baseK * v_baseN) * sizeof_b)), ((v_baseM * v_baseN) * sizeof_c));
-    out.v_transLength = v_transLength;
-    const int64_t v_l1UsedBytes = ((((v_baseM * v_baseK) * v_depthA1) * sizeof_a) + (((v_baseN * v_baseK) * v_depthB1) * sizeof_b));
-    out.v_l1UsedBytes = v_l1UsedBytes;
-    const int64_t v_l0cUsedBytes = (((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C);
-    out.v_l0cUsedBytes = v_l0cUsedBytes;
-    const int64_t v_aReads = ((((v_iterateOrder == INT64_C(1)) && (v_kIters <= v_stepKa))) ? (INT64_C(1)) : (v_nBlocks));
-    out.v_aReads = v_aReads;
-    const int64_t v_bReads = ((((v_iterateOrder == INT64_C(0)) && (v_kIters <= v_stepKb))) ? (INT64_C(1)) : (v_mBlocks));
-    out.v_bReads = v_bReads;
-    const int64_t v_aCoreBytes = (((((v_mBlocks * v_baseM) * v_kIters) * v_baseK) * sizeof_a) * v_aReads);
-    out.v_aCoreBytes = v_aCoreBytes;
-    const int64_t v_bCoreBytes = (((((v_nBlocks * v_baseN) * v_kIters) * v_baseK) * sizeof_b) * v_bReads);
-    out.v_bCoreBytes = v_bCoreBytes;
-    const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b));
-    out.v_uniqueBytes = v_uniqueBytes;
-    const int64_t v_missBytes = (((v_uniqueBytes <= hw_l2_bytes)) ? (v_uniqueBytes) : (((((v_M * v_K) * sizeof_a) * v_aReads) + (((v_K * v_N) * sizeof_b) * v_bReads))));
-    out.v_missBytes = v_missBytes;
-    const int64_t v_totalReads = (v_usedCoreNum * (v_aCoreBytes + v_bCoreBytes));
-    out.v_totalReads = v_totalReads;
-    const double v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_missBytes), static_cast<double>(at_max(v_totalReads, INT64_C(1))))));
-    out.v_l2Hit = v_l2Hit;
-    const int64_t v_stepK = at_min(v_stepKa, v_stepKb);
-    out.v_stepK = v_stepK;
-    if (!(((((v_baseM * v_baseK) * sizeof_a) * v_dbL0A) <= hw_l0a_bytes))) return false;  // l0a_fits
-    if (!(((((v_baseN * v_baseK) * sizeof_b) * v_dbL0B) <= hw_l0b_bytes))) return false;  // l0b_fits
-    if (!(((((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C) <= hw_l0c_bytes))) return false;  // l0c_fits
-    if (!((v_l1UsedBytes <= hw_l1_bytes))) return false;  // l1_fits
-    if (!((at_mod(v_baseK, v_k0) == INT64_C(0)))) return false;  // basek_multiple_of_k0
-    if (!((((v_mDim * v_nDim) * v_kDim) <= v_issuerCores))) return false;  // cores_fit
-    if (!(((((v_mDim - INT64_C(1)) * v_singleCoreM) < v_M) && (((v_nDim - INT64_C(1)) * v_singleCoreN) < v_N) && (((v_kDim - INT64_C(1)) * v_singleCoreK) < v_K)))) return false;  // no_empty_core
-    if (!(((v_baseM <= at_align_up(v_singleCoreM, INT64_C(16))) && (v_baseN <= at_align_up(v_singleCoreN, INT64_C(16)))))) return false;  // base_within_core_block
-    if (!(((v_stepM == INT64_C(1)) || (v_mBlocks >= v_stepM)))) return false;  // step_m_useful
-    if (!(((v_stepN == INT64_C(1)) || (v_nBlocks >= v_stepN)))) return false;  // step_n_useful
-    if (!(((v_stepKa == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKa)))) return false;  // step_ka_useful
-    if (!(((v_stepKb == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKb)))) return false;  // step_kb_useful
-    if (!(((v_kIters <= v_stepKa) || (v_stepM == INT64_C(1))))) return false;  // mdl_step_m
-    if (!(((v_kIters <= v_stepKb) || (v_stepN == INT64_C(1))))) return false;  // mdl_step_n
-    if (!(((at_mod(v_kaStepIter, v_kbStepIter) == INT64_C(0)) || (at_mod(v_kbStepIter, v_kaStepIter) == INT64_C(0))))) return false;  // mdl_k_step_iters_divide
-    {
-        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_usedCoreNum);  // cubeTilingData.usedCoreNum_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // cubeTilingData.M_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // cubeTilingData.N_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // cubeTilingData.Ka_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // cubeTilingData.Kb_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_singleCoreM);  // cubeTilingData.singleCoreM_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_singleCoreN);  // cubeTilingData.singleCoreN_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_singleCoreK);  // cubeTilingData.singleCoreK_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_baseM);  // cubeTilingData.baseM_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_baseN);  // cubeTilingData.baseN_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_baseK);  // cubeTilingData.baseK_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_depthA1);  // cubeTilingData.depthA1_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_depthB1);  // cubeTilingData.depthB1_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_stepM);  // cubeTilingData.stepM_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_stepN);  // cubeTilingData.stepN_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_transLength);  // cubeTilingData.transLength_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_iterateOrder);  // cubeTilingData.iterateOrder_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_l1UsedBytes);  // cubeTilingData.shareL1Size_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_l0cUsedBytes);  // cubeTilingData.shareL0CSize_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_stepKa);  // cubeTilingData.stepKa_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_stepKb);  // cubeTilingData.stepKb_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_dbL0A);  // cubeTilingData.dbL0A_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_dbL0B);  // cubeTilingData.dbL0B_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_dbL0C);  // cubeTilingData.dbL0C_fits_int32_t
-        if (!(value >= -2147483648.0 && value <= 2147483647.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    return true;
+    out.v_M = shape.M;
+    out.v_N = shape.N;
+    out.v_K = shape.K;
+    out.v_baseM = config.baseM;
+    out.v_baseN = config.baseN;
+    out.v_baseK = config.baseK;
+    out.v_stepM = config.stepM;
+    out.v_stepN = config.stepN;
+    out.v_stepKa = config.stepKa;
+    out.v_stepKb = config.stepKb;
+    out.v_dbL1 = config.dbL1;
+    out.v_dbL0A = config.dbL0A;
+    out.v_dbL0B = config.dbL0B;
+    out.v_dbL0C = config.dbL0C;
+    out.v_iterateOrder = config.iterateOrder;
+    out.v_mDim = config.mDim;
+    out.v_nDim = config.nDim;
+    out.v_kDim = config.kDim;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -931,11 +676,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -946,460 +716,22 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_N;
     const int64_t v_K = shape.K;
     (void)v_K;
-    const int64_t dims[3] = { shape.M, shape.N, shape.K };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.baseM ? a - base.baseM : base.baseM - a;
-        const int64_t db = b > base.baseM ? b - base.baseM : base.baseM - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.baseN ? a - base.baseN : base.baseN - a;
-        const int64_t db = b > base.baseN ? b - base.baseN : base.baseN - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.baseK ? a - base.baseK : base.baseK - a;
-        const int64_t db = b > base.baseK ? b - base.baseK : base.baseK - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.stepM ? a - base.stepM : base.stepM - a;
-        const int64_t db = b > base.stepM ? b - base.stepM : base.stepM - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom4;
-    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom4.begin(), dom4.end());
-    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
-    if (dom4.empty()) return false;
-    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.stepN ? a - base.stepN : base.stepN - a;
-        const int64_t db = b > base.stepN ? b - base.stepN : base.stepN - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    std::stable_sort(dom5.begin(), dom5.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.stepKa ? a - base.stepKa : base.stepKa - a;
-        const int64_t db = b > base.stepKa ? b - base.stepKa : base.stepKa - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom6;
-    dom6 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom6.begin(), dom6.end());
-    dom6.erase(std::unique(dom6.begin(), dom6.end()), dom6.end());
-    if (dom6.empty()) return false;
-    std::stable_sort(dom6.begin(), dom6.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.stepKb ? a - base.stepKb : base.stepKb - a;
-        const int64_t db = b > base.stepKb ? b - base.stepKb : base.stepKb - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom7;
-    dom7 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom7.begin(), dom7.end());
-    dom7.erase(std::unique(dom7.begin(), dom7.end()), dom7.end());
-    if (dom7.empty()) return false;
-    std::stable_sort(dom7.begin(), dom7.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbL1 ? a - base.dbL1 : base.dbL1 - a;
-        const int64_t db = b > base.dbL1 ? b - base.dbL1 : base.dbL1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom8;
-    dom8 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom8.begin(), dom8.end());
-    dom8.erase(std::unique(dom8.begin(), dom8.end()), dom8.end());
-    if (dom8.empty()) return false;
-    std::stable_sort(dom8.begin(), dom8.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbL0A ? a - base.dbL0A : base.dbL0A - a;
-        const int64_t db = b > base.dbL0A ? b - base.dbL0A : base.dbL0A - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom9;
-    dom9 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom9.begin(), dom9.end());
-    dom9.erase(std::unique(dom9.begin(), dom9.end()), dom9.end());
-    if (dom9.empty()) return false;
-    std::stable_sort(dom9.begin(), dom9.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbL0B ? a - base.dbL0B : base.dbL0B - a;
-        const int64_t db = b > base.dbL0B ? b - base.dbL0B : base.dbL0B - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom10;
-    dom10 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom10.begin(), dom10.end());
-    dom10.erase(std::unique(dom10.begin(), dom10.end()), dom10.end());
-    if (dom10.empty()) return false;
-    std::stable_sort(dom10.begin(), dom10.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.dbL0C ? a - base.dbL0C : base.dbL0C - a;
-        const int64_t db = b > base.dbL0C ? b - base.dbL0C : base.dbL0C - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom11;
-    dom11 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom11.begin(), dom11.end());
-    dom11.erase(std::unique(dom11.begin(), dom11.end()), dom11.end());
-    if (dom11.empty()) return false;
-    std::stable_sort(dom11.begin(), dom11.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.iterateOrder ? a - base.iterateOrder : base.iterateOrder - a;
-        const int64_t db = b > base.iterateOrder ? b - base.iterateOrder : base.iterateOrder - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom12;
-    dom12 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
-    std::sort(dom12.begin(), dom12.end());
-    dom12.erase(std::unique(dom12.begin(), dom12.end()), dom12.end());
-    if (dom12.empty()) return false;
-    std::stable_sort(dom12.begin(), dom12.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.mDim ? a - base.mDim : base.mDim - a;
-        const int64_t db = b > base.mDim ? b - base.mDim : base.mDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom13;
-    dom13 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
-    std::sort(dom13.begin(), dom13.end());
-    dom13.erase(std::unique(dom13.begin(), dom13.end()), dom13.end());
-    if (dom13.empty()) return false;
-    std::stable_sort(dom13.begin(), dom13.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.nDim ? a - base.nDim : base.nDim - a;
-        const int64_t db = b > base.nDim ? b - base.nDim : base.nDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom14;
-    dom14 = {static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom14.begin(), dom14.end());
-    dom14.erase(std::unique(dom14.begin(), dom14.end()), dom14.end());
-    if (dom14.empty()) return false;
-    std::stable_sort(dom14.begin(), dom14.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.kDim ? a - base.kDim : base.kDim - a;
-        const int64_t db = b > base.kDim ? b - base.kDim : base.kDim - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_baseM = k0 < 0 ? base.baseM : dom0[k0];
-        if (k0 >= 0 && v_baseM == base.baseM) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_issuerCores = hw_vector_cores;
-        (void)v_issuerCores;
-        const int64_t v_issuersPerBlock = INT64_C(2);
-        (void)v_issuersPerBlock;
-        const int64_t v_k0 = at_floordiv(INT64_C(32), sizeof_a);
-        (void)v_k0;
-        const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + ((v_K * v_N) * sizeof_b));
-        (void)v_uniqueBytes;
-        {
-            const double value = static_cast<double>(v_M);  // cubeTilingData.M_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // cubeTilingData.N_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // cubeTilingData.Ka_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // cubeTilingData.Kb_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_baseM);  // cubeTilingData.baseM_fits_int32_t
-            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_baseN = k1 < 0 ? base.baseN : dom1[k1];
-            if (k1 >= 0 && v_baseN == base.baseN) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            {
-                const double value = static_cast<double>(v_baseN);  // cubeTilingData.baseN_fits_int32_t
-                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_baseK = k2 < 0 ? base.baseK : dom2[k2];
-                if (k2 >= 0 && v_baseK == base.baseK) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_transLength = at_max(at_max(((v_baseM * v_baseK) * sizeof_a), ((v_baseK * v_baseN) * sizeof_b)), ((v_baseM * v_baseN) * sizeof_c));
-                (void)v_transLength;
-                if (!((at_mod(v_baseK, v_k0) == INT64_C(0)))) continue;  // basek_multiple_of_k0
-                {
-                    const double value = static_cast<double>(v_baseK);  // cubeTilingData.baseK_fits_int32_t
-                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                }
-                {
-                    const double value = static_cast<double>(v_transLength);  // cubeTilingData.transLength_fits_int32_t
-                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_stepM = k3 < 0 ? base.stepM : dom3[k3];
-                    if (k3 >= 0 && v_stepM == base.stepM) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    {
-                        const double value = static_cast<double>(v_stepM);  // cubeTilingData.stepM_fits_int32_t
-                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                    }
-                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
-                        const int64_t v_stepN = k4 < 0 ? base.stepN : dom4[k4];
-                        if (k4 >= 0 && v_stepN == base.stepN) continue;
-                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                        {
-                            const double value = static_cast<double>(v_stepN);  // cubeTilingData.stepN_fits_int32_t
-                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                        }
-                        for (int64_t k5 = -1; k5 < static_cast<int64_t>(dom5.size()); ++k5) {
-                            const int64_t v_stepKa = k5 < 0 ? base.stepKa : dom5[k5];
-                            if (k5 >= 0 && v_stepKa == base.stepKa) continue;
-                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                            {
-                                const double value = static_cast<double>(v_stepKa);  // cubeTilingData.stepKa_fits_int32_t
-                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                            }
-                            for (int64_t k6 = -1; k6 < static_cast<int64_t>(dom6.size()); ++k6) {
-                                const int64_t v_stepKb = k6 < 0 ? base.stepKb : dom6[k6];
-                                if (k6 >= 0 && v_stepKb == base.stepKb) continue;
-                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                const int64_t v_stepK = at_min(v_stepKa, v_stepKb);
-                                (void)v_stepK;
-                                {
-                                    const double value = static_cast<double>(v_stepKb);  // cubeTilingData.stepKb_fits_int32_t
-                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                }
-                                for (int64_t k7 = -1; k7 < static_cast<int64_t>(dom7.size()); ++k7) {
-                                    const int64_t v_dbL1 = k7 < 0 ? base.dbL1 : dom7[k7];
-                                    if (k7 >= 0 && v_dbL1 == base.dbL1) continue;
-                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                    const int64_t v_depthA1 = ((v_stepM * v_stepKa) * v_dbL1);
-                                    (void)v_depthA1;
-                                    const int64_t v_depthB1 = ((v_stepN * v_stepKb) * v_dbL1);
-                                    (void)v_depthB1;
-                                    const int64_t v_l1UsedBytes = ((((v_baseM * v_baseK) * v_depthA1) * sizeof_a) + (((v_baseN * v_baseK) * v_depthB1) * sizeof_b));
-                                    (void)v_l1UsedBytes;
-                                    if (!((v_l1UsedBytes <= hw_l1_bytes))) continue;  // l1_fits
-                                    {
-                                        const double value = static_cast<double>(v_depthA1);  // cubeTilingData.depthA1_fits_int32_t
-                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                    }
-                                    {
-                                        const double value = static_cast<double>(v_depthB1);  // cubeTilingData.depthB1_fits_int32_t
-                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                    }
-                                    {
-                                        const double value = static_cast<double>(v_l1UsedBytes);  // cubeTilingData.shareL1Size_fits_int32_t
-                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                    }
-                                    for (int64_t k8 = -1; k8 < static_cast<int64_t>(dom8.size()); ++k8) {
-                                        const int64_t v_dbL0A = k8 < 0 ? base.dbL0A : dom8[k8];
-                                        if (k8 >= 0 && v_dbL0A == base.dbL0A) continue;
-                                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                        if (!(((((v_baseM * v_baseK) * sizeof_a) * v_dbL0A) <= hw_l0a_bytes))) continue;  // l0a_fits
-                                        {
-                                            const double value = static_cast<double>(v_dbL0A);  // cubeTilingData.dbL0A_fits_int32_t
-                                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                        }
-                                        for (int64_t k9 = -1; k9 < static_cast<int64_t>(dom9.size()); ++k9) {
-                                            const int64_t v_dbL0B = k9 < 0 ? base.dbL0B : dom9[k9];
-                                            if (k9 >= 0 && v_dbL0B == base.dbL0B) continue;
-                                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                            if (!(((((v_baseN * v_baseK) * sizeof_b) * v_dbL0B) <= hw_l0b_bytes))) continue;  // l0b_fits
-                                            {
-                                                const double value = static_cast<double>(v_dbL0B);  // cubeTilingData.dbL0B_fits_int32_t
-                                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                            }
-                                            for (int64_t k10 = -1; k10 < static_cast<int64_t>(dom10.size()); ++k10) {
-                                                const int64_t v_dbL0C = k10 < 0 ? base.dbL0C : dom10[k10];
-                                                if (k10 >= 0 && v_dbL0C == base.dbL0C) continue;
-                                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                const int64_t v_l0cUsedBytes = (((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C);
-                                                (void)v_l0cUsedBytes;
-                                                if (!(((((v_baseM * v_baseN) * sizeof_acc) * v_dbL0C) <= hw_l0c_bytes))) continue;  // l0c_fits
-                                                {
-                                                    const double value = static_cast<double>(v_l0cUsedBytes);  // cubeTilingData.shareL0CSize_fits_int32_t
-                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                }
-                                                {
-                                                    const double value = static_cast<double>(v_dbL0C);  // cubeTilingData.dbL0C_fits_int32_t
-                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                }
-                                                for (int64_t k11 = -1; k11 < static_cast<int64_t>(dom11.size()); ++k11) {
-                                                    const int64_t v_iterateOrder = k11 < 0 ? base.iterateOrder : dom11[k11];
-                                                    if (k11 >= 0 && v_iterateOrder == base.iterateOrder) continue;
-                                                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                    {
-                                                        const double value = static_cast<double>(v_iterateOrder);  // cubeTilingData.iterateOrder_fits_int32_t
-                                                        if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                    }
-                                                    for (int64_t k12 = -1; k12 < static_cast<int64_t>(dom12.size()); ++k12) {
-                                                        const int64_t v_mDim = k12 < 0 ? base.mDim : dom12[k12];
-                                                        if (k12 >= 0 && v_mDim == base.mDim) continue;
-                                                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                        const int64_t v_singleCoreM = at_min(v_M, at_align_up(at_ceil_div(v_M, v_mDim), INT64_C(16)));
-                                                        (void)v_singleCoreM;
-                                                        const int64_t v_mBlocks = at_ceil_div(v_singleCoreM, v_baseM);
-                                                        (void)v_mBlocks;
-                                                        if (!(((v_stepM == INT64_C(1)) || (v_mBlocks >= v_stepM)))) continue;  // step_m_useful
-                                                        {
-                                                            const double value = static_cast<double>(v_singleCoreM);  // cubeTilingData.singleCoreM_fits_int32_t
-                                                            if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                        }
-                                                        for (int64_t k13 = -1; k13 < static_cast<int64_t>(dom13.size()); ++k13) {
-                                                            const int64_t v_nDim = k13 < 0 ? base.nDim : dom13[k13];
-                                                            if (k13 >= 0 && v_nDim == base.nDim) continue;
-                                                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                            const int64_t v_singleCoreN = at_min(v_N, at_align_up(at_ceil_div(v_N, v_nDim), INT64_C(16)));
-                                                            (void)v_singleCoreN;
-                                                            const int64_t v_nBlocks = at_ceil_div(v_singleCoreN, v_baseN);
-                                                            (void)v_nBlocks;
-                                                            if (!(((v_baseM <= at_align_up(v_singleCoreM, INT64_C(16))) && (v_baseN <= at_align_up(v_singleCoreN, INT64_C(16)))))) continue;  // base_within_core_block
-                                                            if (!(((v_stepN == INT64_C(1)) || (v_nBlocks >= v_stepN)))) continue;  // step_n_useful
-                                                            {
-                                                                const double value = static_cast<double>(v_singleCoreN);  // cubeTilingData.singleCoreN_fits_int32_t
-                                                                if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                            }
-                                                            for (int64_t k14 = -1; k14 < static_cast<int64_t>(dom14.size()); ++k14) {
-                                                                const int64_t v_kDim = k14 < 0 ? base.kDim : dom14[k14];
-                                                                if (k14 >= 0 && v_kDim == base.kDim) continue;
-                                                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                                                const int64_t v_singleCoreK = at_ceil_div(v_K, v_kDim);
-                                                                (void)v_singleCoreK;
-                                                                const int64_t v_usedCoreNum = ((at_ceil_div(v_M, v_singleCoreM) * at_ceil_div(v_N, v_singleCoreN)) * at_ceil_div(v_K, v_singleCoreK));
-                                                                (void)v_usedCoreNum;
-                                                                const int64_t v_blockDim = at_ceil_div(v_usedCoreNum, v_issuersPerBlock);
-                                                                (void)v_blockDim;
-                                                                const int64_t v_kIters = at_ceil_div(v_singleCoreK, v_baseK);
-                                                                (void)v_kIters;
-                                                                const int64_t v_kaStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKa));
-                                                                (void)v_kaStepIter;
-                                                                const int64_t v_kbStepIter = at_ceil_div(v_singleCoreK, (v_baseK * v_stepKb));
-                                                                (void)v_kbStepIter;
-                                                                const int64_t v_aReads = ((((v_iterateOrder == INT64_C(1)) && (v_kIters <= v_stepKa))) ? (INT64_C(1)) : (v_nBlocks));
-                                                                (void)v_aReads;
-                                                                const int64_t v_bReads = ((((v_iterateOrder == INT64_C(0)) && (v_kIters <= v_stepKb))) ? (INT64_C(1)) : (v_mBlocks));
-                                                                (void)v_bReads;
-                                                                const int64_t v_aCoreBytes = (((((v_mBlocks * v_baseM) * v_kIters) * v_baseK) * sizeof_a) * v_aReads);
-                                                                (void)v_aCoreBytes;
-                                                                const int64_t v_bCoreBytes = (((((v_nBlocks * v_baseN) * v_kIters) * v_baseK) * sizeof_b) * v_bReads);
-                                                                (void)v_bCoreBytes;
-                                                                const int64_t v_missBytes = (((v_uniqueBytes <= hw_l2_bytes)) ? (v_uniqueBytes) : (((((v_M * v_K) * sizeof_a) * v_aReads) + (((v_K * v_N) * sizeof_b) * v_bReads))));
-                                                                (void)v_missBytes;
-                                                                const int64_t v_totalReads = (v_usedCoreNum * (v_aCoreBytes + v_bCoreBytes));
-                                                                (void)v_totalReads;
-                                                                const double v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_missBytes), static_cast<double>(at_max(v_totalReads, INT64_C(1))))));
-                                                                (void)v_l2Hit;
-                                                                if (!((((v_mDim * v_nDim) * v_kDim) <= v_issuerCores))) continue;  // cores_fit
-                                                                if (!(((((v_mDim - INT64_C(1)) * v_singleCoreM) < v_M) && (((v_nDim - INT64_C(1)) * v_singleCoreN) < v_N) && (((v_kDim - INT64_C(1)) * v_singleCoreK) < v_K)))) continue;  // no_empty_core
-                                                                if (!(((v_stepKa == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKa)))) continue;  // step_ka_useful
-                                                                if (!(((v_stepKb == INT64_C(1)) || ((v_kIters * INT64_C(2)) > v_stepKb)))) continue;  // step_kb_useful
-                                                                if (!(((v_kIters <= v_stepKa) || (v_stepM == INT64_C(1))))) continue;  // mdl_step_m
-                                                                if (!(((v_kIters <= v_stepKb) || (v_stepN == INT64_C(1))))) continue;  // mdl_step_n
-                                                                if (!(((at_mod(v_kaStepIter, v_kbStepIter) == INT64_C(0)) || (at_mod(v_kbStepIter, v_kaStepIter) == INT64_C(0))))) continue;  // mdl_k_step_iters_divide
-                                                                {
-                                                                    const int64_t cores = v_blockDim;  // cube_cores_within_chip
-                                                                    if (cores < 1 || cores > aicNum) continue;
-                                                                }
-                                                                {
-                                                                    const int64_t cores = v_blockDim;  // block_dim_within_chip
-                                                                    if (cores < 1 || cores > aicNum) continue;
-                                                                }
-                                                                {
-                                                                    const double value = static_cast<double>(v_usedCoreNum);  // cubeTilingData.usedCoreNum_fits_int32_t
-                                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                                }
-                                                                {
-                                                                    const double value = static_cast<double>(v_singleCoreK);  // cubeTilingData.singleCoreK_fits_int32_t
-                                                                    if (!(value >= -2147483648.0 && value <= 2147483647.0)) continue;
-                                                                }
-                                                                {
-                                                                    const int64_t values[15] = {v_baseM, v_baseN, v_baseK, v_stepM, v_stepN, v_stepKa, v_stepKb, v_dbL1, v_dbL0A, v_dbL0B, v_dbL0C, v_iterateOrder, v_mDim, v_nDim, v_kDim};
-                                                                    const double us = PredictUs(dims, values, aicNum, aivNum);
-                                                                    if (found == 0 || us < bestUs) {
-                                                                        bestUs = us;
-                                                                        out.baseM = v_baseM;
-                                                                        out.baseN = v_baseN;
-                                                                        out.baseK = v_baseK;
-                                                                        out.stepM = v_stepM;
-                                                                        out.stepN = v_stepN;
-                                                                        out.stepKa = v_stepKa;
-                                                                        out.stepKb = v_stepKb;
-                                                                        out.dbL1 = v_dbL1;
-                                                                        out.dbL0A = v_dbL0A;
-                                                                        out.dbL0B = v_dbL0B;
-                                                                        out.dbL0C = v_dbL0C;
-                                                                        out.iterateOrder = v_iterateOrder;
-                                                                        out.mDim = v_mDim;
-                                                                        out.nDim = v_nDim;
-                                                                        out.kDim = v_kDim;
-                                                                    }
-                                                                    if (++found >= 16) break;
-                                                                }
-                                                            }
-                                                        if (gaveUp || found >= 16) break;
-                                                        }
-                                                    if (gaveUp || found >= 16) break;
-                                                    }
-                                                if (gaveUp || found >= 16) break;
-                                                }
-                                            if (gaveUp || found >= 16) break;
-                                            }
-                                        if (gaveUp || found >= 16) break;
-                                        }
-                                    if (gaveUp || found >= 16) break;
-                                    }
-                                if (gaveUp || found >= 16) break;
-                                }
-                            if (gaveUp || found >= 16) break;
-                            }
-                        if (gaveUp || found >= 16) break;
-                        }
-                    if (gaveUp || found >= 16) break;
-                    }
-                if (gaveUp || found >= 16) break;
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainValues(doms[0], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // baseM
+    if (!DomainValues(doms[1], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // baseN
+    if (!DomainValues(doms[2], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256)})) return false;  // baseK
+    if (!DomainValues(doms[3], {INT64_C(1), INT64_C(2)})) return false;  // stepM
+    if (!DomainValues(doms[4], {INT64_C(1), INT64_C(2)})) return false;  // stepN
+    if (!DomainValues(doms[5], {INT64_C(1), INT64_C(2), INT64_C(4), INT64_C(8)})) return false;  // stepKa
+    if (!DomainValues(doms[6], {INT64_C(1), INT64_C(2), INT64_C(4), INT64_C(8)})) return false;  // stepKb
+    if (!DomainValues(doms[7], {INT64_C(1), INT64_C(2)})) return false;  // dbL1
+    if (!DomainValues(doms[8], {INT64_C(1), INT64_C(2)})) return false;  // dbL0A
+    if (!DomainValues(doms[9], {INT64_C(1), INT64_C(2)})) return false;  // dbL0B
+    if (!DomainValues(doms[10], {INT64_C(1), INT64_C(2)})) return false;  // dbL0C
+    if (!DomainValues(doms[11], {INT64_C(0), INT64_C(1)})) return false;  // iterateOrder
+    if (!DomainValues(doms[12], {INT64_C(1), INT64_C(2), INT64_C(3), INT64_C(4), INT64_C(5), INT64_C(6), INT64_C(8), INT64_C(10), INT64_C(12), INT64_C(16), INT64_C(20), INT64_C(24), INT64_C(40), INT64_C(48)})) return false;  // mDim
+    if (!DomainValues(doms[13], {INT64_C(1), INT64_C(2), INT64_C(3), INT64_C(4), INT64_C(5), INT64_C(6), INT64_C(8), INT64_C(10), INT64_C(12), INT64_C(16), INT64_C(20), INT64_C(24), INT64_C(40), INT64_C(48)})) return false;  // nDim
+    if (!DomainValues(doms[14], {INT64_C(1)})) return false;  // kDim
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -1421,6 +753,66 @@ inline Config ConfigOf(const int64_t* v) {
     config.kDim = v[14];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 15;
+    std::vector<int64_t> doms[15];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[15] = { base.baseM, base.baseN, base.baseK, base.stepM, base.stepN, base.stepKa, base.stepKb, base.dbL1, base.dbL0A, base.dbL0B, base.dbL0C, base.iterateOrder, base.mDim, base.nDim, base.kDim };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[3] = { shape.M, shape.N, shape.K };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_M = shape.M;
+    w.v_N = shape.N;
+    w.v_K = shape.K;
+    int64_t cur[15] = {};
+    int64_t* const slots[15] = { &w.v_baseM, &w.v_baseN, &w.v_baseK, &w.v_stepM, &w.v_stepN, &w.v_stepKa, &w.v_stepKb, &w.v_dbL1, &w.v_dbL0A, &w.v_dbL0B, &w.v_dbL0C, &w.v_iterateOrder, &w.v_mDim, &w.v_nDim, &w.v_kDim };
+    int64_t k[15] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -1459,108 +851,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    (void)v_M;
-    const int64_t v_N = shape.N;
-    (void)v_N;
-    const int64_t v_K = shape.K;
-    (void)v_K;
     const int64_t dims[3] = { shape.M, shape.N, shape.K };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::vector<int64_t> dom4;
-    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom4.begin(), dom4.end());
-    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
-    if (dom4.empty()) return false;
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    std::vector<int64_t> dom6;
-    dom6 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom6.begin(), dom6.end());
-    dom6.erase(std::unique(dom6.begin(), dom6.end()), dom6.end());
-    if (dom6.empty()) return false;
-    std::vector<int64_t> dom7;
-    dom7 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom7.begin(), dom7.end());
-    dom7.erase(std::unique(dom7.begin(), dom7.end()), dom7.end());
-    if (dom7.empty()) return false;
-    std::vector<int64_t> dom8;
-    dom8 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom8.begin(), dom8.end());
-    dom8.erase(std::unique(dom8.begin(), dom8.end()), dom8.end());
-    if (dom8.empty()) return false;
-    std::vector<int64_t> dom9;
-    dom9 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom9.begin(), dom9.end());
-    dom9.erase(std::unique(dom9.begin(), dom9.end()), dom9.end());
-    if (dom9.empty()) return false;
-    std::vector<int64_t> dom10;
-    dom10 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2))};
-    std::sort(dom10.begin(), dom10.end());
-    dom10.erase(std::unique(dom10.begin(), dom10.end()), dom10.end());
-    if (dom10.empty()) return false;
-    std::vector<int64_t> dom11;
-    dom11 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom11.begin(), dom11.end());
-    dom11.erase(std::unique(dom11.begin(), dom11.end()), dom11.end());
-    if (dom11.empty()) return false;
-    std::vector<int64_t> dom12;
-    dom12 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
-    std::sort(dom12.begin(), dom12.end());
-    dom12.erase(std::unique(dom12.begin(), dom12.end()), dom12.end());
-    if (dom12.empty()) return false;
-    std::vector<int64_t> dom13;
-    dom13 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(5)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(10)), static_cast<int64_t>(INT64_C(12)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(20)), static_cast<int64_t>(INT64_C(24)), static_cast<int64_t>(INT64_C(40)), static_cast<int64_t>(INT64_C(48))};
-    std::sort(dom13.begin(), dom13.end());
-    dom13.erase(std::unique(dom13.begin(), dom13.end()), dom13.end());
-    if (dom13.empty()) return false;
-    std::vector<int64_t> dom14;
-    dom14 = {static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom14.begin(), dom14.end());
-    dom14.erase(std::unique(dom14.begin(), dom14.end()), dom14.end());
-    if (dom14.empty()) return false;
-    const std::vector<int64_t>* doms[15] = {&dom0, &dom1, &dom2, &dom3, &dom4, &dom5, &dom6, &dom7, &dom8, &dom9, &dom10, &dom11, &dom12, &dom13, &dom14};
+    std::vector<int64_t> doms[15];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 15;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 48;
+    static const int32_t kPairs[48][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 0, 6 }, { 0, 7 }, { 0, 8 }, { 0, 10 }, { 0, 12 }, { 0, 13 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 1, 5 }, { 1, 6 }, { 1, 7 }, { 1, 9 }, { 1, 10 }, { 1, 12 }, { 1, 13 }, { 2, 3 }, { 2, 4 }, { 2, 5 }, { 2, 6 }, { 2, 7 }, { 2, 8 }, { 2, 9 }, { 2, 14 }, { 3, 4 }, { 3, 5 }, { 3, 6 }, { 3, 7 }, { 3, 12 }, { 3, 14 }, { 4, 5 }, { 4, 6 }, { 4, 7 }, { 4, 13 }, { 4, 14 }, { 5, 6 }, { 5, 7 }, { 5, 14 }, { 6, 7 }, { 6, 14 }, { 12, 13 }, { 12, 14 }, { 13, 14 } };
     int64_t cur[15] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[15] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -1573,7 +887,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -1582,12 +899,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[15];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[15];
@@ -1606,6 +924,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);
