@@ -38,7 +38,7 @@ pytestmark = needs_gxx
 
 HARNESS = STUB / "kernel" / "coverage_harness.cpp"
 SELFTEST = STUB / "kernel" / "stand_in_selftest.cpp"
-CTYPE = {"float16": "half", "float32": "float", "bfloat16": "bfloat16_t"}
+CTYPE = {"float16": "half", "float32": "float", "bfloat16": "bfloat16_t", "int32": "int32_t"}
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 WARN = ["-Wall", "-Wextra", "-Werror"]
 _CPUINFO = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
@@ -72,6 +72,7 @@ class Target:
 TARGETS = {
     "add": Target("add", "ADD", False),
     "mul": Target("mul", "MUL", False),
+    "floor_mod": Target("floor_mod", "FLOOR_MOD", False),
     "gelu": Target("gelu", "GELU", False),
     "swiglu": Target("swiglu", "SWIGLU", False),
     "cast": Target("cast", "CAST", False),
