@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import measured_vector_ops as vector_ops  # benchmarks/, beside this script
 import numpy as np
 
 from ascend_tune.calibrate import fit as cal
@@ -444,8 +445,11 @@ def collect() -> Report:
     _matmul_steps([rows[i] for i in mm_steps], report)
     _add_steps([rows[i] for i in add], report)
     _gelu([rows[i] for i in gelu], report)
+    floor_mod, bmul = vector_ops.floor_mod_rows(rows), vector_ops.broadcast_mul_rows(rows)
+    vector_ops.floor_mod([rows[i] for i in floor_mod], report, Point, _predict)
+    vector_ops.broadcast_mul([rows[i] for i in bmul], report, Point, _predict)
     used |= (set(catlass) | set(add) | set(gelu) | set(quant_group) | set(data_copy)
-             | set(mm_steps))
+             | set(mm_steps) | set(floor_mod) | set(bmul))
     for i, r in enumerate(rows):
         if i not in used:
             report.skipped[_why_not(r)] += 1
@@ -468,6 +472,10 @@ def _why_not(r: Mapping[str, str]) -> str:
         return "matmul / conv: per-case tiling needs a manifest (not written in this change)"
     if op.startswith("data_movement") or op.startswith("layout"):
         return "pure data movement (no copy spec)"
+    if op.startswith("elementwise_div (int64)"):
+        return "int64 divide (no int64 dtype in the spec language, no 8-byte vector rate)"
+    if op.startswith("topk"):
+        return "topk: no sort instruction class (Sort32 / MrgSort) and no A3 profile"
     if op.startswith("elementwise_add"):
         return "add with no block dim / shape stated, or SIMT (another programming model)"
     return f"no built-in spec for '{op.split(' (')[0]}'"

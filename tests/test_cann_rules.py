@@ -247,6 +247,9 @@ def test_the_baseline_alone_tiles_every_shape(ref: str, hw: HardwareProfile) -> 
         aic, aiv = platforms[n % len(platforms)]
         if spec.shape_vars == ("totalLength",):
             shape = {"totalLength": n}
+        elif spec.shape_vars == ("batch", "seq", "hidden", "streams"):  # broadcast_mul
+            shape = {"batch": 1 + n % 33, "seq": 1 + n % 2049, "hidden": 1 + 7 * n % 4097,
+                     "streams": 1 + n % 8}
         else:
             shape = {"rows": 1 + n % 997, "cols": n % 70_001 + 1}
         # Without the run-time descent: it only starts from a pick and only moves to valid

@@ -58,3 +58,31 @@ def test_shell_completion_completes_commands_and_options(monkeypatch: pytest.Mon
     assert result.output.split() == ["--fresh"]
     assert "--install-completion" in _help("--help")
     assert isinstance(typer.__version__, str)
+
+
+@pytest.mark.parametrize("command", [[c] for c in COMMANDS] + [["hw", c] for c in HW_COMMANDS])
+def test_help_names_what_each_value_is(command: list[str]) -> None:
+    """Every option's metavar says what is meant (SPEC, CHIP, K=V,... ...), never TEXT or
+    NAME; no argument is a bare lower-case name; values are listed, not referred to."""
+    text = _help(*command, "--help")
+    assert re.findall(r"--[\w-]+(?:\s+-\w)?\s+(?:TEXT|NAME)\b", text) == []
+    assert re.findall(r"│ [* ]\s+[a-z_]+\s+(?:TEXT|PATH)\b", text) == []
+    assert "(see " not in text
+    assert "(default: none" not in text
+
+
+def test_measure_help_lists_every_run_placeholder() -> None:
+    from ascend_tune.hil.command import JOB_PLACEHOLDERS, RUN_PLACEHOLDERS
+
+    text = re.sub(r"[│\s]+", " ", _help("measure", "--help"))
+    for name in (*JOB_PLACEHOLDERS, *RUN_PLACEHOLDERS):
+        assert "{" + name + "}" in text, name
+
+
+def test_metavars_name_the_value() -> None:
+    search = _help("search", "--help")
+    assert re.search(r"--hw\s+CHIP\s+Hardware profile", search)
+    assert re.search(r"--shape\s+K=V,\.\.\.\s+One shape", search)
+    assert re.search(r"│ \*\s+CHIP\s+TEXT\s+Profile file", _help("hw", "show", "--help"))
+    assert re.search(r"--include\s+COEFFICIENT", _help("calibrate", "--help"))
+    assert re.search(r"--soc\s+SOC", _help("emit", "--help"))

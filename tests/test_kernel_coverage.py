@@ -38,7 +38,7 @@ pytestmark = needs_gxx
 
 HARNESS = STUB / "kernel" / "coverage_harness.cpp"
 SELFTEST = STUB / "kernel" / "stand_in_selftest.cpp"
-CTYPE = {"float16": "half", "float32": "float", "bfloat16": "bfloat16_t"}
+CTYPE = {"float16": "half", "float32": "float", "bfloat16": "bfloat16_t", "int32": "int32_t"}
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 WARN = ["-Wall", "-Wextra", "-Werror"]
 _CPUINFO = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
@@ -60,6 +60,11 @@ FORCED_ROWS = tuple(
                                (37, 333, 5, 4, 512, 1),  # key 1, tail passes
                                (100, 7, 7, 8, 256, 2)))  # key 2, 7 columns
 
+BROADCAST_FORCED = (({"batch": 3, "seq": 7, "hidden": 101, "streams": 3},  # key 1
+                     {"blockDim": 2, "tileLength": 256, "bufferNum": 1}),
+                    ({"batch": 5, "seq": 2, "hidden": 1000, "streams": 4},  # key 2
+                     {"blockDim": 7, "tileLength": 512, "bufferNum": 2}))
+
 
 @dataclass(frozen=True)
 class Target:
@@ -67,15 +72,18 @@ class Target:
     macro: str  # the harness's OP_<macro>
     rows: bool  # [rows, cols] family, else elementwise over totalLength
     variant: str | None = None  # spec variant run with the tuned table of the base results
+    broadcast: bool = False  # broadcast_mul: batch, seq, hidden, streams
 
 
 TARGETS = {
     "add": Target("add", "ADD", False),
     "mul": Target("mul", "MUL", False),
+    "floor_mod": Target("floor_mod", "FLOOR_MOD", False),
     "gelu": Target("gelu", "GELU", False),
     "swiglu": Target("swiglu", "SWIGLU", False),
     "cast": Target("cast", "CAST", False),
     "cast:float16_to_float32": Target("cast", "CAST", False, "float16_to_float32"),
+    "broadcast_mul": Target("broadcast_mul", "BROADCAST_MUL", False, broadcast=True),
     "softmax": Target("softmax", "SOFTMAX", True),
     "rmsnorm": Target("rmsnorm", "RMSNORM", True),
     "layernorm": Target("layernorm", "LAYERNORM", True),
@@ -242,6 +250,9 @@ def _cases(build: Build) -> Iterator[Case | None]:
     vector_cores = int(build.hw.env()["hw.vector_cores"])
     for i, s in enumerate(build.doc["shapes"]):
         yield _selected(build, f"tuned{i}", s["shape"], vector_cores, 100 + i)
+    if build.target.broadcast:
+        yield from _broadcast_cases(build)
+        return
     forced = FORCED_ROWS if build.target.rows else FORCED_ELEMENTWISE
     for i, (shape, config) in enumerate(forced):
         yield _forced(build, f"forced{i}", shape, config, 200 + i)
@@ -263,6 +274,19 @@ def _cases(build: Build) -> Iterator[Case | None]:
     for i, (rows, cols) in enumerate(shapes):
         yield _selected(build, f"rc{i}", {"rows": rows, "cols": cols},
                         int(rng.choice(CORE_COUNTS)), 300 + i)
+
+
+def _broadcast_cases(build: Build) -> Iterator[Case | None]:
+    """broadcast_mul: fixed configurations (both tiling keys, rows split into several tiles
+    with a short last one, a last core with fewer tiles), then random shapes."""
+    for i, (shape, config) in enumerate(BROADCAST_FORCED):
+        yield _forced(build, f"forced{i}", shape, config, 200 + i)
+    rng = np.random.default_rng(20_240_611 + sum(map(ord, build.name)))
+    for i in range(30):
+        shape = {"batch": int(rng.integers(1, 9)), "seq": int(rng.integers(1, 65)),
+                 "hidden": int(np.exp(rng.uniform(0, np.log(5000)))),
+                 "streams": int(rng.integers(1, 9))}
+        yield _selected(build, f"bm{i}", shape, int(rng.choice(CORE_COUNTS)), 300 + i)
 
 
 def _run(build: Build, cases: Sequence[Case]) -> Run:
@@ -351,7 +375,8 @@ def test_every_output_element_written_once(name: str, coverage: Results) -> None
     assert run.rc == 0, run.stderr[-3000:]
     tuned = sum(1 for c in run.cases if c.ident.startswith("tuned"))
     assert tuned == len(build.doc["shapes"]), "every tuned shape has a tiling"
-    forced = FORCED_ROWS if build.target.rows else FORCED_ELEMENTWISE
+    forced = (BROADCAST_FORCED if build.target.broadcast else
+              FORCED_ROWS if build.target.rows else FORCED_ELEMENTWISE)
     assert sum(1 for c in run.cases if c.ident.startswith("forced")) == len(forced)
     keys = {c.key for c in run.cases}
     assert keys == ({1, 2, 11, 12} if build.target.rows else {1, 2}), keys
@@ -375,6 +400,9 @@ def test_selection_finds_a_tiling_for_small_shapes(name: str) -> None:
     if target.rows:
         shapes = [{"rows": r, "cols": c} for r in range(1, 50, 3)
                   for c in (1, 15, 17, 100, 333, 4097, 70_001)]
+    elif target.broadcast:
+        shapes = [{"batch": b, "seq": s, "hidden": d, "streams": n} for b in (1, 2, 7, 33)
+                  for s in (1, 3, 64) for d in (1, 17, 4097) for n in (1, 4, 9)]
     else:
         shapes = [{"totalLength": n} for n in range(1, 513, 3)]
     missing = [s for s in shapes

@@ -4,6 +4,7 @@ model, determinism, bad input and a 500-shape file."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import shutil
@@ -17,9 +18,11 @@ import numpy as np
 import pytest
 
 from ascend_tune.cli import main
+from ascend_tune.hardware import load_profile
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.report import build, data
 from ascend_tune.results import format as results
+from ascend_tune.spec import load_spec
 from ascend_tune.tune.shape import describe
 from tests.conftest import DATA, ROOT
 
@@ -164,7 +167,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "--measurements", str(PLAIN), "-o", str(out), "--dispatch-shapes", "0"],
         capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert f"wrote {out}: 2 operator(s), 16 shape(s), 18 chart(s)" in proc.stdout
+    assert f"wrote {out}: 2 operator(s), 16 shape(s), 19 chart(s)" in proc.stdout
     assert proc.stderr == "warning: fidelity: skipped 1 measurement row(s); the page lists why\n"
     return out
 
@@ -178,11 +181,12 @@ def test_the_page_renders_in_a_browser_with_every_chart_and_no_request(
     assert_self_contained(html)
     static = sections(html)
     # Two overview charts per operator plus pipes, history and sensitivity of 2 shapes each;
-    # scatter and error-by-row on the fidelity page.
-    expected = {"op1": 8, "op2": 8, "fidelity": 2}
+    # Add's shapes vary in totalLength only: its latency along that range too; scatter and
+    # error-by-row on the fidelity page.
+    expected = {"op1": 9, "op2": 8, "fidelity": 2}
     assert static.svgs == expected
     assert static.figures == expected
-    assert static.figures_with_one_svg == 18
+    assert static.figures_with_one_svg == 19
     assert len(static.ids) == len(set(static.ids)), "duplicate ids across inline SVGs"
 
     # As Chromium parsed it: the same charts, as SVG elements, in the same sections.
@@ -196,16 +200,19 @@ def test_the_page_renders_in_a_browser_with_every_chart_and_no_request(
     opened = tmp_path / "opened.html"
     opened.write_text(html.replace("<details ", "<details open "))
     shot = tmp_path / "shot.png"
-    _, requests = chromium(opened, tmp_path, f"--screenshot={shot}", "--window-size=1280,4000")
+    _, requests = chromium(opened, tmp_path, f"--screenshot={shot}", "--window-size=1280,9000")
     assert requests == []
     img = png_pixels(shot)
-    assert img.shape[:2] == (4000, 1280)
+    assert img.shape[:2] == (9000, 1280)
     assert float(img.std()) > 0.05
     from ascend_tune.report.charts import PIPE_COLOURS
+    from ascend_tune.report.range_chart import CHANGE, LINE
 
     for colour in (PIPE_COLOURS["aiv_mte2_time_us"], PIPE_COLOURS["aiv_vec_time_us"],
-                   "#2ca02c", "#ff7f0e"):
+                   "#2ca02c", "#ff7f0e", LINE):
         assert colour_pixels(img, colour) > 200, colour
+    # The range chart's marks where the dispatched tiling changes (thin lines).
+    assert colour_pixels(img, CHANGE) > 50
 
 
 def pdf_pages(path: Path) -> int:
@@ -244,7 +251,7 @@ def test_two_renders_are_byte_identical_and_hold_what_the_model_says() -> None:
     first = build([ADD], [PLAIN], chart_shapes=1)
     second = build([ADD], [PLAIN], chart_shapes=1)
     assert first.html == second.html
-    assert first.charts == 2 + 3 + 2
+    assert first.charts == 3 + 3 + 2
     assert_self_contained(first.html)
     page = sections(first.html)
     assert page.details == 8 + 1 and page.details_open == 0  # per-shape detail collapsed
@@ -432,8 +439,9 @@ def test_500_shapes_render_with_a_table_for_all_and_charts_for_some(tmp_path: Pa
     built = build([big], chart_shapes=2)
     page = sections(built.html)
     assert built.shapes == 500
-    assert built.charts == 2 + 3 * 2
-    assert page.svgs == {"op1": 2 + 3 * 2}
+    # Overview (roofline, convergence, the range: one shape variable), 3 per charted shape.
+    assert built.charts == 3 + 3 * 2
+    assert page.svgs == {"op1": 3 + 3 * 2}
     assert page.details == 500 and page.details_open == 0
     assert len(re.findall(r'<tr><td><a href="#op1-s\d+">', built.html)) == 500
     assert "Charts for the 2 of 500 shapes with the longest tuned latency" in built.html
@@ -491,3 +499,101 @@ def test_report_refuses_a_bad_dispatch_count(capsys: pytest.CaptureFixture[str],
     code, _, err = run_cli(capsys, monkeypatch, "report", str(ADD), "-o",
                            str(tmp_path / "r.html"), "--dispatch-shapes", "-1")
     assert code == 2 and err == "error: --dispatch-shapes must be from 0 to 1000, got -1\n"
+
+
+# ---- what the kernel reads, what the prediction leans on, the range -------------------------
+
+def test_tiling_rows_are_what_the_results_file_records() -> None:
+    """The page's TilingData values are the emitted TilingFunc's: the same as the `tiling`
+    the search recorded for every shape (block dim and tiling key included)."""
+    from ascend_tune.emit.render import load_bundle
+    from ascend_tune.report.kernel_view import tiling_rows
+
+    for path in (ADD, MATMUL):
+        bundle = load_bundle(results.read_all(path), str(path))
+        for entry, (shape, best) in zip(bundle.doc["shapes"], bundle.shapes, strict=True):
+            rows = {r.name: r.value for r in tiling_rows(bundle.spec, bundle.hw, shape, best)}
+            flat = {f"{k}.{n}" if isinstance(v, dict) else k: x
+                    for k, v in entry["tiling"].items()
+                    for n, x in (v.items() if isinstance(v, dict) else [(k, v)])}
+            want = {k: f"{v:.6g}" if isinstance(v, float) else str(v) for k, v in flat.items()}
+            want["block_dim"] = str(entry["block_dim"])
+            if "tiling_key" in entry:
+                want["tiling_key"] = str(entry["tiling_key"])
+            assert rows == want
+
+
+def test_leaned_leaves_name_the_weak_leaf_the_latency_moves_with() -> None:
+    """broadcast_mul at 32 x 2048 x 1024 x 4 on the 910B2 is GM-bound: the prediction leans
+    on the HBM rate, a low-confidence leaf ("~1.5 TB/s" from a third-party printout); 10 %
+    more bandwidth is 1/1.1 of the time. Leaves it does not lean on (the Cube rate) are not
+    listed, nor a leaned-on leaf of high confidence."""
+    from ascend_tune.report.kernel_view import STEP, leaned_leaves
+
+    spec, hw = load_spec("broadcast_mul"), load_profile("ascend910b2")
+    shape = {"batch": 32, "seq": 2048, "hidden": 1024, "streams": 4}
+    config = {"blockDim": 48, "tileLength": 8192, "bufferNum": 2}
+    leaves = {x.path: x for x in leaned_leaves(spec, hw, shape, config)}
+    hbm = leaves["memory.hbm_bandwidth_gbps"]
+    assert hbm.why == "low confidence" and "S22" in hbm.source
+    assert 1 / (1 + STEP) - 1 - 0.02 < hbm.change < 1 / (1 + STEP) - 1 + 0.02
+    assert not any(p.startswith("cube.") for p in leaves)
+    data = copy.deepcopy(hw.data)
+    data["memory"]["hbm_bandwidth_gbps"]["confidence"] = "high"
+    sure = dataclasses.replace(hw, data=data)
+    assert "memory.hbm_bandwidth_gbps" not in {x.path for x in
+                                               leaned_leaves(spec, sure, shape, config)}
+
+
+@pytest.fixture(scope="module")
+def range_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("range")
+    results_path, page = tmp / "range.json", tmp / "range.html"
+    for args in (["search", "add", "--hw", "ascend910b3", "--shape-range",
+                  "totalLength=1:16777216", "--max-shapes", "12", "-o", str(results_path),
+                  "-q"],
+                 ["report", str(results_path), "-o", str(page), "--charts", "1"]):
+        proc = subprocess.run([sys.executable, "-m", "ascend_tune", *args], capture_output=True,
+                              text=True, cwd=ROOT, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    return results_path, page
+
+
+def test_a_range_result_gets_its_latency_along_the_range(range_page: tuple[Path, Path]) -> None:
+    from ascend_tune.emit.render import load_bundle
+    from ascend_tune.report.kernel_view import range_curve
+
+    results_path, page = range_page
+    bundle = load_bundle(results.read_all(results_path), str(results_path))
+    tuned_us = [e["predicted"]["latency_us"] for e in bundle.doc["shapes"]]
+    curve = range_curve(bundle, tuned_us)
+    assert curve is not None and curve.variable == "totalLength" and curve.fixed == {}
+    tuned = {s["totalLength"]: b for s, b in bundle.shapes}
+    assert set(tuned) <= set(curve.xs) and curve.xs == tuple(sorted(curve.xs))
+    assert curve.changes and set(curve.changes) <= set(curve.xs)
+    # At a tuned value the dispatch runs the tuned winner: the curve is its latency there.
+    at = dict(zip(curve.xs, curve.latency_us, strict=True))
+    for x, latency in curve.tuned:
+        assert at[x] == pytest.approx(latency, rel=1e-5)
+    html = page.read_text()
+    assert html.count('data-chart="range"') == 1
+    assert html.count('data-table="tiling"') == len(tuned)
+    assert html.count('data-table="leaves"') + html.count("No low-confidence") == 1
+    # Several shape variables varying, or too few values: no range chart.
+    matmul = load_bundle(results.read_all(MATMUL), str(MATMUL))
+    assert range_curve(matmul, [0.0] * len(matmul.shapes)) is None
+
+
+@needs_chromium
+def test_the_range_chart_draws_its_colours(range_page: tuple[Path, Path],
+                                           tmp_path: Path) -> None:
+    from ascend_tune.report.range_chart import CHANGE, LINE
+
+    _, page = range_page
+    opened = tmp_path / "opened.html"
+    opened.write_text(page.read_text().replace("<details ", "<details open "))
+    shot = tmp_path / "shot.png"
+    chromium(opened, tmp_path, f"--screenshot={shot}", "--window-size=1280,3000")
+    img = png_pixels(shot)
+    assert colour_pixels(img, LINE) > 200
+    assert colour_pixels(img, CHANGE) > 50

@@ -23,7 +23,8 @@ def emit(
                                          "profile of the operator (the platform picks one)."),
     out_dir: Path = typer.Option(..., "-o", "--output",
                                  help="Operator project folder (op_host/, op_kernel/)."),
-    style: str = typer.Option("macro", "--style", help="How the TilingData is declared: "
+    style: str = typer.Option("macro", "--style", metavar="STYLE",
+                              help="How the TilingData is declared: "
                               + "; ".join(f"{name}: {doc}"
                                           for name, doc in api.emit_styles().items())
                               + "."),
@@ -32,7 +33,7 @@ def emit(
     op_host: bool = typer.Option(False, "--op-host",
                                  help="Also write op_host/<op>.cpp: the complete msOpGen host "
                                       "file (OpDef, InferShape, InferDataType, TilingFunc)."),
-    socs: list[str] = typer.Option([], "--soc",
+    socs: list[str] = typer.Option([], "--soc", metavar="SOC",
                                    help="AddConfig SoC for --op-host (repeatable; default: "
                                         "the profile's, e.g. ascend910b)."),
     quiet: bool = typer.Option(False, "--quiet", "-q",

@@ -32,11 +32,12 @@ def explain(
     more: list[str] = typer.Argument(
         None, metavar="[P=V]...", show_default=False,
         help="More --set values, as the tables print them: --set blockDim=4 tileLength=2048."),
-    hw_ref: str | None = typer.Option(None, "--hw",
+    hw_ref: str | None = typer.Option(None, "--hw", metavar="CHIP",
                                       help="Hardware profile file or built-in name (required "
                                            "with a spec; a results file holds its own)."),
-    shape: str = typer.Option(..., "--shape", help="K=V,... for every shape variable."),
-    set_: str | None = typer.Option(None, "--set",
+    shape: str = typer.Option(..., "--shape", metavar="K=V,...",
+                              help="K=V,... for every shape variable."),
+    set_: str | None = typer.Option(None, "--set", metavar="P=V,...",
                                     help="P=V,... (or P=V P=V) overrides of the baseline, or "
                                          "of the winner of a results file."),
     as_json: bool = typer.Option(False, "--json",

@@ -24,8 +24,10 @@ def measure(
                                         help="Results file of `search` (best with --top-k)."),
     run: str = typer.Option(..., "--run", metavar="CMD",
                             help="Command measuring one candidate, with placeholders {shape}, "
-                                 "{M}.., {config_json}, {tiling_blob}, {headers_dir}, "
-                                 "{work_dir}, {device}, {repeat} (see the README)."),
+                                 "{shape_json}, each shape variable ({M}), {config_json}, each "
+                                 "parameter ({baseM}), {block_dim}, {tiling_key}, "
+                                 "{candidate}, {tiling_blob}, {headers_dir}, {work_dir}, "
+                                 "{device}, {repeat}; {{ is a literal brace."),
     pattern: str | None = typer.Option(None, "--pattern", metavar="REGEX",
                                        help="Time in us from the output: the last match of "
                                             "this one-group regex (default: 'time_us: X')."),
@@ -42,12 +44,12 @@ def measure(
     devices: str | None = typer.Option(None, "--devices", metavar="IDS",
                                        help="One worker per device (0-7, 0,2,4), each run "
                                             "with ASCEND_RT_VISIBLE_DEVICES set."),
-    executor: str = typer.Option("local", "--executor",
+    executor: str = typer.Option("local", "--executor", metavar="EXECUTOR",
                                  help="local | ray (several hosts; a device is the Ray "
                                       "resource NPU)."),
-    address: str | None = typer.Option(None, "--address",
+    address: str | None = typer.Option(None, "--address", metavar="ADDRESS",
                                        help="Ray cluster address (default: start a local one)."),
-    style: str = typer.Option("macro", "--style", help="Headers in {headers_dir}: "
+    style: str = typer.Option("macro", "--style", metavar="STYLE", help="Headers in {headers_dir}: "
                               + " | ".join(api.emit_styles()) + "."),
     baseline: bool = typer.Option(True, "--baseline/--no-baseline",
                                   help="Also measure each shape's baseline configuration (the "

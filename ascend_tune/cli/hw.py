@@ -31,7 +31,8 @@ def hw_list(as_json: bool = typer.Option(False, "--json",
 
 
 @hw_app.command("show")
-def hw_show(name: str = typer.Argument(..., help="Profile file or built-in name."),
+def hw_show(name: str = typer.Argument(..., metavar="CHIP",
+                                     help="Profile file or built-in name."),
             as_json: bool = typer.Option(False, "--json",
                                          help="Print values, sources and confidences as JSON.")
             ) -> None:

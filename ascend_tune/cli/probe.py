@@ -22,14 +22,14 @@ def probe(
                                         help="Results file of `search --top-k`."),
     count: int = typer.Option(8, "--count", "-n",
                               help="Probe configurations to add (over all shapes)."),
-    hw: str | None = typer.Option(None, "--hw",
+    hw: str | None = typer.Option(None, "--hw", metavar="CHIP",
                                   help="Design at this profile, e.g. the one a first "
                                        "calibration wrote (default: the file's own)."),
     fit_all: bool = typer.Option(False, "--fit-all",
                                  help="Aim at high-confidence coefficients too."),
-    include: list[str] | None = typer.Option(None, "--include", metavar="NAME",
+    include: list[str] | None = typer.Option(None, "--include", metavar="COEFFICIENT",
                                              help="Aim at this coefficient too. Repeatable."),
-    exclude: list[str] | None = typer.Option(None, "--exclude", metavar="NAME",
+    exclude: list[str] | None = typer.Option(None, "--exclude", metavar="COEFFICIENT",
                                              help="Never aim at this coefficient. Repeatable."),
     shapes: int = typer.Option(0, "--shapes", metavar="COUNT",
                                help="Where the file's shapes leave a coefficient "

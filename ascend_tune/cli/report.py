@@ -23,7 +23,8 @@ def report(
                                                  "the first RESULTS file's spec and profile."),
     manifest: Path | None = typer.Option(None, "--manifest",
                                          help="YAML: config, free, files, shapes, where."),
-    where: str | None = typer.Option(None, "--where", help="Use rows with COLUMN=VALUE,..."),
+    where: str | None = typer.Option(None, "--where", metavar="COL=VAL,..",
+                                     help="Use rows with COLUMN=VALUE,..."),
     chart_shapes: int = typer.Option(api.DEFAULT_CHART_SHAPES, "--charts",
                                      help="Per-shape charts for the N shapes with the longest "
                                           "tuned latency per operator; the table lists all."),

@@ -21,11 +21,13 @@ from ascend_tune.cli.db import database, db_option, no_db_option
 @app.command()
 def search(
     spec_ref: str = typer.Argument(..., metavar="SPEC", help="Spec file or built-in name."),
-    hw_ref: str = typer.Option(..., "--hw", help="Hardware profile file or built-in name."),
+    hw_ref: str = typer.Option(..., "--hw", metavar="CHIP",
+                               help="Hardware profile file or built-in name."),
     shapes_files: list[Path] = typer.Option([], "--shapes",
                                           help="YAML, JSON or CSV shapes; an entry may be a "
                                                "range (M: \"1:8192\" or M: {min: 1, max: 8192})."),
-    shape: list[str] = typer.Option([], "--shape", help="One shape as K=V,... (repeatable)."),
+    shape: list[str] = typer.Option([], "--shape", metavar="K=V,...",
+                                    help="One shape as K=V,... (repeatable)."),
     shape_range: list[str] = typer.Option(
         [], "--shape-range", metavar="RANGE",
         help="Shapes the tuner picks itself, e.g. M=1:8192,N=4096,K=4096 (repeatable): a log "
@@ -36,7 +38,7 @@ def search(
                                       "latency to reach."),
     max_shapes: int = typer.Option(48, "--max-shapes",
                                    help="With --shape-range: shapes to tune at most per run."),
-    strategy: str = typer.Option("auto", "--strategy",
+    strategy: str = typer.Option("auto", "--strategy", metavar="STRATEGY",
                                  help="ga | ils | exhaustive | random | auto (exhaustive "
                                       "where the exact search is cheaper than the "
                                       "heuristic, else the memetic ga)."),
@@ -47,15 +49,15 @@ def search(
     top_k: int = typer.Option(1, "--top-k", metavar="K",
                               help="Keep the K best distinct configurations per shape as "
                                    "'candidates' (for `measure`); 1 keeps the winner only."),
-    executor: str = typer.Option("local", "--executor",
+    executor: str = typer.Option("local", "--executor", metavar="EXECUTOR",
                                  help="local (--jobs processes) | ray (spread the shapes over "
                                       "a Ray cluster)."),
-    address: str | None = typer.Option(None, "--address",
+    address: str | None = typer.Option(None, "--address", metavar="ADDRESS",
                                        help="Ray cluster address for --executor ray "
                                             "(default: start a local one)."),
     output: Path | None = typer.Option(None, "-o", "--output",
-                                       help="Results file (also the cache). (default: none: "
-                                            "results are printed, not saved)"),
+                                       help="Results file (also the cache); without it the "
+                                            "results are printed, not saved."),
     fresh: bool = typer.Option(False, "--fresh",
                                help="Retune every shape, reusing nothing from -o."),
     prune: bool = typer.Option(False, "--prune",
@@ -254,7 +256,7 @@ def _print_summary(spec: api.OperatorSpec, rows: Sequence[dict[str, Any]],
             key, " ".join(changed) if changed else "= baseline", f"{pred['latency_us']:.2f}",
             f"{base['latency_us']:.2f}" if base.get("valid") else "invalid",
             f"{r['speedup']:.2f}x" if r["speedup"] is not None else "n/a",
-            pred["bound"].replace("_time_us", ""), f"{pred['efficiency']:.0%}",
+            pred["bound"], f"{pred['efficiency']:.0%}",
             f"{times[key]:.2f}" if key in times else "cached"])
     columns = ["shape", "changed from baseline", "us", "baseline us", "speedup", "bound",
                "eff.", "search s"]

@@ -65,11 +65,6 @@ def require_matplotlib() -> None:
                               f"installed: {INSTALL_HINT}") from None
 
 
-def msprof_name(column: str) -> str:
-    """``aic_mac_time_us`` -> ``aic_mac_time``, the op_summary column without ``(us)``."""
-    return column.removesuffix("_us")
-
-
 def _figure(width_in: float, height_in: float, left_in: float, bottom_in: float,
             right_in: float = 0.15, top_in: float = 0.15) -> tuple[Figure, Axes]:
     from matplotlib.figure import Figure
@@ -149,7 +144,7 @@ def pipes(shape: ShapeResult) -> Figure:
     for column in used:
         widths = np.array([p.pipes_us[column] for _, p in bars])
         ax.barh(y, widths, left=left, height=0.6, color=PIPE_COLOURS[column],
-                label=msprof_name(column))
+                label=column)
         left += widths
     latency = [p.latency_us for _, p in bars]
     ax.scatter(latency, y, marker="|", s=600, color="black", linewidths=2, zorder=3,

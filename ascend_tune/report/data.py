@@ -28,6 +28,8 @@ from ascend_tune.model import roofline as rf
 from ascend_tune.model.engine import Evaluation, ShapeModel
 from ascend_tune.report.dispatch import DispatchCheck
 from ascend_tune.report.dispatch import judge as judge_dispatch
+from ascend_tune.report.kernel_view import KernelView
+from ascend_tune.report.kernel_view import view as kernel_view
 from ascend_tune.results import format as results
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
@@ -140,6 +142,7 @@ class OperatorResult:
     charted: tuple[int, ...]  # indices into shapes that get per-shape charts, in file order
     roofline: Roofline
     dispatch: DispatchCheck | None  # the run-time dispatch on unseen shapes (None: not asked)
+    kernel: KernelView | None = None  # TilingData values, leaned-on leaves, range curve
 
     @property
     def title(self) -> str:
@@ -194,9 +197,12 @@ def gather(path: Path, chart_shapes: int, dispatch_shapes: int = 0) -> OperatorR
     # Charts for the shapes where the time goes; ties keep file order (deterministic).
     order = sorted(range(len(shapes)), key=lambda i: (-shapes[i].tuned.latency_us, i))
     search = bundle.doc.get("search")
+    charted = tuple(sorted(order[:chart_shapes]))
     return OperatorResult(path, spec, hw, dict(search) if isinstance(search, Mapping) else {},
-                          shapes, tuple(sorted(order[:chart_shapes])), roofline(spec, hw),
-                          judge_dispatch(bundle, dispatch_shapes))
+                          shapes, charted, roofline(spec, hw),
+                          judge_dispatch(bundle, dispatch_shapes),
+                          kernel_view(bundle, [(s.shape, s.tuned.config) for s in shapes],
+                                      [s.tuned.latency_us for s in shapes], charted))
 
 
 def roofline(spec: OperatorSpec, hw: HardwareProfile) -> Roofline:

@@ -24,6 +24,8 @@ from ascend_tune.report import charts
 from ascend_tune.report.data import Neighbour, OperatorResult, ShapeResult
 from ascend_tune.report.dispatch import DispatchCheck
 from ascend_tune.report.fidelity import Fidelity
+from ascend_tune.report.kernel_view import KernelView
+from ascend_tune.report.range_chart import range_latency
 from ascend_tune.spec.shapes import shape_key
 
 PRINT_SCRIPT = ('addEventListener("beforeprint",()=>{for(const d of '
@@ -82,7 +84,21 @@ def _history_text(s: ShapeResult) -> str:
     return f"{steps} us (of {s.evaluations:,} evaluations, {s.strategy})"
 
 
-def _shape_view(op_id: str, s: ShapeResult, draw: _Charts | None) -> dict[str, Any]:
+def _kernel_rows(kernel: KernelView | None, index: int) -> dict[str, Any]:
+    if kernel is None:
+        return {"tiling": [], "leaves": None}
+    leaves = kernel.leaves.get(index)
+    return {
+        "tiling": [{"name": r.name, "ctype": r.ctype, "value": r.value}
+                   for r in kernel.tiling.get(index, ())],
+        "leaves": None if leaves is None else [
+            {"path": x.path, "coefficient": x.coefficient, "why": x.why,
+             "change": pct(x.change, signed=True), "source": x.source} for x in leaves],
+    }
+
+
+def _shape_view(op_id: str, s: ShapeResult, draw: _Charts | None,
+                kernel: KernelView | None = None) -> dict[str, Any]:
     sid = f"{op_id}-s{s.index + 1}"
     figures = []
     if draw is not None:
@@ -116,6 +132,7 @@ def _shape_view(op_id: str, s: ShapeResult, draw: _Charts | None) -> dict[str, A
                          "up": _step(x.up, winner)} for x in s.sensitivity],
         "history": _history_text(s),
         "config": " ".join(f"{p}={v}" for p, v in s.tuned.config.items()),
+        **_kernel_rows(kernel, s.index),
     }
 
 
@@ -136,13 +153,22 @@ def _operator_view(i: int, op: OperatorResult, draw: _Charts) -> dict[str, Any]:
                         "kind": "convergence",
                         "caption": "Convergence of every shape's search: best latency so far "
                                    "relative to the final best."})
+    curve = op.kernel.range_curve if op.kernel is not None else None
+    if curve is not None:
+        fixed = ", ".join(f"{k}={v}" for k, v in curve.fixed.items())
+        figures.append({**draw(f"{op_id}-range", range_latency, curve), "kind": "range",
+                        "caption": f"Predicted latency along {curve.variable}"
+                                   f"{' (' + fixed + ')' if fixed else ''} of the "
+                                   "configuration the emitted dispatch picks; vertical "
+                                   f"marks: the picked tiling changes ({len(curve.changes)}"
+                                   "); dots: the tuned shapes."})
     search = op.search
     return {
         "id": op_id, "title": op.title, "path": str(op.path),
         "spec_sha": op.spec.sha256[:12],
         "search": ", ".join(f"{k} {search[k]}" for k in ("strategy", "budget", "seed")
                             if k in search),
-        "shapes": [_shape_view(op_id, s, draw if s.index in charted else None)
+        "shapes": [_shape_view(op_id, s, draw if s.index in charted else None, op.kernel)
                    for s in op.shapes],
         "count": len(op.shapes), "charted": len(charted),
         "geomean": times(op.geomean_speedup), "max": times(op.max_speedup),

@@ -1,8 +1,8 @@
 // Coverage harness for the example vector kernels (tests/test_kernel_coverage.py).
 //
 // Built with one kernel, the kernel_operator.h stand-in, -fsanitize=address,undefined, and:
-//   -DOP_<NAME>                  which operator (ADD MUL GELU SWIGLU CAST SOFTMAX RMSNORM
-//   LAYERNORM) -DKERNEL_ENTRY=<snake>       the kernel's extern "C" entry -DDTYPE_<ARG>=<type>
+//   -DOP_<NAME>                  which operator (ADD MUL FLOOR_MOD GELU SWIGLU CAST
+//   BROADCAST_MUL SOFTMAX RMSNORM LAYERNORM) -DKERNEL_ENTRY=<snake>       the kernel's extern "C" entry -DDTYPE_<ARG>=<type>
 //   tensor element types, as the AscendC build defines them -DASCEND_TUNE_KERNEL_TILING=<Struct>
 //   -include <snake>_tiling.h   (the emitted struct header) coverage_tiling.inc on the include
 //   path: kFieldCount and FillTiling(Struct&, const double*)
@@ -36,6 +36,10 @@ struct Tol<half> {
 template <>
 struct Tol<float> {
     static constexpr double rtol = 2e-5, atol = 1e-5;
+};
+template <>
+struct Tol<int32_t> {  // exact
+    static constexpr double rtol = 0, atol = 0.5;
 };
 template <>
 struct Tol<bfloat16_t> {
@@ -130,7 +134,7 @@ inline double Gelu(double v) {
     return v / (1.0 + std::exp(-1.5957691 * (v + 0.044715 * v * v * v)));
 }
 
-#if defined(OP_ADD) || defined(OP_MUL) || defined(OP_SWIGLU)
+#if defined(OP_ADD) || defined(OP_MUL) || defined(OP_SWIGLU) || defined(OP_FLOOR_MOD)
 #define ELEMENTWISE_INPUTS 2
 #elif defined(OP_GELU) || defined(OP_CAST)
 #define ELEMENTWISE_INPUTS 1
@@ -156,6 +160,8 @@ double Reference(double a, double b) {
     return a + b;
 #elif defined(OP_MUL)
     return a * b;
+#elif defined(OP_FLOOR_MOD)
+    return a - std::floor(a / b) * b;
 #elif defined(OP_SWIGLU)
     return a * Sigmoid(a) * b;
 #elif defined(OP_GELU)
@@ -176,10 +182,18 @@ Verdict RunCase(const std::vector<uint64_t>& shape, int64_t blockDim, uint64_t k
     const uint64_t n = shape.at(0);
     Verdict v;
     Gm<In0> a("input0", n, false);
+#if defined(OP_FLOOR_MOD)
+    a.Fill(rng, -512, 512);  // integers; negative x checks the floor
+#else
     a.Fill(rng, -4, 4);
+#endif
 #if ELEMENTWISE_INPUTS == 2
     Gm<In1> b("input1", n, false);
+#if defined(OP_FLOOR_MOD)
+    b.Fill(rng, 1, 1025);  // integers, no zero divisor
+#else
     b.Fill(rng, -4, 4);
+#endif
 #endif
     Gm<Out> out("output", n, true);
     v.failure = RunBlocks(blockDim, key, [&]() {
@@ -196,6 +210,36 @@ Verdict RunCase(const std::vector<uint64_t>& shape, int64_t blockDim, uint64_t k
 #else
         v.Value<Out>(i, out.At(i), Reference(a.At(i), 0.0));
 #endif
+    }
+    return v;
+}
+
+#elif defined(OP_BROADCAST_MUL)  // shape: batch seq hidden streams
+
+using In0 = DTYPE_X;
+using Out = DTYPE_OUT;
+extern "C" void KERNEL_ENTRY(GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR, GM_ADDR);
+
+Verdict RunCase(const std::vector<uint64_t>& shape, int64_t blockDim, uint64_t key, GM_ADDR tiling,
+                Rng& rng) {
+    const uint64_t batch = shape.at(0), row = shape.at(1) * shape.at(2), streams = shape.at(3);
+    Verdict v;
+    Gm<In0> x("x", batch * row, false);
+    x.Fill(rng, -4, 4);
+    Gm<DTYPE_H> h("h", batch * streams, false);
+    h.Fill(rng, -2, 2);
+    Gm<Out> out("out", batch * streams * row, true);
+    v.failure = RunBlocks(blockDim, key, [&]() {
+        KERNEL_ENTRY(x.Addr(), h.Addr(), out.Addr(), nullptr, tiling);
+    });
+    v.Writes(out);
+    for (uint64_t b = 0; b < batch && v.failure.empty(); ++b) {
+        for (uint64_t n = 0; n < streams; ++n) {
+            const uint64_t base = (b * streams + n) * row;
+            for (uint64_t i = 0; i < row; ++i) {
+                v.Value<Out>(base + i, out.At(base + i), h.At(b * streams + n) * x.At(b * row + i));
+            }
+        }
     }
     return v;
 }

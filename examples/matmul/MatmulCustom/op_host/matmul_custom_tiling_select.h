@@ -1096,7 +1096,8 @@ inline uint64_t TilingKey(const Values& v) {
     return static_cast<uint64_t>(INT64_C(0));
 }
 
-// The kernel's own workspace; ApplyTuning adds the system part (GetLibApiWorkSpaceSize).
+// The kernel's own workspace; ApplyTuning adds the high-level API library's system workspace
+// (GetLibApiWorkSpaceSize) to it (system_workspace: lib_api).
 inline int64_t UserWorkspaceBytes(const Values& v) {
     (void)v;
     return static_cast<int64_t>(INT64_C(0));

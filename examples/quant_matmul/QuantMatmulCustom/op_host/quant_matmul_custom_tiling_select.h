@@ -1046,7 +1046,8 @@ inline uint64_t TilingKey(const Values& v) {
     return static_cast<uint64_t>(INT64_C(0));
 }
 
-// The kernel's own workspace; ApplyTuning adds the system part (GetLibApiWorkSpaceSize).
+// The kernel's own workspace; ApplyTuning adds the high-level API library's system workspace
+// (GetLibApiWorkSpaceSize) to it (system_workspace: lib_api).
 inline int64_t UserWorkspaceBytes(const Values& v) {
     (void)v;
     return static_cast<int64_t>(((((v.v_blockDim * INT64_C(2)) * v.v_m1) * v.v_n1) * sizeof_acc));

@@ -827,7 +827,8 @@ inline uint64_t TilingKey(const Values& v) {
     return static_cast<uint64_t>(((((v.v_colTiles > INT64_C(1))) ? (INT64_C(10)) : (INT64_C(0))) + v.v_bufferNum));
 }
 
-// The kernel's own workspace; ApplyTuning adds the system part.
+// The kernel's own workspace, all ApplyTuning reserves: the kernel uses no high-level API
+// library, so no system workspace (GetLibApiWorkSpaceSize) is added (system_workspace: none).
 inline int64_t UserWorkspaceBytes(const Values& v) {
     (void)v;
     return static_cast<int64_t>(INT64_C(0));
