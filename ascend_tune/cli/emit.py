@@ -35,13 +35,18 @@ def emit(
                                help="No 'wrote' lines, summary or leftover notes."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print {files, written | stale, leftovers} as JSON."),
+    force: bool = typer.Option(False, "--force",
+                               help="Emit a spec `check` refuses (its message becomes a "
+                                    "warning)."),
     replace: bool = typer.Option(False, "--replace",
                                  help="Overwrite selection code emitted for profiles these "
                                       "results files do not cover."),
 ) -> None:
     """Render AscendC tiling headers, host selection code and kernel constants."""
     plan = api.prepare_emit(results_paths, out_dir, style=style, op_host=op_host, socs=socs,
-                            replace=replace)
+                            replace=replace, force=force)
+    for warning in plan.warnings:
+        console.warn(warning)
     files = plan.files
     op_host = plan.op_host  # also when an earlier emit wrote it
     extra = plan.leftovers
