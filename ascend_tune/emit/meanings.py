@@ -44,8 +44,13 @@ def _text(text: str) -> str:
 def field_comment(spec: OperatorSpec, f: Field) -> list[str]:
     """The comment lines above one emitted field: its doc, its value, the derived values that
     value reads (in derive order), and whether a sample-named field means the sample's."""
-    lines = [f"{f.name}: {f.doc}" if f.doc else f"{f.name}:"]
-    lines.append(f"  = {f.value.source}")
+    lines = [f"{f.name}: {f.doc}"] if f.doc else []
+    text = f.value.source
+    source = spec.shape_from.get(text)
+    kind = (f" (shape variable, from {source})" if source is not None else
+            " (tuned parameter)" if text in spec.params else
+            " (attribute)" if any(a.name == text for a in spec.attrs) else "")
+    lines.append(f"{f.name} = {text}{kind}")
     lines += [f"  {n} = {e.source}" for n, e in needed_derived(spec, [f.value])[-6:]]
     if f.name in SAMPLE_FIELDS and f.meaning == "own":
         lines.append(f"  not the AscendC sample's {f.name} ({SAMPLE_FIELDS[f.name]})")
