@@ -112,11 +112,11 @@ def sample_warnings(bundle: Bundle) -> list[str]:
             want = _exact(sample[f.name])
             if f.name in found or (want is not None and fields[f.name] == want):
                 continue
-            shown = "not defined there" if want is None else f"{want:g}"
+            shown = "no exact division" if want is None else f"{want:g}"
             found[f.name] = (
                 f"{spec.name}: tiling field {f.name} has the name of the AscendC sample's "
                 f"({SAMPLE_FIELDS[f.name]}) but not its derivation: {f.name} = "
-                f"{f.value.source} is {fields[f.name]:g} at {shape_key(shape)}, the "
-                f"sample's {shown}; a kernel written like the sample misreads it (declare "
+                f"{f.value.source} is {fields[f.name]:g} at {shape_key(shape)}, where the "
+                f"sample's is {shown}; a kernel written like the sample misreads it (declare "
                 f"'meaning: own' on the field if that is intended)")
     return [found[f.name] for f in named if f.name in found]

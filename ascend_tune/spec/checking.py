@@ -136,16 +136,20 @@ _REFUSALS: dict[tuple[str, str | None, str, str], str | None] = {}
 def refusal(spec: OperatorSpec) -> str | None:
     """The first problem ``check`` reports about this spec's baseline, as ``check`` words it
     (None when it has none): what ``search`` and ``emit`` refuse, or with ``--force`` warn
-    about."""
+    about. A baseline that breaks on a value (a 64-bit overflow, a value that is no integer)
+    or that the check cannot evaluate is left to the commands' own errors, which name the
+    value and the shape."""
     key = (spec.sha256, spec.variant, spec.origin, spec.source_text)
     if key not in _REFUSALS:
+        message = None
         try:
-            problems, _notes = _baseline.messages(_baseline.check_baseline(spec, _profile()))
-            problems = [p + fix_multiple(spec) for p in problems]
-        except KeyError as exc:  # a hw.* value the profile does not give
-            problems = [f"the baseline check needs {exc.args[0]}, which the "
-                        f"{BASELINE_PROFILE} profile does not give"]
-        _REFUSALS[key] = f"{spec.origin}: {problems[0]}" if problems else None
+            report = _baseline.check_baseline(spec, _profile())
+            problems, _notes = _baseline.messages(report)
+            if problems and report.broken is not None and "(" not in report.broken.check:
+                message = f"{spec.origin}: {problems[0]}{fix_multiple(spec)}"
+        except KeyError:  # a hw.* value the profile does not give, a shape without max
+            pass
+        _REFUSALS[key] = message
     return _REFUSALS[key]
 
 
