@@ -324,7 +324,9 @@ int main(int argc, char** argv) {
     const uint32_t n = t.totalLength;
     std::vector<float> x(n), y(n, std::nanf(""));
     std::vector<uint8_t> writes(n, 0);
-    for (uint32_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(i % 37) - 18) / 4.0f;
+    for (uint32_t i = 0; i < n; ++i) {
+        x[i] = static_cast<float>(static_cast<int>(i % 37) - 18) / 4.0f;
+    }
     ascend_tune_stub::RegisterGm("x", x.data(), n * sizeof(float), sizeof(float), nullptr);
     ascend_tune_stub::RegisterGm("y", y.data(), n * sizeof(float), sizeof(float), writes.data());
     for (long b = 0; b < blockDim; ++b) {
@@ -356,8 +358,9 @@ def test_the_sample_style_kernel_reads_what_the_emitted_tiling_func_writes(tmp_p
     host = tmp_path / "macro" / "op_host"
     (tmp_path / "driver.cpp").write_text(DRIVER)
     flags = ["-std=c++11", "-Wall", "-Wextra", "-Werror", f"-I{STUB}", f"-I{host}"]
-    subprocess.run(["g++", *flags, str(tmp_path / "driver.cpp"), str(host / "leaky_relu_custom.cpp"),
-                    "-o", str(tmp_path / "host")], check=True, capture_output=True, text=True)
+    subprocess.run(["g++", *flags, str(tmp_path / "driver.cpp"),
+                    str(host / "leaky_relu_custom.cpp"), "-o", str(tmp_path / "host")],
+                   check=True, capture_output=True, text=True)
     (tmp_path / "kmain.cpp").write_text(KERNEL_MAIN)
     kernel = EXAMPLE / "LeakyReluCustom" / "op_kernel" / "leaky_relu_custom.cpp"
     kflags = ["-std=c++17", "-Wall", "-Wextra", "-Werror", f"-I{STUB}",
@@ -385,8 +388,8 @@ def test_the_sample_style_kernel_reads_what_the_emitted_tiling_func_writes(tmp_p
         assert (block_dim, fields[1]) == (sel.config["blockDim"], sel.config["tileNum"])
         proc = subprocess.run([str(tmp_path / "kernel"), str(block_dim), raw.hex()],
                               capture_output=True, text=True)
-        assert proc.returncode == 0 and proc.stdout.startswith("OK"), (total, proc.stdout,
-                                                                         proc.stderr[-2000:])
+        assert proc.returncode == 0 and proc.stdout.startswith("OK"), (
+            total, proc.stdout, proc.stderr[-2000:])
     # What Python refuses, the compiled TilingFunc refuses: shapes outside the accepted set,
     # an attribute outside its bounds, NaN, missing or of another type (the stand-in aborts
     # on a type mismatch, as a strict reading would).
