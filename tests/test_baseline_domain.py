@@ -187,7 +187,9 @@ def test_check_names_the_shape_and_the_check_of_a_broken_baseline(hw: HardwarePr
     m = re.fullmatch(
         rf"{re.escape(str(path))} \(and variants ([a-z0-9_, ]+)\): baseline breaks "
         r"'([a-z_]+)' at (\S+) on (\d+) AIC / (\d+) AIV \(a valid configuration exists "
-        r"there\); (\d+) of (\d+) sampled shapes fail the baseline on those cores", first)
+        r"there\); (\d+) of (\d+) sampled shapes fail the baseline on those cores; to fix, "
+        r"make the baseline pass '\2' there or state the shapes the kernel accepts \(shape.M, "
+        r"shape.N, shape.K: min, max, multiple_of\)", first)
     assert m, first
     assert "cube_only" not in m.group(1)  # overrides nDim: its own baseline holds
     assert m.group(2) == "no_empty_core" and m.group(3) == "M=1,N=1,K=1"

@@ -148,19 +148,19 @@ def test_mix_kernel_needs_the_library_workspace() -> None:
 
 def test_field_outside_its_c_type_is_never_chosen(hw: HardwareProfile) -> None:
     text = (ROOT / "operator_specs/add.yaml").read_text()
-    narrow = text.replace("tileNum: {type: uint32_t, value: tileNum}",
+    narrow = text.replace("tileNum: {type: uint32_t, value: tileNum, meaning: own}",
                           "tileNum: {type: int8_t, value: tileNum}")
     spec = load_spec_text(narrow, "narrow.yaml")
     # 2**24 elements need at least 2**24 / 32768 / 40 tiles per core: fits int8_t only with
     # large tiles; the winner must respect the range.
     entry = tune_shape(spec, hw, {"totalLength": 1 << 24}, TuneSettings("auto", 400, 0))
     assert entry["tiling"]["tileNum"] <= 127
-    impossible = text.replace("tileNum: {type: uint32_t, value: tileNum}",
+    impossible = text.replace("tileNum: {type: uint32_t, value: tileNum, meaning: own}",
                               "tileNum: {type: uint32_t, value: tileNum - 1000000}")
     with pytest.raises(NoValidConfigError, match="tileNum_fits_uint32_t"):
         tune_shape(load_spec_text(impossible, "bad.yaml"), hw, {"totalLength": 4096},
                    TuneSettings("auto", 100, 0))
-    constant = text.replace("tileNum: {type: uint32_t, value: tileNum}",
+    constant = text.replace("tileNum: {type: uint32_t, value: tileNum, meaning: own}",
                             "tileNum: {type: uint8_t, value: 300}")
     with pytest.raises(SpecError, match="value 300 does not fit uint8_t"):
         load_spec_text(constant, "bad.yaml")
@@ -236,7 +236,9 @@ def test_the_baseline_alone_tiles_every_shape(ref: str, hw: HardwareProfile) -> 
     (aligned per-core shares left the last core empty)."""
     import numpy as np
 
+    from ascend_tune.base.errors import AscendTuneError
     from ascend_tune.emit.selection import NONE, select
+    from ascend_tune.spec.shapes import check_shape
 
     spec = load_spec(ref)
     rng = np.random.default_rng(5)
@@ -252,6 +254,10 @@ def test_the_baseline_alone_tiles_every_shape(ref: str, hw: HardwareProfile) -> 
                      "streams": 1 + n % 8}
         else:
             shape = {"rows": 1 + n % 997, "cols": n % 70_001 + 1}
+        try:  # only shapes the kernel accepts (shape min / max / multiple_of)
+            shape = check_shape(spec, shape, "shape")
+        except AscendTuneError:
+            continue
         # Without the run-time descent: it only starts from a pick and only moves to valid
         # configurations, so whether a tiling exists is decided before it (selection.select);
         # with it this test took half the suite's CPU (tests/test_refine.py covers it).

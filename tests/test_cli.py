@@ -125,7 +125,8 @@ def test_shape_without_valid_configuration_exits_1_and_keeps_others(tmp_path: Pa
     profile.write_text("name: tiny_ub\nbase: ascend910b3\nmemory:\n  ub_bytes: "
                        "{value: 3072, source: test, confidence: low}\n")
     out = tmp_path / "r.json"
-    proc = cli("search", str(DATA / "huge_tile_add.yaml"), "--hw", str(profile), "--shape",
+    proc = cli("search", str(DATA / "huge_tile_add.yaml"), "--force", "--hw", str(profile),
+               "--shape",
                "totalLength=4096", "--shape", "totalLength=64", "-o", str(out), "--quiet")
     assert proc.returncode == 1, proc.stderr
     assert "totalLength=4096: no valid configuration" in proc.stderr

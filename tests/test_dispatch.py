@@ -50,7 +50,8 @@ def _example(name: str) -> dict[str, Any]:
 def _unseen(spec: OperatorSpec, tuned: list[dict[str, int]], rng: np.random.Generator,
             n: int) -> list[dict[str, int]]:
     """Shapes near the tuned family: each variable drawn log-uniformly from 1 (or its
-    minimum) to twice the largest tuned value (capped by its maximum)."""
+    minimum) to twice the largest tuned value (capped by its maximum), at the nearest multiple
+    the kernel accepts (shape.V.multiple_of)."""
     out = []
     for _ in range(n):
         shape = {}
@@ -59,7 +60,9 @@ def _unseen(spec: OperatorSpec, tuned: list[dict[str, int]], rng: np.random.Gene
             hi = 2 * max(s[v] for s in tuned)
             if spec.shape_max.get(v) is not None:
                 hi = min(hi, spec.shape_max[v])
-            shape[v] = round(math.exp(rng.uniform(math.log(lo), math.log(max(hi, lo)))))
+            x = round(math.exp(rng.uniform(math.log(lo), math.log(max(hi, lo)))))
+            m = spec.shape_multiple.get(v, 1)  # only shapes the kernel accepts
+            shape[v] = min(max(lo, (x + m // 2) // m * m), hi // m * m)
         out.append(shape)
     return out
 

@@ -64,7 +64,8 @@ def test_check_reports_stale_and_missing(tmp_path: Path, docs: dict[str, dict[st
     assert emit.check(tmp_path, files) == []
     assert emit.write(tmp_path, files) == [], "unchanged files are not rewritten"
     header = tmp_path / "op_host/add_custom_tiling.h"
-    header.write_text(header.read_text().replace("tileNum", "tileCount"))
+    header.write_text(header.read_text().replace("FIELD_DEF(uint32_t, tileNum)",
+                                                 "FIELD_DEF(uint32_t, tileCount)"))
     reports = emit.check(tmp_path, files)
     assert len(reports) == 1 and reports[0].startswith(f"stale: {header}")
     assert "+TILING_DATA_FIELD_DEF(uint32_t, tileNum);" in reports[0]

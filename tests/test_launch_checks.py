@@ -190,7 +190,8 @@ def test_workspace_check_and_constant_fields() -> None:
     assert (last.name, last.lo, last.hi) == ("workspace_bytes_fits_int64_t", 0, (1 << 63) - 1)
     # A field with a constant value is checked when the spec loads, not per configuration.
     text = (ROOT / "operator_specs/add.yaml").read_text().replace(
-        "tileNum: {type: uint32_t, value: tileNum}", "tileNum: {type: uint32_t, value: 7}")
+        "tileNum: {type: uint32_t, value: tileNum, meaning: own}",
+        "tileNum: {type: uint32_t, value: 7}")
     names = [r.name for r in launch.range_checks(load_spec_text(text, "add.yaml"))]
     assert "tileNum_fits_uint32_t" not in names and "tileLength_fits_uint32_t" in names
 

@@ -115,6 +115,17 @@ int main() {
             sc.inputs.push_back(plain);
             dc.inputs.push_back(desc.dataType);
         }
+        // Each OPTIONAL attribute at its OpDef default, as the runtime passes one not set.
+        for (size_t a = 0; a < def->GetAttrs().size(); ++a) {
+            const ops::OpAttrDef& attr = def->GetAttrs()[a];
+            if (attr.GetKind() == "float") {
+                tc.attrs.SetFloat(a, static_cast<float>(attr.GetValue()));
+            } else if (attr.GetKind() == "int") {
+                tc.attrs.SetInt(a, static_cast<int64_t>(attr.GetValue()));
+            } else {
+                tc.attrs.SetBool(a, attr.GetValue() != 0.0);
+            }
+        }
         tc.platform.aicCoreNum = aic;
         tc.platform.aivCoreNum = aiv;
         tc.platform.libApiWorkSpaceSize = libws;
@@ -197,7 +208,9 @@ def _untuned(spec: OperatorSpec, shape: dict[str, int], scale: float) -> dict[st
     for v, n in shape.items():
         lo, hi = spec.shape_min[v], spec.shape_max.get(v)
         m = max(lo, int(n * scale) + 1)
-        out[v] = min(m, hi) if hi is not None else m
+        m = min(m, hi) if hi is not None else m
+        step = spec.shape_multiple.get(v, 1)  # a shape the kernel accepts
+        out[v] = max(lo, m // step * step)
     return out
 
 

@@ -37,8 +37,8 @@ BROKEN = {
     "hardware profile (has 'chip' or 'base')",
     "unknown_key.yaml": "broken/unknown_key.yaml:22: constraint: unknown key 'constraint' "
     "(did you mean 'constraints'?); allowed: version, operator, description, core, dtypes, "
-    "layouts, shape, params, derive, constraints, pipeline, baseline, tiling, kernel_constants, "
-    "tiling_key, kernel, io, variants",
+    "layouts, shape, attrs, params, derive, constraints, pipeline, baseline, tiling, "
+    "kernel_constants, tiling_key, kernel, io, variants",
     "unknown_name.yaml": "broken/unknown_name.yaml:23: constraints.ub_fits: unknown name "
     "'tileLenght' (did you mean 'tileLength'?) at 'tileLenght' in expression "
     "'3 * bufferNum * tileLenght * sizeof.x <= hw.ub_bytes'",
@@ -160,7 +160,7 @@ def test_shipped_json_schemas_match_the_loaders() -> None:
         assert (FOLDER / name).read_text() == text, regenerate
     spec_schema = json.loads((FOLDER / "spec.schema.json").read_text())
     assert set(spec_schema["properties"]) == {
-        "version", "layouts",
+        "version", "layouts", "attrs",
         "operator", "description", "core", "dtypes", "shape", "params", "derive", "constraints",
         "pipeline", "baseline", "tiling", "kernel_constants", "tiling_key", "kernel", "io",
         "variants"}

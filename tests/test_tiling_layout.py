@@ -60,7 +60,12 @@ def _host_program(bundles: list[emit.Bundle]) -> str:
         parts.append(f"            if ({ns}::Select(shape, aic, aiv, values).source == "
                      f"{ns}::kNone) {{ std::printf(\"none\\n\"); continue; }}")
         parts.append(f"            optiling::{spec.tiling_struct} tiling;")
-        parts.append(f"            {ns}::FillTiling(values, tiling);")
+        if spec.attrs:  # the attribute values the results file records, as ReadAttrs reads them
+            parts.append(f"            {ns}::Attrs attrs = {ns}::Attrs();")
+            parts += [f"            attrs.{a} = {float(v)!r};" for a, v in spec.attr_values.items()]
+            parts.append(f"            {ns}::FillTiling(values, attrs, tiling);")
+        else:
+            parts.append(f"            {ns}::FillTiling(values, tiling);")
         parts.append("            std::vector<unsigned char> buf(tiling.GetDataSize());")
         parts.append("            tiling.SaveToBuffer(buf.data(), buf.size());")
         parts.append('            std::printf("%zu", buf.size());')

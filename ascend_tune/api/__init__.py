@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, overload
 from ascend_tune import report as _report
 from ascend_tune.api import database as _database
 from ascend_tune.api.database import Database, open_db
+from ascend_tune.api import agree as _agree
+from ascend_tune.api.agree import refuse, spec_refusal, with_attrs
 from ascend_tune.api.measurements import (
     calibrate,
     calibration_refusals,
@@ -98,8 +100,9 @@ __all__ = [
     "explain", "explain_results", "load_measurements", "load_profile", "load_spec", "measure",
     "measure_summary", "open_db", "parse_assignments", "parse_ranges", "parse_shape", "plan",
     "plan_measure", "predict", "prepare_emit", "probe", "profile_document", "profiles",
-    "render", "report", "results_inputs", "search", "search_range", "select", "shadowing_spec",
-    "shape_key", "strategies", "tune", "validate", "write_profile",
+    "refuse", "render", "report", "results_inputs", "search", "search_range", "select",
+    "shadowing_spec", "shape_key", "spec_refusal", "strategies", "tune", "validate",
+    "with_attrs", "write_profile",
 ]
 
 Shape = Mapping[str, int]
@@ -205,7 +208,8 @@ def check_search_options(*, strategy: str = "auto", budget: int = DEFAULT_BUDGET
 def _header(spec: OperatorSpec, hw: HardwareProfile, strategy: str, budget: int, seed: int,
             top_k: int) -> dict[str, Any]:
     return results.header(spec.name, spec.sha256, spec.source_text, hw.name, hw.sha256,
-                          hw.data, strategy, seed, budget, spec.variant, top_k=top_k)
+                          hw.data, strategy, seed, budget, spec.variant, top_k=top_k,
+                          attrs=spec.attr_values)
 
 
 def plan(spec: OperatorSpec, hw: HardwareProfile, shapes: Sequence[Shape],
@@ -382,7 +386,7 @@ def select(results: PathLike | Mapping[str, Any] | Sequence[PathLike | Mapping[s
 
 def prepare_emit(results_path: PathLike | Sequence[PathLike], out_dir: PathLike, *,
                  style: str = "macro", op_host: bool = False, socs: Sequence[str] = (),
-                 replace: bool = False) -> EmitPlan:
+                 replace: bool = False, force: bool = False) -> EmitPlan:
     """The results files (one per profile) re-checked, the files rendered, no clash with the
     project, no profile its selection code serves dropped unless ``replace``."""
     out_dir = Path(out_dir)
@@ -390,7 +394,7 @@ def prepare_emit(results_path: PathLike | Sequence[PathLike], out_dir: PathLike,
                                   replace)
     snake = bundle.spec.snake_name
     return EmitPlan(out_dir, bundle.spec, files, f"op_host/{snake}.cpp" in files,
-                    _emit.leftovers(out_dir, files, snake))
+                    _emit.leftovers(out_dir, files, snake), _agree.emit_warnings(bundle, force))
 
 
 def render(results_doc: Mapping[str, Any], *, style: str = "macro", op_host: bool = False,

@@ -81,8 +81,9 @@ STAGE_KINDS = {k.name: k for k in (
               ("path", "bytes"), "moves bytes along a path on an MTE or FixPipe pipe"),
     StageKind("cube", frozenset({"m", "n", "k", "dtype", "count"}), ("m", "n", "k", "dtype"),
               "Mmad of an m x k by k x n block on the Cube unit"),
-    StageKind("vector", frozenset({"op", "elements", "dtype", "count"}),
-              ("op", "elements", "dtype"), "a vector instruction class over some elements"),
+    StageKind("vector", frozenset({"op", "call", "elements", "dtype", "count"}),
+              ("elements", "dtype"), "a vector instruction class (op, or the AscendC call it "
+              "comes from) over some elements"),
     StageKind("scalar", frozenset({"cycles"}), ("cycles",), "a fixed number of scalar cycles"),
 )}
 

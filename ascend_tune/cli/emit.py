@@ -40,6 +40,9 @@ def emit(
                                help="No 'wrote' lines, summary or leftover notes."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print {files, written | stale, leftovers} as JSON."),
+    force: bool = typer.Option(False, "--force",
+                               help="Emit a spec `check` refuses (its message becomes a "
+                                    "warning)."),
     replace: bool = typer.Option(False, "--replace",
                                  help="Overwrite selection code emitted for profiles these "
                                       "results files do not cover."),
@@ -70,16 +73,18 @@ def emit(
         elif hw_ref is not None or shapes_files or shape:
             raise AscendTuneError("--hw, --shapes and --shape go with --from-db")
         _emit(results_paths, out_dir, style, check_only, op_host, socs, quiet, as_json,
-              replace, spec_file)
+              replace, spec_file, force)
 
 
 def _emit(results_paths: list[Path], out_dir: Path, style: str, check_only: bool,
           op_host: bool, socs: list[str], quiet: bool, as_json: bool, replace: bool,
-          spec_file: Path | None) -> None:
+          spec_file: Path | None, force: bool) -> None:
     plan = api.prepare_emit(results_paths, out_dir, style=style, op_host=op_host, socs=socs,
-                            replace=replace)
+                            replace=replace, force=force)
     if spec_file is not None:
         build.check_results_spec(list(results_paths), spec_file)
+    for warning in plan.warnings:
+        console.warn(warning)
     files = plan.files
     op_host = plan.op_host  # also when an earlier emit wrote it
     extra = plan.leftovers

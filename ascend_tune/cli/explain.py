@@ -42,6 +42,9 @@ def explain(
                                          "of the winner of a results file."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print the prediction, diagnosis and stages as JSON."),
+    attr: list[str] = typer.Option([], "--attr", metavar="NAME=VALUE",
+                                   help="An operator attribute's value (repeatable; the "
+                                        "others keep their default)."),
 ) -> None:
     """Predict one configuration (the spec's baseline unless --set) and say what bounds it."""
     if more and set_ is None:
@@ -52,6 +55,9 @@ def explain(
     if _is_results(spec_ref):
         if hw_ref is not None:
             raise AscendTuneError(f"--hw: {spec_ref} is a results file; it holds its profile")
+        if attr:
+            raise AscendTuneError(f"--attr: {spec_ref} is a results file; it records its "
+                                  "attribute values")
         ex, chosen = api.explain_results(Path(spec_ref), values, overrides,
                                          shape_label=f"--shape {shape}", overrides_label="--set")
         spec, hw = ex.spec, ex.hw
@@ -62,7 +68,7 @@ def explain(
     else:
         if hw_ref is None:
             raise AscendTuneError("--hw is required with a spec (a results file holds its own)")
-        spec = api.load_spec(spec_ref)
+        spec = api.with_attrs(api.load_spec(spec_ref), attr)
         hw = api.load_profile(hw_ref)
         ex = api.explain(spec, hw, values, overrides,
                          shape_label=f"--shape {shape}", overrides_label="--set")

@@ -74,12 +74,18 @@ def search(
                                  help="Print search spaces and baselines; tune nothing."),
     db_url: str | None = db_option(),
     no_db: bool = no_db_option(),
+    attr: list[str] = typer.Option([], "--attr", metavar="NAME=VALUE",
+                                   help="An operator attribute's value (repeatable; the "
+                                        "others keep their default): checked and recorded."),
+    force: bool = typer.Option(False, "--force",
+                               help="Tune a spec `check` refuses (its message becomes a "
+                                    "warning)."),
 ) -> None:
     """Tune every shape; save each one as it finishes."""
     api.check_search_options(strategy=strategy, budget=budget, seed=seed, jobs=jobs,
                              top_k=top_k)
     engine = _executor(executor, address)
-    spec = api.load_spec(spec_ref)
+    spec = api.with_attrs(api.load_spec(spec_ref), attr)
     hw = api.load_profile(hw_ref)
     shadow = api.shadowing_spec(spec_ref, spec)
     if shadow is not None and not quiet:
@@ -101,6 +107,9 @@ def search(
             fresh=fresh, prune=prune, ranges=shape_range, target=target,
             max_shapes=max_shapes))
         return
+    # After every shape and value error: those name the input; this names the spec.
+    for message in api.refuse(spec, force, "search"):
+        console.warn(message)
     options: dict[str, Any] = {
         "strategy": strategy, "budget": budget, "seed": seed, "top_k": top_k, "jobs": jobs,
         "output": output, "fresh": fresh, "prune": prune,
@@ -254,7 +263,8 @@ def _print_summary(spec: api.OperatorSpec, rows: Sequence[dict[str, Any]],
         key = api.shape_key(r["shape"])
         table_rows.append([
             key, " ".join(changed) if changed else "= baseline", f"{pred['latency_us']:.2f}",
-            f"{base['latency_us']:.2f}" if base.get("valid") else "invalid",
+            f"{base['latency_us']:.2f}" if base.get("valid")
+            else f"invalid ({base.get('violates', '?')})",
             f"{r['speedup']:.2f}x" if r["speedup"] is not None else "n/a",
             pred["bound"], f"{pred['efficiency']:.0%}",
             f"{times[key]:.2f}" if key in times else "cached"])

@@ -20,7 +20,7 @@ from ascend_tune.emit.refine import MAX_EVALS
 from ascend_tune.emit.selection import Selection, candidate_table, first_failure, runtime_env
 from ascend_tune.emit.selection import select as select_config
 from ascend_tune.hardware import HardwareProfile, load_profile_data
-from ascend_tune.spec import OperatorSpec, launch, load_spec_text
+from ascend_tune.spec import OperatorSpec, compile_attrs, launch, load_spec_text
 from ascend_tune.spec.shapes import check_shape, shape_key
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -104,6 +104,7 @@ def load_bundle(doc: Mapping[str, Any], origin: str) -> Bundle:
     try:
         spec = load_spec_text(doc["spec"]["text"], f"{origin} (embedded spec)",
                               doc["spec"].get("variant"))
+        spec = compile_attrs.recorded(spec, doc["spec"].get("attrs"), origin)
         hw = load_profile_data(doc["hw"]["data"], f"{origin} (embedded profile)")
     except (KeyError, TypeError, AttributeError):
         raise AscendTuneError(f"{origin}: results file lacks the embedded spec or profile; "
@@ -237,7 +238,8 @@ def _plain_shape(spec: OperatorSpec, bounds: Sequence[tuple[int, int]], shape: A
     their ranges (``bounds``): what ``check_shape`` accepts unchanged."""
     return (type(shape) is dict and tuple(shape) == spec.shape_vars
             and all(type(v) is int and lo <= v <= hi
-                    for v, (lo, hi) in zip(shape.values(), bounds, strict=True)))
+                    for v, (lo, hi) in zip(shape.values(), bounds, strict=True))
+            and all(shape[v] % m == 0 for v, m in spec.shape_multiple.items()))
 
 
 def _checked_config(spec: OperatorSpec, best: Any, where: str, field: str = "best"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,15 +21,25 @@ import jinja2
 from ascend_tune import __version__
 from ascend_tune.base import cann, resources
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.emit import host_shape, profiles, refine, walk
+from ascend_tune.emit import attr_code, host_shape, meanings, profiles, refine, walk
 
 # Bundle and load_bundle re-exported: callers read a results file through render
 # (emit.load_bundle, emit.Bundle).
 from ascend_tune.emit.bundle import ENTRY_FIELDS
 from ascend_tune.emit.bundle import Bundle as Bundle
 from ascend_tune.emit.bundle import load_bundle as load_bundle
+from ascend_tune.emit.cpp_text import (
+    RUNTIME_CORES,
+    _bound,
+    _comment,
+    _ctype,
+    _literal,
+    cpp,
+    cpp_member,
+    cpp_name,
+)
 from ascend_tune.emit.styles import emit_style
-from ascend_tune.expr import CPP_RUNTIME, Expr, Kind, scalar_value
+from ascend_tune.expr import CPP_RUNTIME, Expr, scalar_value
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.dispatch import dispatch_model
 from ascend_tune.model.dispatch_cpp import CPP_DISPATCH_RUNTIME
@@ -38,65 +47,7 @@ from ascend_tune.results.format import glob_escape
 from ascend_tune.spec import Nested, OperatorSpec, launch
 from ascend_tune.spec.shapes import shape_key
 
-# Platform core counts replace the profile's at run time (GetCoreNumAic / GetCoreNumAiv).
-RUNTIME_CORES = {"hw.cube_cores": "aicNum", "hw.vector_cores": "aivNum"}
 _CORE_VAR = {"cube": "aicNum", "vector": "aivNum"}
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-
-
-def cpp_name(name: str) -> str:
-    """Spec names in C++ get a prefix so they cannot collide with the code around them."""
-    if name.startswith("hw."):
-        return "hw_" + name[3:]
-    if name.startswith("sizeof."):
-        return "sizeof_" + name[7:]
-    return "v_" + name
-
-
-def cpp(e: Expr) -> str:
-    return e.to_cpp(cpp_name)
-
-
-def cpp_member(e: Expr) -> str:
-    """Render reading spec names from a ``Values v`` (functions after Derive)."""
-    def name(n: str) -> str:
-        if n in RUNTIME_CORES:
-            return "v." + RUNTIME_CORES[n]
-        if n.startswith(("hw.", "sizeof.")):
-            return cpp_name(n)
-        return "v." + cpp_name(n)
-    return e.to_cpp(name)
-
-
-def _ctype(kind: Kind) -> str:
-    return {Kind.INT: "int64_t", Kind.FLOAT: "double", Kind.BOOL: "bool"}[kind]
-
-
-def _literal(value: Any) -> str:
-    if type(value) is int and _INT64_MIN < value <= _INT64_MAX:
-        return f"INT64_C({value})"  # first: a large tuned table is 4-5 of these per shape
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        if not _INT64_MIN <= value <= _INT64_MAX:
-            raise AscendTuneError(f"value {value} does not fit a 64-bit integer")
-        # INT64_MIN has no literal form: write it as an expression.
-        return "(INT64_C(-9223372036854775807) - 1)" if value == _INT64_MIN else f"INT64_C({value})"
-    number = float(value)
-    if not math.isfinite(number):
-        raise AscendTuneError(f"value {value} is not a finite number")
-    text = repr(number)
-    return text if ("." in text or "e" in text) else text + ".0"
-
-
-def _comment(text: str) -> str:
-    """Text from an input placed in a C++ comment: printable ASCII only, no line breaks."""
-    return "".join(ch if " " <= ch <= "~" else "?" for ch in text)[:80]
-
-
-def _bound(value: float) -> str:
-    """A range bound as a C++ double literal (exact for every bound in cann.FIELD_CTYPES)."""
-    return repr(float(value)) if abs(value) < 1e16 else f"{float(value):.17e}"
 
 
 @functools.cache
@@ -117,6 +68,7 @@ class Slot:
     ctype: str
     expr: str | None  # None for padding
     nested: Nested | None = None
+    comment: tuple[str, ...] = ()  # the field's derivation (meanings.field_comment)
 
 
 def layout(spec: OperatorSpec) -> tuple[list[Slot], int]:
@@ -134,7 +86,8 @@ def layout(spec: OperatorSpec) -> tuple[list[Slot], int]:
         slots.append(Slot(n.name, n.ctype, None, n))
     for f in sorted(spec.tiling_fields, key=lambda f: -cann.field_bytes(f.ctype)):
         offset = _align(offset, cann.field_bytes(f.ctype)) + cann.field_bytes(f.ctype)
-        slots.append(Slot(f.name, f.ctype, cpp_member(f.value)))
+        slots.append(Slot(f.name, f.ctype, attr_code.field_cpp(spec, f),
+                          comment=tuple(meanings.field_comment(spec, f))))
     pad = 0
     while offset % cann.TILING_ALIGN_BYTES:
         size = next(s for s in (4, 2, 1) if offset % s == 0
@@ -178,7 +131,8 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
         "kernel_type": mode.kernel_type,
         "lib_api_workspace": spec.system_workspace == "lib_api",
         "tiling_header": emit_style(style).include_from_host(snake),
-        "slots": [{"name": s.name, "type": s.ctype, "expr": s.expr, "pad": s.expr is None
+        "slots": [{"name": s.name, "type": s.ctype, "expr": s.expr, "comment": s.comment,
+                   "pad": s.expr is None
                    and s.nested is None, "nested": None if s.nested is None else
                    [{"name": f.name, "type": f.ctype, "expr": cpp_member(f.value)}
                     for f in s.nested.fields]} for s in slots],
@@ -187,7 +141,7 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
                         "max": spec.shape_max.get(v)} for v in spec.shape_vars],
         "params": [{"name": p, "cpp": cpp_name(p)} for p in spec.params],
         "derived": [{"name": n, "cpp": cpp_name(n), "type": _ctype(e.kind), "expr": cpp(e)}
-                    for n, e in spec.derive],
+                    for n, e in spec.model_derive],
         "constraints": [{"name": n, "expr": cpp(e)} for n, e in spec.constraints],
         "core_checks": [{"name": n, "expr": cpp(e), "limit": _CORE_VAR[core]}
                         for n, e, core in launch.core_limit_names(spec)],
@@ -229,6 +183,8 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
                      "like": None if o.like is None else spec.io_inputs.index(o.like),
                      "dims": [{"input": spec.io_inputs.index(t), "dim": d} for t, d in o.dims]}
                     for o in spec.io_outputs],
+        **attr_code.context(spec),
+        "shape_multiple": dict(spec.shape_multiple),
         "socs": list(socs),
         "nested": False,  # render only the per-profile body (several profiles in one file)
         "profiles": [],  # with several profiles: their bodies and how the platform picks one
@@ -481,6 +437,7 @@ class EmitPlan:
     files: dict[str, str]  # relative path -> text
     op_host: bool  # the msOpGen host file is among them (asked for, or emitted earlier)
     leftovers: list[str]  # relative paths of files generated earlier these would not write
+    warnings: tuple[str, ...] = ()  # check's refusal under --force, sample-named fields
 
     def __repr__(self) -> str:  # short: ``files`` holds every rendered text
         return (f"EmitPlan({str(self.out_dir)!r}, {self.spec.display_name!r}, "

@@ -42,7 +42,7 @@ NEAREST = MODEL
 
 def runtime_env(spec: OperatorSpec, hw: HardwareProfile, aic: int, aiv: int) -> dict[str, Any]:
     """Profile constants, with the core counts replaced by the platform's."""
-    env: dict[str, Any] = {**hw.env(), **spec.sizeof_env()}
+    env: dict[str, Any] = {**hw.env(), **spec.sizeof_env(), **spec.attr_env()}
     env["hw.cube_cores"] = aic
     env["hw.vector_cores"] = aiv
     return env

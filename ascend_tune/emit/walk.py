@@ -72,7 +72,7 @@ def _plan(spec: OperatorSpec) -> tuple[Step, ...]:
     for i in range(len(spec.params)):
         steps.append(Step(
             i,
-            tuple((n, e) for n, e in spec.derive if depth(e) == i),
+            tuple((n, e) for n, e in spec.model_derive if depth(e) == i),
             tuple((n, e) for n, e in spec.constraints if depth(e) == i),
             tuple(c for c in launch.core_limit_names(spec) if depth(c[1]) == i),
             tuple(r for r in launch.range_checks(spec) if depth(r.expr) == i)))

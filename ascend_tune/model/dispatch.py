@@ -83,7 +83,7 @@ class _GenericSource(kernel._Source):
 
 
 def _generic_env(spec: OperatorSpec, hw: HardwareProfile) -> dict[str, Any]:
-    env: dict[str, Any] = {**hw.env(), **spec.sizeof_env()}
+    env: dict[str, Any] = {**hw.env(), **spec.sizeof_env(), **spec.attr_env()}
     for name in CORE_ARGS:
         env.pop(name, None)
     return env
@@ -91,7 +91,7 @@ def _generic_env(spec: OperatorSpec, hw: HardwareProfile) -> dict[str, Any]:
 
 def _build(spec: OperatorSpec, hw: HardwareProfile) -> DispatchModel:
     src = _GenericSource(spec, _generic_env(spec, hw))
-    src.derive(spec.derive)
+    src.derive(spec.model_derive)
     cost = kernel._Cost(src, hw, chip_cores={"cube": "float(aic)", "vector": "float(aiv)"})
     result = cost.latency()
     curves: dict[str, tuple[float, ...]] = {}

@@ -83,7 +83,8 @@ class ShapeModel:
         self.spec = spec
         self.hw = hw
         self.shape = dict(shape)
-        self.base_env: dict[str, Any] = {**hw.env(), **spec.sizeof_env(), **self.shape}
+        self.base_env: dict[str, Any] = {**hw.env(), **spec.sizeof_env(), **spec.attr_env(),
+                                         **self.shape}
         self.grids: list[np.ndarray] = [spec.domains[p].values(self.base_env)
                                         for p in spec.params]
         self.sizes = np.array([g.size for g in self.grids], dtype=np.int64)

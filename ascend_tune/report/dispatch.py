@@ -114,6 +114,8 @@ def judge(bundle: Bundle, n: int, seed: int = 0, budget: int = DEFAULT_BUDGET
         if len(rows) == n:
             break
         value = round(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+        step = spec.shape_multiple.get(token, 1)
+        value = max(step, (value + step // 2) // step * step)  # a shape the kernel takes
         shape = {**tuned[attempt % len(tuned)], token: value}
         if shape_key(shape) in seen:
             continue

@@ -38,7 +38,8 @@ _TEMP_SUFFIX = re.compile(r"(?:([0-9]+)\.)?[a-z0-9_]{8}")
 
 def header(spec_name: str, spec_sha: str, spec_text: str, hw_name: str, hw_sha: str,
            hw_data: Mapping[str, Any], strategy: str, seed: int, budget: int,
-           variant: str | None = None, top_k: int = 1) -> dict[str, Any]:
+           variant: str | None = None, top_k: int = 1,
+           attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     search: dict[str, Any] = {"strategy": strategy, "seed": seed, "budget": budget}
     if top_k != 1:
         # Recorded only when it differs from the default, so files written before --top-k
@@ -47,7 +48,9 @@ def header(spec_name: str, spec_sha: str, spec_text: str, hw_name: str, hw_sha: 
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "ascend-tune", "version": __version__},
-        "spec": {"name": spec_name, "variant": variant, "sha256": spec_sha, "text": spec_text},
+        # The operator attribute values the entries were evaluated with (specs with attrs).
+        "spec": {"name": spec_name, "variant": variant, "sha256": spec_sha, "text": spec_text,
+                 **({"attrs": dict(attrs)} if attrs else {})},
         "hw": {"name": hw_name, "sha256": hw_sha, "data": hw_data},
         "search": search,
     }

@@ -100,6 +100,14 @@ def axis_values(lo: int, hi: int, grid: int = 14) -> list[int]:
     return sorted(v for v in vals if lo <= v <= hi)
 
 
+def accepted(values: Sequence[int], multiple: int, hi: int) -> list[int]:
+    """``values`` rounded up to the multiple the kernel accepts (those past ``hi`` dropped):
+    the check samples only shapes the kernel takes."""
+    if multiple == 1:
+        return list(values)
+    return sorted({r for v in values if (r := -(-v // multiple) * multiple) <= hi})
+
+
 def sample_shapes(spec: OperatorSpec, limit: int = MAX_SHAPES) -> list[dict[str, int]]:
     """The deterministic sample of ``spec``'s shape domain, in lexicographic order of the
     axes (smallest first): the whole cross product of the axes when it has at most ``limit``
@@ -107,7 +115,8 @@ def sample_shapes(spec: OperatorSpec, limit: int = MAX_SHAPES) -> list[dict[str,
     names = spec.shape_vars
     # Fewer variables: a denser grid (one variable: 2048 points, two: 40, more: 14).
     grid = {1: 2048, 2: 40}.get(len(names), 14)
-    axes = [axis_values(int(spec.shape_min[v]), int(spec.shape_max[v]), grid) for v in names]
+    axes = [accepted(axis_values(int(spec.shape_min[v]), int(spec.shape_max[v]), grid),
+                     spec.shape_multiple.get(v, 1), int(spec.shape_max[v])) for v in names]
     sizes = [len(a) for a in axes]
     total = int(np.prod(np.asarray(sizes, dtype=np.float64)))
     if total <= limit:
@@ -127,7 +136,7 @@ def sample_shapes(spec: OperatorSpec, limit: int = MAX_SHAPES) -> list[dict[str,
 
 def runtime_env(spec: OperatorSpec, hw: HardwareProfile, aic: int, aiv: int) -> dict[str, Any]:
     """Profile constants with the platform's core counts (as emit.selection.runtime_env)."""
-    env: dict[str, Any] = {**hw.env(), **spec.sizeof_env()}
+    env: dict[str, Any] = {**hw.env(), **spec.sizeof_env(), **spec.attr_env()}
     env["hw.cube_cores"] = aic
     env["hw.vector_cores"] = aiv
     return env
@@ -384,7 +393,9 @@ def messages(report: BaselineReport) -> tuple[list[str], list[str]]:
         problems.append(
             f"baseline breaks '{b.check}' at {shape_text(b.shape)} on "
             f"{cores_text(b.aic, b.aiv)} (a valid configuration exists there); {failing} of "
-            f"{report.sampled} sampled shapes fail the baseline on those cores")
+            f"{report.sampled} sampled shapes fail the baseline on those cores; to fix, make "
+            f"the baseline pass '{b.check}' there or state the shapes the kernel accepts ("
+            + ", ".join(f"shape.{v}" for v in b.shape) + ": min, max, multiple_of)")
     cut = "" if report.examined_all else "; shapes after the baseline failure not examined"
     for what, found in (("have no valid configuration at all", report.no_valid),
                         (f"are undecided (no valid configuration found within {MAX_ROWS} "

@@ -105,6 +105,7 @@ def _check_variants(path: Path, data: dict[str, Any], spec: OperatorSpec,
         try:
             one = spec if variant is None else load_spec(f"{path}:{variant}")
             problems, notes = _baseline.messages(_baseline.check_baseline(one, _profile()))
+            problems = [p + fix_multiple(one) for p in problems]
         except AscendTuneError as exc:
             report.problems.append(str(exc))
             continue
@@ -127,3 +128,50 @@ def _origin(path: Path, variants: Sequence[str | None]) -> str:
         return str(path)
     listed = f"variant{'s' if len(named) > 1 else ''} {', '.join(named)}"
     return f"{path} (and {listed})" if None in variants else f"{path} ({listed})"
+
+
+_REFUSALS: dict[tuple[str, str | None, str, str], str | None] = {}
+
+
+def refusal(spec: OperatorSpec) -> str | None:
+    """The first problem ``check`` reports about this spec's baseline, as ``check`` words it
+    (None when it has none): what ``search`` and ``emit`` refuse, or with ``--force`` warn
+    about. A baseline that breaks on a value (a 64-bit overflow, a value that is no integer)
+    or that the check cannot evaluate is left to the commands' own errors, which name the
+    value and the shape."""
+    key = (spec.sha256, spec.variant, spec.origin, spec.source_text)
+    if key not in _REFUSALS:
+        message = None
+        try:
+            report = _baseline.check_baseline(spec, _profile())
+            problems, _notes = _baseline.messages(report)
+            if problems and report.broken is not None and "(" not in report.broken.check:
+                message = f"{spec.origin}: {problems[0]}{fix_multiple(spec)}"
+        except KeyError:  # a hw.* value the profile does not give, a shape without max
+            pass
+        _REFUSALS[key] = message
+    return _REFUSALS[key]
+
+
+# Multiples tried for a one-variable spec whose baseline breaks: 2, 4, ... 65536.
+FIX_MULTIPLES = tuple(1 << k for k in range(1, 17))
+
+
+def fix_multiple(spec: OperatorSpec) -> str:
+    """For a spec with one shape variable: the smallest power-of-two ``multiple_of`` on
+    whose sampled shapes the baseline holds on every checked core count ("" when none does,
+    or the spec has several shape variables)."""
+    if len(spec.shape_vars) != 1 or spec.shape_multiple:
+        return ""
+    v = spec.shape_vars[0]
+    sample = _baseline.sample_shapes(spec)
+    envs = [_baseline.runtime_env(spec, _profile(), aic, aiv)
+            for aic, aiv in _baseline.CORE_COUNTS]
+    for m in FIX_MULTIPLES:
+        shapes = [{v: x} for x in sorted({-(-s[v] // m) * m for s in sample})
+                  if x <= spec.shape_max.get(v, x) and x >= spec.shape_min[v]]
+        if shapes and all(failed is None for env in envs for failed, _ in
+                          _baseline.baseline_first_failures(spec, env, shapes)):
+            return (f"; the baseline holds on every sampled multiple of {m}: "
+                    f"'multiple_of: {m}' on shape.{v} would do, if the kernel needs it")
+    return ""

@@ -25,6 +25,7 @@ from ascend_tune.base.errors import SpecError, did_you_mean
 from ascend_tune.base.yamlio import INT64_MAX, parse_yaml
 from ascend_tune.expr import Expr, Kind
 from ascend_tune.hardware import SCALARS
+from ascend_tune.spec.compile_attrs import attrs_section, finish
 from ascend_tune.spec.compile_context import Compiler, Symbols
 from ascend_tune.spec.compile_kernel import (
     io_section,
@@ -66,8 +67,9 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
     name, dtypes = _operator(c, data)
     layouts = _layouts(c, data.get("layouts") or {}, dtypes)
     shape = _shape(c, data["shape"], dtypes)
+    attrs, attr_symbols = attrs_section(c, data.get("attrs") or {})
     domains = _params(c, data["params"], shape.symbols)
-    symbols = {**shape.symbols, **{p: Kind.INT for p in domains}}
+    symbols = {**shape.symbols, **attr_symbols, **{p: Kind.INT for p in domains}}
     derive = _derive(c, data.get("derive") or {}, symbols)
     constraints = _constraints(c, data.get("constraints") or {}, symbols)
     pipe = pipeline_section(c, data["pipeline"], data["core"], symbols, shape.symbols, dtypes,
@@ -77,7 +79,7 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
     kconsts, tiling_key = kernel_constants_section(c, data, shape.base_symbols, symbols)
     kernel_mode, system_workspace = kernel_section(c, data.get("kernel") or {}, data["core"])
     io_inputs, io_outputs = io_section(c, data.get("io"), dtypes, shape.sources)
-    return OperatorSpec(
+    return finish(OperatorSpec(
         name=name,
         description=str(data.get("description", "")),
         core=data["core"],
@@ -113,7 +115,9 @@ def load_spec_text(text: str, origin: str, variant: str | None = None) -> Operat
         variant=variant,
         sha256=meaning_sha256(data),
         layouts=layouts,
-    )
+        attrs=attrs,
+        shape_multiple=shape.multiple,
+    ))
 
 
 def meaning_sha256(data: Mapping[str, Any]) -> str:
@@ -122,7 +126,7 @@ def meaning_sha256(data: Mapping[str, Any]) -> str:
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items()
-                    if k not in ("doc", "description", "variants")}
+                    if k not in ("doc", "description", "variants", "meaning")}
         if isinstance(node, list):
             return [strip(v) for v in node]
         return node
@@ -189,6 +193,7 @@ class _Shape:
     min: dict[str, int]
     max: dict[str, int]
     sources: dict[str, ShapeSource]
+    multiple: dict[str, int]
     base_symbols: Symbols  # hardware and sizeof.<tensor>: what kernel constants see
     symbols: Symbols  # and the shape variables
 
@@ -213,9 +218,17 @@ def _shape(c: Compiler, raw: Mapping[str, Any], dtypes: Mapping[str, str]) -> _S
                          f"{str(shape_max[v])[:40]}", "shape", v, "max")
     sources = {v: _shape_source(c, o["from"], "shape", v, "from")
                for v, o in raw.items() if "from" in o}
+    multiple = {v: int(o["multiple_of"]) for v, o in raw.items() if "multiple_of" in o}
+    for v, m in multiple.items():
+        if not 1 <= m <= INT64_MAX:
+            raise c.fail(f"multiple_of must be an integer from 1 to 2**63-1, got {str(m)[:40]}",
+                         "shape", v, "multiple_of")
+        if shape_min[v] % m:
+            raise c.fail(f"min {shape_min[v]} is not a multiple of multiple_of {m}: write "
+                         f"min: {-(-shape_min[v] // m) * m}", "shape", v, "min")
     base_symbols: Symbols = {**hw_symbols(), **{f"sizeof.{t}": Kind.INT for t in dtypes}}
     symbols = {**base_symbols, **{v: Kind.INT for v in shape_vars}}
-    return _Shape(shape_vars, shape_min, shape_max, sources, base_symbols, symbols)
+    return _Shape(shape_vars, shape_min, shape_max, sources, multiple, base_symbols, symbols)
 
 
 def _shape_source(c: Compiler, text: str, *path: str) -> ShapeSource:

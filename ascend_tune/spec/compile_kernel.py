@@ -71,7 +71,8 @@ def _fields(c: Compiler, raw: Mapping[str, Any], symbols: Mapping[str, Kind],
     out = []
     for n, fd in raw.items():
         c.ident(n, "field name", *path, n)
-        out.append(Field(n, fd["type"], c.expr(fd["value"], symbols, *path, n, "value")))
+        out.append(Field(n, fd["type"], c.expr(fd["value"], symbols, *path, n, "value"),
+                         str(fd.get("doc", "")), fd.get("meaning")))
     return tuple(out)
 
 

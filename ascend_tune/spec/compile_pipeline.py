@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascend_tune.base import schema
+from ascend_tune.base.ascendc_calls import VECTOR_CALLS
 from ascend_tune.base.errors import SpecError, did_you_mean
 from ascend_tune.base.vocabulary import (
     DTYPE_BYTES,
@@ -164,9 +165,30 @@ def _stage(c: Compiler, item: Mapping[str, Any], symbols: Mapping[str, Kind],
     if "gm_rows" in item and "operand" not in item:
         raise c.fail("'gm_rows' and 'gm_cols' need 'operand': the tensor's element size and "
                      "layout turn them into the row pitch", *here, "gm_rows")
+    op = _vector_op(c, item, here) if kind == "vector" else item.get("op")
     exprs = {k: c.expr(v, symbols, *here, k) for k, v in item.items()
              if k not in STAGE_NAME_KEYS}
     return Stage(name=str(item["stage"]), pipe=pipe, where=c.where(*here),
-                 path=item.get("path"), dtype=item.get("dtype"), op=item.get("op"),
+                 path=item.get("path"), dtype=item.get("dtype"), op=op, call=item.get("call"),
                  operand=operand, layout=layouts[operand] if operand is not None else None,
                  **exprs)
+
+
+def _vector_op(c: Compiler, item: Mapping[str, Any], here: tuple[str, ...]) -> str:
+    """A vector stage's instruction class: ``op``, or the class of the AscendC ``call``
+    (ascendc_calls.VECTOR_CALLS); an unknown call is an error naming it."""
+    call = item.get("call")
+    if call is None:
+        if "op" not in item:
+            raise c.fail("a vector stage needs 'op' (the instruction class) or 'call' (the "
+                         "AscendC API call, e.g. call: Maxs)", *here)
+        return str(item["op"])
+    known = VECTOR_CALLS.get(call)
+    if known is None:
+        raise c.fail(f"unknown AscendC vector call '{call:.40}'{did_you_mean(call, VECTOR_CALLS)};"
+                     " give op: CLASS for a call the table lacks (docs/spec_reference.md, "
+                     "Vector calls)", *here, "call")
+    if "op" in item and item["op"] != known.op:
+        raise c.fail(f"op {item['op']} contradicts call {call}, whose class is {known.op}",
+                     *here, "op")
+    return known.op

@@ -21,7 +21,7 @@ FIELD_TYPES = tuple(cann.FIELD_CTYPES)
 STAGE_KEYS = {name: set(kind.keys) for name, kind in STAGE_KINDS.items()}
 STAGE_REQUIRED = {name: kind.required for name, kind in STAGE_KINDS.items()}
 # Stage keys that hold names rather than expressions.
-STAGE_NAME_KEYS = ("stage", "pipe", "path", "dtype", "op", "operand")
+STAGE_NAME_KEYS = ("stage", "pipe", "path", "dtype", "op", "operand", "call")
 # How an operand is stored in GM (``layouts:``): ND row-major, ND column-major (a transposed
 # matrix: the tile's logical rows are strided, its columns contiguous) or the fractal NZ
 # format (16 x C0 fractals, C0 = 32 bytes; no ND->NZ conversion on the way into L1).
@@ -75,6 +75,8 @@ STAGE = schema.Obj(fields={
     "k": (_EXPR, False),
     "dtype": (_STR, False),
     "op": (_S(("string",), enum=VECTOR_CLASSES), False),
+    "call": (_S(("string",), doc="the AscendC vector API call (Maxs, Exp, ReduceSum, ...): "
+                "its instruction class (docs/spec_reference.md)"), False),
     "elements": (_EXPR, False),
     "cycles": (_EXPR, False),
 }, doc="one pipe stage, run once per trip of its loop")
@@ -104,8 +106,21 @@ SIDE = schema.Obj(fields={
                     "sides overlap)"), False),
 }, doc="the per-core program of one core type")
 
+# A field named like an AscendC sample's (FIELD_MEANINGS): ``meaning: own`` says its
+# derivation is meant to differ, ``sample`` that it is the sample's (emit checks it).
+FIELD_MEANINGS = ("own", "sample")
 FIELD = schema.Obj(fields={"type": (_S(("string",), enum=FIELD_TYPES), True),
-                           "value": (_EXPR, True), "doc": (_STR, False)})
+                           "value": (_EXPR, True), "doc": (_STR, False),
+                           "meaning": (_S(("string",), enum=FIELD_MEANINGS), False)})
+
+ATTR_TYPES = ("float", "int", "bool")
+ATTR = schema.Obj(fields={
+    "type": (_S(("string",), enum=ATTR_TYPES), True),
+    "default": (_S(("number", "boolean")), True),
+    "min": (_S(("number",)), False),
+    "max": (_S(("number",)), False),
+    "doc": (_STR, False),
+}, doc="an operator attribute: OPTIONAL in the OpDef with this default, read by the TilingFunc")
 
 KERNEL = schema.Obj(fields={
     "mode": (_S(("string",), enum=tuple(cann.KERNEL_MODES)), False),
@@ -137,8 +152,11 @@ SPEC_SCHEMA = schema.Obj(fields={
     "shape": (schema.Obj(extra=schema.Obj(fields={
         "min": (_S(("integer",)), False),
         "max": (_S(("integer",)), False),
+        "multiple_of": (_S(("integer",), doc="the kernel accepts only multiples of this"),
+                        False),
         "from": (_STR, False),
         "doc": (_STR, False)})), True),
+    "attrs": (schema.Obj(extra=ATTR, doc="operator attributes, in OpDef order"), False),
     "params": (schema.Obj(extra=DOMAIN), True),
     "derive": (schema.Obj(extra=_EXPR), False),
     "constraints": (schema.Obj(extra=_EXPR), False),

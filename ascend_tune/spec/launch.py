@@ -54,7 +54,8 @@ def range_checks(spec: OperatorSpec) -> list[RangeCheck]:
     load time, so only expressions that vary with the configuration appear here)."""
     out = []
     for path, ctype, value in tiling_fields(spec):
-        if value.names:
+        if value.names and not set(value.names) & spec.attr_names:
+            # (fields built on attributes are checked where the attributes are read)
             lo, hi = cann.field_range(ctype)
             out.append(RangeCheck(f"{path}_fits_{ctype}", value, lo, hi))
     if spec.tiling_key is not None and spec.tiling_key.names:

@@ -131,6 +131,7 @@ class Stage:
     k: Expr | None = None
     dtype: str | None = None
     op: str | None = None
+    call: str | None = None  # the AscendC API call (ascendc_calls.VECTOR_CALLS) op comes from
     elements: Expr | None = None
     cycles: Expr | None = None
 
@@ -181,6 +182,32 @@ class Field:
     name: str
     ctype: str
     value: Expr
+    doc: str = ""
+    # ``meaning: own`` or ``sample``: whether a field named like an AscendC sample's means
+    # what the sample's does (emit warns where a sample name's derivation differs unsaid).
+    meaning: str | None = None
+
+
+@dataclass(frozen=True)
+class Attr:
+    """One operator attribute (``attrs:``): the OpDef declares it OPTIONAL with its default,
+    the emitted TilingFunc reads it from the tiling context (in declaration order) and
+    refuses a value outside [lo, hi]."""
+
+    name: str
+    type: str  # float | int | bool
+    default: float | int | bool
+    lo: float | int | None
+    hi: float | int | None
+    doc: str = ""
+
+    def problem(self, value: float | int | bool) -> str | None:
+        """Why ``value`` is not a value of this attribute (None when it is)."""
+        if self.lo is not None and value < self.lo:
+            return f"{self.name}={value} is below its minimum {self.lo}"
+        if self.hi is not None and value > self.hi:
+            return f"{self.name}={value} is above its maximum {self.hi}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -236,6 +263,14 @@ class OperatorSpec:
     variant: str | None
     sha256: str
     layouts: Mapping[str, str] = dataclass_field(default_factory=dict)  # tensor -> GM layout
+    attrs: tuple[Attr, ...] = ()
+    # The attribute values the spec is evaluated with (defaults, or ``--attr`` values).
+    attr_values: Mapping[str, float | int | bool] = dataclass_field(default_factory=dict)
+    # Names that read an attribute (the attributes and the derived values built on them):
+    # they feed tiling fields only, never the model.
+    attr_names: frozenset[str] = frozenset()
+    # Shape variable -> the multiple the kernel accepts (``shape: {V: {multiple_of: N}}``).
+    shape_multiple: Mapping[str, int] = dataclass_field(default_factory=dict)
 
     def __repr__(self) -> str:
         # Short: the full dataclass repr (source text, every expression) is ~20 KB.
@@ -252,6 +287,16 @@ class OperatorSpec:
 
     def sizeof_env(self) -> dict[str, int]:
         return {f"sizeof.{t}": DTYPE_BYTES[d] for t, d in self.dtypes.items()}
+
+    @property
+    def model_derive(self) -> tuple[tuple[str, Expr], ...]:
+        """The derived values the model and the run-time selection compute (those built on
+        attributes feed only tiling fields, computed where the attributes are read)."""
+        return tuple((n, e) for n, e in self.derive if n not in self.attr_names)
+
+    def attr_env(self) -> dict[str, float | int | bool]:
+        """The attribute values, as expressions read them."""
+        return dict(self.attr_values)
 
     def stage_dtype(self, name: str) -> str:
         return self.dtypes.get(name, name)

@@ -78,7 +78,20 @@ def check_shape(spec: OperatorSpec, shape: Mapping[str, int], origin: str) -> di
             rng = f"[{spec.shape_min[v]}, {hi}]" if hi is not None else f">= {spec.shape_min[v]}"
             raise AscendTuneError(f"{origin}: {v}={value} is out of range {rng}")
         out[v] = value
+    for v, m in spec.shape_multiple.items():
+        if out[v] % m:
+            raise AscendTuneError(refused(spec, v, out[v], origin))
     return out
+
+
+def refused(spec: OperatorSpec, v: str, value: int, origin: str) -> str:
+    """The one line for a shape value the kernel does not accept (not a multiple)."""
+    m = spec.shape_multiple[v]
+    lo, hi = value - value % m, value - value % m + m
+    near = " or ".join(str(x) for x in (lo, hi) if x >= spec.shape_min[v]
+                       and (v not in spec.shape_max or x <= spec.shape_max[v]))
+    return (f"{origin}: {v}={value} is not a multiple of {m}, which the {spec.name} kernel "
+            f"needs (shape.{v}.multiple_of); pad it to {near or 'a multiple'}")
 
 
 def shape_key(shape: Mapping[str, int]) -> str:

@@ -44,6 +44,12 @@ class ShapeRange:
 
     spec_vars: tuple[str, ...]
     bounds: Mapping[str, tuple[int, int]]  # lo == hi for a fixed value
+    multiple: Mapping[str, int] = field(default_factory=dict)  # the multiples the kernel takes
+
+    def _snap(self, v: str, x: int) -> int:
+        """``x`` at the nearest multiple the kernel accepts (the range's ends are ones)."""
+        m = self.multiple.get(v, 1)
+        return x if m == 1 else (x + m // 2) // m * m
 
     @property
     def ranged(self) -> list[str]:
@@ -62,7 +68,7 @@ class ShapeRange:
                 axes.append([lo])
                 continue
             raw = np.exp(np.linspace(math.log(lo), math.log(hi), points))
-            axes.append(sorted({lo, hi, *(round(float(x)) for x in raw)}))
+            axes.append(sorted({lo, hi, *(self._snap(v, round(float(x))) for x in raw)}))
         shapes: list[Shape] = [{}]
         for v, axis in zip(self.spec_vars, axes, strict=True):
             shapes = [{**s, v: x} for s in shapes for x in axis]
@@ -78,8 +84,8 @@ class ShapeRange:
             shape = {}
             for v in self.spec_vars:
                 lo, hi = self.bounds[v]
-                shape[v] = lo if lo == hi else min(hi, max(lo, round(math.exp(
-                    rng.uniform(math.log(lo), math.log(hi + 1))) - 0.5)))
+                shape[v] = lo if lo == hi else self._snap(v, min(hi, max(lo, round(math.exp(
+                    rng.uniform(math.log(lo), math.log(hi + 1))) - 0.5))))
             key = shape_key(shape)
             if key not in seen:
                 seen.add(key)
@@ -114,7 +120,8 @@ def parse_range(spec: OperatorSpec, text: str, what: str = "--shape-range") -> S
     # Both ends must be shapes the spec accepts (unknown or missing names, out of its range).
     check_shape(spec, {v: b[0] for v, b in bounds.items()}, f"{what} {text:.80}")
     check_shape(spec, {v: b[1] for v, b in bounds.items()}, f"{what} {text:.80}")
-    return ShapeRange(tuple(spec.shape_vars), {v: bounds[v] for v in spec.shape_vars})
+    return ShapeRange(tuple(spec.shape_vars), {v: bounds[v] for v in spec.shape_vars},
+                      dict(spec.shape_multiple))
 
 
 @dataclass

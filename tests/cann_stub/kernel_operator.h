@@ -918,6 +918,12 @@ __aicore__ inline void Maxs(const LocalTensor<T>& d, const LocalTensor<T>& s, co
     detail::Unary(d, s, count, "Maxs", f);
 }
 template <typename T>
+__aicore__ inline void Mins(const LocalTensor<T>& d, const LocalTensor<T>& s, const T& v,
+                            const int32_t& count) {
+    detail::ScalarF f = {::ascend_tune_stub::ToD(v), 3};
+    detail::Unary(d, s, count, "Mins", f);
+}
+template <typename T>
 __aicore__ inline void Duplicate(const LocalTensor<T>& d, const T& v, const int32_t& count) {
     if (count < 0) ::ascend_tune_stub::Fail("Duplicate with count %d", count);
     d.Need(static_cast<uint32_t>(count), "Duplicate");

@@ -173,8 +173,52 @@ public:
     ge::Format format = ge::FORMAT_ND;
 };
 
+// The operator's attributes as the runtime passes them (MD exe_graph/runtime/runtime_attrs.h):
+// GetAttrPointer<T>(index), index = the attribute's position in the OpDef. The real one
+// reinterprets the bytes; the stand-in fails on a type other than the one stored, and returns
+// nullptr past the last attribute, as the real one does.
+class RuntimeAttrs {
+public:
+    template <typename T>
+    const T* GetAttrPointer(size_t index) const {
+        if (index >= values_.size()) return nullptr;
+        const Value& v = values_[index];
+        if (v.kind != KindOf(static_cast<const T*>(nullptr))) {
+            stub::Fail("RuntimeAttrs::GetAttrPointer(" + std::to_string(index) +
+                       "): the attribute holds another type");
+        }
+        return reinterpret_cast<const T*>(v.bytes);
+    }
+    const int64_t* GetInt(size_t index) const { return GetAttrPointer<int64_t>(index); }
+    const float* GetFloat(size_t index) const { return GetAttrPointer<float>(index); }
+    const bool* GetBool(size_t index) const { return GetAttrPointer<bool>(index); }
+    size_t GetAttrNum() const { return values_.size(); }
+
+    // Test knobs: attribute `index` holds `value` (the runtime fills these in CANN).
+    void SetFloat(size_t index, float value) { Set(index, 1, &value, sizeof(value)); }
+    void SetInt(size_t index, int64_t value) { Set(index, 2, &value, sizeof(value)); }
+    void SetBool(size_t index, bool value) { Set(index, 3, &value, sizeof(value)); }
+    void Clear() { values_.clear(); }
+
+private:
+    struct Value {
+        int kind;
+        alignas(8) unsigned char bytes[8];
+    };
+    static int KindOf(const float*) { return 1; }
+    static int KindOf(const int64_t*) { return 2; }
+    static int KindOf(const bool*) { return 3; }
+    void Set(size_t index, int kind, const void* value, size_t size) {
+        if (values_.size() <= index) values_.resize(index + 1, Value{0, {0}});
+        values_[index].kind = kind;
+        std::memcpy(values_[index].bytes, value, size);
+    }
+    std::vector<Value> values_;
+};
+
 class TilingContext {
 public:
+    const RuntimeAttrs* GetAttrs() const { return &attrs; }
     static constexpr size_t kStubWorkspaceCapacity = 8;
 
     const StorageShape* GetInputShape(size_t index) const {
@@ -226,6 +270,7 @@ public:
     }
 
     // Test knobs (the runtime fills these in CANN).
+    RuntimeAttrs attrs;
     std::vector<StorageShape> inputs;
     std::vector<StorageShape> outputs;
     std::vector<CompileTimeTensorDesc> inputDescs;

@@ -11,15 +11,28 @@ namespace optiling {
 // 40 bytes: nested structs, then fields widest first (no holes), then padding to a
 // multiple of 8 (the kernel-side copy moves 8-byte words and would drop a shorter tail).
 BEGIN_TILING_DATA_DEF(CatlassMatmulCustomTilingData)
+// m = M (shape variable, from input0.dim0)
 TILING_DATA_FIELD_DEF(uint32_t, m);
+// n = N (shape variable, from input1.dim1)
 TILING_DATA_FIELD_DEF(uint32_t, n);
+// k = K (shape variable, from input0.dim1)
 TILING_DATA_FIELD_DEF(uint32_t, k);
+// m1 = m1 (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, m1);
+// n1 = n1 (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, n1);
+// k1 = k1 (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, k1);
+// k0 = k0 (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, k0);
+// swizzleOffset = swizzleOffset (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, swizzleOffset);
+// swizzleDirection = swizzleDirection (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, swizzleDirection);
+// tiles = tiles
+//   mTiles = ceil_div(M, m1)
+//   nTiles = ceil_div(N, n1)
+//   tiles = mTiles * nTiles
 TILING_DATA_FIELD_DEF(uint32_t, tiles);
 END_TILING_DATA_DEF;
 

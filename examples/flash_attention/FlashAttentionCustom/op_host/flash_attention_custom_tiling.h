@@ -11,17 +11,38 @@ namespace optiling {
 // 48 bytes: nested structs, then fields widest first (no holes), then padding to a
 // multiple of 8 (the kernel-side copy moves 8-byte words and would drop a shorter tail).
 BEGIN_TILING_DATA_DEF(FlashAttentionCustomTilingData)
+// batch = B (shape variable, from input0.dim0)
 TILING_DATA_FIELD_DEF(uint32_t, batch);
+// heads = N (shape variable, from input0.dim1)
 TILING_DATA_FIELD_DEF(uint32_t, heads);
+// s1Size = S1 (shape variable, from input0.dim2)
 TILING_DATA_FIELD_DEF(uint32_t, s1Size);
+// s2Size = S2 (shape variable, from input1.dim2)
 TILING_DATA_FIELD_DEF(uint32_t, s2Size);
+// dSize = D (shape variable, from input0.dim3)
 TILING_DATA_FIELD_DEF(uint32_t, dSize);
+// s1BaseSize = s1Base (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, s1BaseSize);
+// s1BaseTailSize = s1Tail
+//   s1Blocks = ceil_div(S1, s1Base)
+//   s1Tail = S1 - (s1Blocks - 1) * s1Base
 TILING_DATA_FIELD_DEF(uint32_t, s1BaseTailSize);
+// s1OuterSize = s1Blocks
+//   s1Blocks = ceil_div(S1, s1Base)
 TILING_DATA_FIELD_DEF(uint32_t, s1OuterSize);
+// s2BaseSize = s2Base (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, s2BaseSize);
+// s2BaseTailSize = s2Tail
+//   s2Blocks = ceil_div(S2, s2Base)
+//   s2Tail = S2 - (s2Blocks - 1) * s2Base
 TILING_DATA_FIELD_DEF(uint32_t, s2BaseTailSize);
+// s2OuterSize = s2Blocks
+//   s2Blocks = ceil_div(S2, s2Base)
 TILING_DATA_FIELD_DEF(uint32_t, s2OuterSize);
+// unitsPerCore = unitsPerCore
+//   s1Blocks = ceil_div(S1, s1Base)
+//   units = B * N * s1Blocks
+//   unitsPerCore = ceil_div(units, blockDim)
 TILING_DATA_FIELD_DEF(uint32_t, unitsPerCore);
 END_TILING_DATA_DEF;
 

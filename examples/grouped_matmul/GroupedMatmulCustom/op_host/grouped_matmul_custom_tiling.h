@@ -11,14 +11,24 @@ namespace optiling {
 // 40 bytes: nested structs, then fields widest first (no holes), then padding to a
 // multiple of 8 (the kernel-side copy moves 8-byte words and would drop a shorter tail).
 BEGIN_TILING_DATA_DEF(GroupedMatmulCustomTilingData)
+// M = M (shape variable, from input0.dim0)
 TILING_DATA_FIELD_DEF(uint32_t, M);
+// N = N (shape variable, from input1.dim2)
 TILING_DATA_FIELD_DEF(uint32_t, N);
+// K = K (shape variable, from input0.dim1)
 TILING_DATA_FIELD_DEF(uint32_t, K);
+// groupNum = G (shape variable, from input1.dim0)
 TILING_DATA_FIELD_DEF(uint32_t, groupNum);
+// l1M = m1 (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, l1M);
+// l1N = n1 (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, l1N);
+// l1K = k1 (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, l1K);
+// l0K = k0 (tuned parameter)
 TILING_DATA_FIELD_DEF(uint32_t, l0K);
+// nTiles = nTiles
+//   nTiles = ceil_div(N, n1)
 TILING_DATA_FIELD_DEF(uint32_t, nTiles);
 TILING_DATA_FIELD_DEF(uint32_t, tilingPad0);
 END_TILING_DATA_DEF;

@@ -13,8 +13,11 @@ namespace optiling {
 // multiple of 8 (the kernel-side copy moves 8-byte words and would drop a shorter tail).
 BEGIN_TILING_DATA_DEF(MatmulCustomTilingData)
 TILING_DATA_FIELD_DEF_STRUCT(TCubeTiling, cubeTilingData);
+// M = M (shape variable, from input0.dim0)
 TILING_DATA_FIELD_DEF(uint32_t, M);
+// N = N (shape variable, from input1.dim1)
 TILING_DATA_FIELD_DEF(uint32_t, N);
+// K = K (shape variable, from input0.dim1)
 TILING_DATA_FIELD_DEF(uint32_t, K);
 TILING_DATA_FIELD_DEF(uint32_t, tilingPad0);
 END_TILING_DATA_DEF;

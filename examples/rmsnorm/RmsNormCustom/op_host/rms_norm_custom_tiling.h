@@ -11,19 +11,75 @@ namespace optiling {
 // 56 bytes: nested structs, then fields widest first (no holes), then padding to a
 // multiple of 8 (the kernel-side copy moves 8-byte words and would drop a shorter tail).
 BEGIN_TILING_DATA_DEF(RmsNormCustomTilingData)
+// numRow = rows (shape variable, from input0.rows)
 TILING_DATA_FIELD_DEF(uint32_t, numRow);
+// numCol = cols (shape variable, from input0.last)
 TILING_DATA_FIELD_DEF(uint32_t, numCol);
+// numColAlign = colsAligned
+//   colsAligned = align_up(cols, 32 // sizeof.x)
 TILING_DATA_FIELD_DEF(uint32_t, numColAlign);
+// blockFactor = rowsPerCore
+//   rowsPerCore = ceil_div(rows, blockDim)
 TILING_DATA_FIELD_DEF(uint32_t, blockFactor);
+// rowFactor = rowTile
+//   colsAligned = align_up(cols, 32 // sizeof.x)
+//   colTile = min(colFactor, colsAligned)
+//   colTiles = ceil_div(colsAligned, colTile)
+//   rowsPerCore = ceil_div(rows, blockDim)
+//   rowTile = where(colTiles > 1, 1, min(rowFactor, rowsPerCore))
 TILING_DATA_FIELD_DEF(uint32_t, rowFactor);
+// ubFactor = colTile
+//   colsAligned = align_up(cols, 32 // sizeof.x)
+//   colTile = min(colFactor, colsAligned)
 TILING_DATA_FIELD_DEF(uint32_t, ubFactor);
+// colLoops = colTiles
+//   colsAligned = align_up(cols, 32 // sizeof.x)
+//   colTile = min(colFactor, colsAligned)
+//   colTiles = ceil_div(colsAligned, colTile)
 TILING_DATA_FIELD_DEF(uint32_t, colLoops);
+// rowLoops = rowPasses
+//   colsAligned = align_up(cols, 32 // sizeof.x)
+//   colTile = min(colFactor, colsAligned)
+//   colTiles = ceil_div(colsAligned, colTile)
+//   rowsPerCore = ceil_div(rows, blockDim)
+//   rowTile = where(colTiles > 1, 1, min(rowFactor, rowsPerCore))
+//   rowPasses = ceil_div(rowsPerCore, rowTile)
 TILING_DATA_FIELD_DEF(uint32_t, rowLoops);
+// tailRowFactor = tailRowFactor
+//   colTile = min(colFactor, colsAligned)
+//   colTiles = ceil_div(colsAligned, colTile)
+//   rowsPerCore = ceil_div(rows, blockDim)
+//   rowTile = where(colTiles > 1, 1, min(rowFactor, rowsPerCore))
+//   rowPasses = ceil_div(rowsPerCore, rowTile)
+//   tailRowFactor = rowsPerCore - (rowPasses - 1) * rowTile
 TILING_DATA_FIELD_DEF(uint32_t, tailRowFactor);
+// lastBlockRows = lastBlockRows
+//   rowsPerCore = ceil_div(rows, blockDim)
+//   lastBlockRows = rows - (blockDim - 1) * rowsPerCore
 TILING_DATA_FIELD_DEF(uint32_t, lastBlockRows);
+// lastBlockRowLoops = lastBlockRowLoops
+//   colTile = min(colFactor, colsAligned)
+//   colTiles = ceil_div(colsAligned, colTile)
+//   rowsPerCore = ceil_div(rows, blockDim)
+//   rowTile = where(colTiles > 1, 1, min(rowFactor, rowsPerCore))
+//   lastBlockRows = rows - (blockDim - 1) * rowsPerCore
+//   lastBlockRowLoops = ceil_div(lastBlockRows, rowTile)
 TILING_DATA_FIELD_DEF(uint32_t, lastBlockRowLoops);
+// lastBlockTailRowFactor = lastBlockTailRowFactor
+//   colTiles = ceil_div(colsAligned, colTile)
+//   rowsPerCore = ceil_div(rows, blockDim)
+//   rowTile = where(colTiles > 1, 1, min(rowFactor, rowsPerCore))
+//   lastBlockRows = rows - (blockDim - 1) * rowsPerCore
+//   lastBlockRowLoops = ceil_div(lastBlockRows, rowTile)
+//   lastBlockTailRowFactor = lastBlockRows - (lastBlockRowLoops - 1) * rowTile
 TILING_DATA_FIELD_DEF(uint32_t, lastBlockTailRowFactor);
+// tailColFactor = tailColFactor
+//   colsAligned = align_up(cols, 32 // sizeof.x)
+//   colTile = min(colFactor, colsAligned)
+//   colTiles = ceil_div(colsAligned, colTile)
+//   tailColFactor = cols - (colTiles - 1) * colTile
 TILING_DATA_FIELD_DEF(uint32_t, tailColFactor);
+// avgFactor = 1.0 / cols
 TILING_DATA_FIELD_DEF(float, avgFactor);
 END_TILING_DATA_DEF;
 

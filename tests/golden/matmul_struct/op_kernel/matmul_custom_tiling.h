@@ -11,8 +11,11 @@
 // multiple of 8 (the kernel-side copy moves 8-byte words and would drop a shorter tail).
 struct MatmulCustomTilingData {
     TCubeTiling cubeTilingData;
+    // M = M (shape variable, from input0.dim0)
     uint32_t M = 0;
+    // N = N (shape variable, from input1.dim1)
     uint32_t N = 0;
+    // K = K (shape variable, from input0.dim1)
     uint32_t K = 0;
     uint32_t tilingPad0 = 0;
 };
