@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from ascend_tune import report as _report
-from ascend_tune.api import database as _database
-from ascend_tune.api.database import Database, open_db
 from ascend_tune.api import agree as _agree
+from ascend_tune.api import database as _database
 from ascend_tune.api.agree import refuse, spec_refusal, with_attrs
+from ascend_tune.api.database import Database, open_db
 from ascend_tune.api.measurements import (
     calibrate,
     calibration_refusals,
