@@ -147,10 +147,17 @@ def runners_up(bundle: Bundle) -> list[list[dict[str, int]]]:
     return out
 
 
+# --dims: the dimension redrawn per spec where it is not the token-like one (e.g. B).
+DIMS: dict[str, str] = {}
+
+
 def token_dim(spec: OperatorSpec, shapes: Sequence[Mapping[str, int]]) -> tuple[str, float]:
-    """The shape variable whose tuned values vary most (max/min), first in spec order on ties."""
+    """The shape variable whose tuned values vary most (max/min), first in spec order on ties
+    (or the one ``--dims`` names for this spec)."""
     best, ratio = spec.shape_vars[0], -1.0
     for v in spec.shape_vars:
+        if DIMS.get(spec.name) not in (None, v):
+            continue
         vals = [s[v] for s in shapes]
         r = max(vals) / max(min(vals), 1)
         if r > ratio:
@@ -546,9 +553,15 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the raw rows here")
     ap.add_argument("--top-k", type=int, default=1,
                     help="range mode: runners-up kept per tuned shape (candidates of the table)")
+    ap.add_argument("--dims", metavar="OP=VAR,...", default="",
+                    help="the shape variable to redraw per operator (its spec name, e.g. "
+                         "BatchMatmulCustom=B) instead of the token-like one")
     args = ap.parse_args()
     global TOP_K
     TOP_K = args.top_k
+    for item in filter(None, (t.strip() for t in args.dims.split(","))):
+        op, _, var = item.partition("=")
+        DIMS[op.strip()] = var.strip()
     available = example_names()
     names = available
     if args.specs:

@@ -130,7 +130,8 @@ def test_add_selection_tables(style: str) -> None:
     # The winners lead the candidate table, in the same order.
     assert _table(text, "kCandidates")[:4] == configs
     # An AIV-only kernel checks its cores against the AIV count, and a tie keeps the first.
-    assert "if (cores < 1 || cores > aivNum) return false;" in text
+    assert re.search(r"if \(!CoresWithin\(.*, v\.aivNum\)\) return false;  "
+                     r"// block_dim_within_chip", text)
     assert "if (best == -2 || us < bestUs) {" in text
 
 
