@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from ascend_tune.base import yaml_fast
 from ascend_tune.base.errors import AscendTuneError
 
 KeyPath = tuple[str, ...]
@@ -231,6 +232,11 @@ def parse_yaml(text: str, origin: str) -> tuple[Any, dict[KeyPath, int]]:
                                 f"(column {bad.start() - text.rfind(chr(10), 0, bad.start())})",
                         line_of(text, bad.start()))
     lines: dict[KeyPath, int] = {}
+    fast = (_parse_c(text, origin, lines)
+            if _CLoader is not None and yaml_fast.usable(text) else None)
+    if fast is not None:
+        return fast[0], lines
+    lines.clear()
     loader = _Loader(text, origin)
     try:
         node = loader.get_single_node()
@@ -251,7 +257,29 @@ def parse_yaml(text: str, origin: str) -> tuple[Any, dict[KeyPath, int]]:
     return data, lines
 
 
-def _convert(loader: _Loader, node: yaml.Node, path: KeyPath,
+_CLoader = yaml_fast.loader_class(_Loader.yaml_implicit_resolvers)
+
+
+def _parse_c(text: str, origin: str, lines: dict[KeyPath, int]) -> tuple[Any] | None:
+    """libyaml's parse of ``text`` (yaml_fast), or None where the Python loader must decide."""
+    assert _CLoader is not None
+    loader = _CLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return (None,)
+        deep = yaml_fast.first_too_deep(node, MAX_DEPTH)
+        if deep is not None:
+            raise ReadError(origin, f"nested deeper than {MAX_DEPTH} levels",
+                            deep.start_mark.line + 1)
+        return (_convert(loader, node, (), lines, origin),)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    finally:
+        loader.dispose()
+
+
+def _convert(loader: Any, node: yaml.Node, path: KeyPath,
              lines: dict[KeyPath, int], origin: str) -> Any:
     line = node.start_mark.line + 1
     if node.tag not in _CORE_TAGS:
@@ -281,8 +309,8 @@ def _convert(loader: _Loader, node: yaml.Node, path: KeyPath,
     if isinstance(node, yaml.SequenceNode):
         return [_convert(loader, item, (*path, str(i)), lines, origin)
                 for i, item in enumerate(node.value)]
-    try:
-        value = loader.construct_object(node, deep=True)
+    try:  # a core-tag scalar: its constructor directly (what construct_object calls)
+        value = loader.yaml_constructors[node.tag](loader, node)
     except (ValueError, KeyError, TypeError, OverflowError) as exc:
         if "digits" in str(exc):
             raise ReadError(origin, f"{show(node.value)} has more than 4300 digits",
