@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "leaky_relu_custom_tiling.h"
@@ -197,156 +198,80 @@ static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
+    const int64_t v_totalLength = shape[0];
+    const int64_t v_blockDim = config[0];
+    const int64_t v_tileNum = config[1];
     (void)aic;
-    const int64_t t0 = at_floordiv(s0, p0);
-    const int64_t t1 = (p1 * INT64_C(2));
-    const int64_t t2 = at_floordiv(t0, t1);
-    const double t3 = static_cast<double>(p0);
-    const double t4 = at_fceil(at_py_div(t3, ((((t3 > 1.0)) || ((t3 != t3))) ? t3 : 1.0)));
-    const double t5 = ((((t4 > 0.0)) || ((t4 != t4))) ? t4 : 0.0);
-    const double t6 = (((t5 > 1.0)) ? 14.0 : 0.0);
-    const double t7 = t6;
-    const double t8 = static_cast<double>((p1 * INT64_C(2)));
-    const double t9 = static_cast<double>(INT64_C(2));
-    const double t10 = ((((t8 > 0.0)) || ((t8 != t8))) ? t8 : 0.0);
-    const double t11 = (((t10 > 1.0)) ? 14.0 : 0.0);
-    const double t12 = t11;
-    const double t13 = static_cast<double>((t2 * INT64_C(4)));
-    const double t14 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t15 = at_py_div(t13, t14);
-    const double t16 = ((t14 * at_fceil(at_py_div(t15, 32.0))) * 32.0);
-    const double t17 = at_interp(t16, k_XP0, k_FP0, 5);
-    const bool t18 = ((std::fmod(t15, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t19 = (t18 ? 1.0 : 0.7);
-    const double t20 = (t17 * t19);
-    const double t21 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t22 = ((((t21 < 1.0)) || ((t21 != t21))) ? t21 : 1.0);
-    const double t23 = at_py_div(1.0, (at_py_div((1.0 - t22), 888.8888888888889) + at_py_div(t22, 3888.8888888888887)));
-    const double t24 = ((((t3 > 1.0)) || ((t3 != t3))) ? t3 : 1.0);
-    const double t25 = (t24 * 200.0);
-    const double t26 = std::pow(t23, (-1.5));
-    const double t27 = at_py_div(std::pow((std::pow(t25, (-1.5)) + t26), (-0.6666666666666666)), t24);
-    const double t28 = ((((t20 < t27)) || ((t20 != t20))) ? t20 : t27);
-    const double t29 = at_py_div((1.0 * t16), t27);
-    const double t30 = at_py_div(t16, t28);
-    const double t31 = (190.0 + t30);
-    const double t32 = (1.0 * t31);
-    const double t33 = (t12 + t32);
-    const double t34 = (0.0 + t32);
-    const double t35 = (0.0 + t29);
-    const double t36 = static_cast<double>(t2);
-    const double t37 = at_fceil(at_py_div((t36 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t38 = at_fceil(at_py_div(t37, 255.0));
-    const double t39 = ((t38 * 22.0) + (t37 * 1.0));
-    const double t40 = (1.0 * t39);
-    const double t41 = (t33 + t40);
-    const double t42 = (0.0 + t40);
-    const double t43 = (t35 + 0.0);
-    const double t44 = static_cast<double>(t2);
-    const double t45 = at_fceil(at_py_div((t44 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t46 = at_fceil(at_py_div(t45, 255.0));
-    const double t47 = ((t46 * 22.0) + (t45 * 1.0));
-    const double t48 = (1.0 * t47);
-    const double t49 = (t41 + t48);
-    const double t50 = (t42 + t48);
-    const double t51 = (t43 + 0.0);
-    const double t52 = static_cast<double>(t2);
-    const double t53 = at_fceil(at_py_div((t52 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t54 = at_fceil(at_py_div(t53, 255.0));
-    const double t55 = ((t54 * 22.0) + (t53 * 1.0));
-    const double t56 = (1.0 * t55);
-    const double t57 = (t49 + t56);
-    const double t58 = (t50 + t56);
-    const double t59 = (t51 + 0.0);
-    const double t60 = static_cast<double>(t2);
-    const double t61 = at_fceil(at_py_div((t60 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t62 = at_fceil(at_py_div(t61, 255.0));
-    const double t63 = ((t62 * 22.0) + (t61 * 2.0));
-    const double t64 = (1.0 * t63);
-    const double t65 = (t57 + t64);
-    const double t66 = (t58 + t64);
-    const double t67 = (t59 + 0.0);
-    const double t68 = static_cast<double>((t2 * INT64_C(4)));
-    const double t69 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t70 = at_py_div(t68, t69);
-    const double t71 = ((t69 * at_fceil(at_py_div(t70, 32.0))) * 32.0);
-    const double t72 = at_interp(t71, k_XP1, k_FP1, 5);
-    const bool t73 = ((std::fmod(t70, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t74 = (t73 ? 1.0 : 0.7);
-    const double t75 = (t72 * t74);
-    const double t76 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t77 = ((((t76 < 1.0)) || ((t76 != t76))) ? t76 : 1.0);
-    const double t78 = at_py_div(1.0, (at_py_div((1.0 - t77), 888.8888888888889) + at_py_div(t77, 3888.8888888888887)));
-    const double t79 = ((((t3 > 1.0)) || ((t3 != t3))) ? t3 : 1.0);
-    const double t80 = (t79 * 200.0);
-    const double t81 = std::pow(t78, (-1.5));
-    const double t82 = at_py_div(std::pow((std::pow(t80, (-1.5)) + t81), (-0.6666666666666666)), t79);
-    const double t83 = ((((t75 < t82)) || ((t75 != t75))) ? t75 : t82);
-    const double t84 = at_py_div((1.0 * t71), t82);
-    const double t85 = at_py_div(t71, t83);
-    const double t86 = (80.0 + t85);
-    const double t87 = (1.0 * t86);
-    const double t88 = (t65 + t87);
-    const double t89 = (0.0 + t87);
-    const double t90 = (t67 + t84);
-    const double t91 = (t88 + 4.0);
-    const double t92 = (t11 + 4.0);
-    const double t93 = ((((t92 > t34)) || ((t92 != t92))) ? t92 : t34);
-    const double t94 = ((((t93 > t66)) || ((t93 != t93))) ? t93 : t66);
-    const double t95 = ((((t94 > t89)) || ((t94 != t94))) ? t94 : t89);
-    const double t96 = ((((t95 > t90)) || ((t95 != t95))) ? t95 : t90);
-    const double t97 = ((((t96 > 0.0)) || ((t96 != t96))) ? t96 : 0.0);
-    const double t98 = (t10 - 1.0);
-    const double t99 = ((((t98 > 0.0)) || ((t98 != t98))) ? t98 : 0.0);
-    const bool t100 = ((t9 >= static_cast<double>(INT64_C(2))));
-    const double t101 = (t100 ? (t91 + (t99 * t97)) : (t10 * t91));
-    const double t102 = (t100 ? (t10 * 0.0) : ((t99 * t91) + t97));
-    const double t103 = (((t10 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t101);
-    const double t104 = (((t10 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t102);
-    const double t105 = (t92 * t10);
-    const double t106 = (t34 * t10);
-    const double t107 = (t66 * t10);
-    const double t108 = (t89 * t10);
-    const double t109 = (t90 * t10);
-    const double t110 = (t7 + t103);
-    const double t111 = (t6 + t105);
-    const double t112 = (0.0 + t106);
-    const double t113 = (0.0 + t107);
-    const double t114 = (0.0 + t108);
-    const double t115 = (0.0 + t109);
-    const double t116 = (((0.0 > t104)) ? 0.0 : t104);
-    const double t117 = (t110 + 0.0);
-    const double t118 = (t111 + 0.0);
-    const double t119 = ((((t118 > t112)) || ((t118 != t118))) ? t118 : t112);
-    const double t120 = ((((t119 > t113)) || ((t119 != t119))) ? t119 : t113);
-    const double t121 = ((((t120 > t114)) || ((t120 != t120))) ? t120 : t114);
-    const double t122 = ((((t121 > t115)) || ((t121 != t121))) ? t121 : t115);
-    const double t123 = ((((t122 > t116)) || ((t122 != t122))) ? t122 : t116);
-    const double t124 = (t5 - 1.0);
-    const double t125 = ((((t124 > 0.0)) || ((t124 != t124))) ? t124 : 0.0);
-    const double t126 = (t5 * t117);
-    const double t127 = ((t125 * t117) + t123);
-    const double t128 = (((t5 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t126);
-    const double t129 = (((t5 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t127);
-    (void)t129;
-    const double t130 = (t118 * t5);
-    (void)t130;
-    const double t131 = (t112 * t5);
-    (void)t131;
-    const double t132 = (t113 * t5);
-    (void)t132;
-    const double t133 = (t114 * t5);
-    (void)t133;
-    const double t134 = (t115 * t5);
-    (void)t134;
-    const double t135 = at_py_div(t128, 1800.0);
-    const double t136 = ((2.0 + 0.0) + at_py_div((1.3 * t3), static_cast<double>(aiv)));
-    const double t137 = (((0.0 > t136)) ? 0.0 : t136);
-    const double t138 = (t137 + t135);
-    return t138;
+    // blockLength
+    const int64_t blockLength_0 = at_floordiv(v_totalLength, v_blockDim);
+    // tileLength
+    const int64_t tileLength_0 = at_floordiv(blockLength_0, (v_tileNum * INT64_C(2)));
+    // vector_side
+    const double vector_side_0 = static_cast<double>(v_blockDim);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
+    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
+    const double vector_side_4 = static_cast<double>((v_tileNum * INT64_C(2)));
+    // tile
+    const double tile_0 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
+    // copy_in_x
+    const double copy_in_x_0 = at_py_div(static_cast<double>((tileLength_0 * INT64_C(4))), 1.0);
+    const double copy_in_x_1 = ((1.0 * at_fceil(at_py_div(copy_in_x_0, 32.0))) * 32.0);
+    const double copy_in_x_2 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_in_x_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_in_x_4 = at_py_div(std::pow((std::pow((copy_in_x_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_3);
+    const double copy_in_x_5 = (1.0 * (190.0 + at_py_div(copy_in_x_1, (((copy_in_x_2 < copy_in_x_4) || (copy_in_x_2 != copy_in_x_2)) ? copy_in_x_2 : copy_in_x_4))));
+    const double copy_in_x_6 = (tile_1 + copy_in_x_5);
+    const double copy_in_x_7 = (0.0 + copy_in_x_5);
+    const double copy_in_x_8 = (0.0 + at_py_div((1.0 * copy_in_x_1), copy_in_x_4));
+    // maxs
+    const double maxs_0 = at_fceil(at_py_div((static_cast<double>(tileLength_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double maxs_1 = (1.0 * ((at_fceil(at_py_div(maxs_0, 255.0)) * 22.0) + (maxs_0 * 1.0)));
+    const double maxs_2 = (copy_in_x_6 + maxs_1);
+    const double maxs_3 = (0.0 + maxs_1);
+    const double maxs_4 = (copy_in_x_8 + 0.0);
+    // mins
+    const double mins_0 = at_fceil(at_py_div((static_cast<double>(tileLength_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double mins_1 = (1.0 * ((at_fceil(at_py_div(mins_0, 255.0)) * 22.0) + (mins_0 * 1.0)));
+    const double mins_2 = (maxs_2 + mins_1);
+    const double mins_3 = (maxs_3 + mins_1);
+    const double mins_4 = (maxs_4 + 0.0);
+    // muls
+    const double muls_0 = at_fceil(at_py_div((static_cast<double>(tileLength_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double muls_1 = (1.0 * ((at_fceil(at_py_div(muls_0, 255.0)) * 22.0) + (muls_0 * 1.0)));
+    const double muls_2 = (mins_2 + muls_1);
+    const double muls_3 = (mins_3 + muls_1);
+    const double muls_4 = (mins_4 + 0.0);
+    // add
+    const double add_0 = at_fceil(at_py_div((static_cast<double>(tileLength_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double add_1 = (1.0 * ((at_fceil(at_py_div(add_0, 255.0)) * 22.0) + (add_0 * 2.0)));
+    const double add_2 = (muls_2 + add_1);
+    const double add_3 = (muls_3 + add_1);
+    const double add_4 = (muls_4 + 0.0);
+    // copy_out_y
+    const double copy_out_y_0 = at_py_div(static_cast<double>((tileLength_0 * INT64_C(4))), 1.0);
+    const double copy_out_y_1 = ((1.0 * at_fceil(at_py_div(copy_out_y_0, 32.0))) * 32.0);
+    const double copy_out_y_2 = (at_interp(copy_out_y_1, k_XP1, k_FP1, 5) * ((std::fmod(copy_out_y_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double copy_out_y_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double copy_out_y_4 = at_py_div(std::pow((std::pow((copy_out_y_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_out_y_3);
+    const double copy_out_y_5 = (1.0 * (80.0 + at_py_div(copy_out_y_1, (((copy_out_y_2 < copy_out_y_4) || (copy_out_y_2 != copy_out_y_2)) ? copy_out_y_2 : copy_out_y_4))));
+    const double copy_out_y_6 = (add_2 + copy_out_y_5);
+    const double copy_out_y_7 = (0.0 + copy_out_y_5);
+    const double copy_out_y_8 = (add_4 + at_py_div((1.0 * copy_out_y_1), copy_out_y_4));
+    // tile
+    const double tile_2 = (tile_1 + 4.0);
+    const double tile_3 = (((tile_2 > copy_in_x_7) || (tile_2 != tile_2)) ? tile_2 : copy_in_x_7);
+    const double tile_4 = (((tile_3 > add_3) || (tile_3 != tile_3)) ? tile_3 : add_3);
+    const double tile_5 = (((tile_4 > copy_out_y_7) || (tile_4 != tile_4)) ? tile_4 : copy_out_y_7);
+    const double tile_6 = (((tile_5 > copy_out_y_8) || (tile_5 != tile_5)) ? tile_5 : copy_out_y_8);
+    const double tile_7 = (tile_0 - 1.0);
+    const double tile_8 = ((copy_out_y_6 + 4.0) + ((((tile_7 > 0.0) || (tile_7 != tile_7)) ? tile_7 : 0.0) * (((tile_6 > 0.0) || (tile_6 != tile_6)) ? tile_6 : 0.0)));
+    const double tile_9 = (vector_side_3 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_8));
+    // vector_side
+    const double vector_side_5 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_6 = (((0.0 > vector_side_5) ? 0.0 : vector_side_5) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_9 + 0.0))), 1800.0));
+    return vector_side_6;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -369,46 +294,43 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.totalLength >= INT64_C(1024) && shape.totalLength <= INT64_C(1048576) && shape.totalLength % INT64_C(1024) == 0;
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // blockDim
+        v.v_blockLength = at_floordiv(v.v_totalLength, v.v_blockDim);
+        if (!((at_mod(v.v_totalLength, v.v_blockDim) == INT64_C(0)))) return false;  // cores_divide
+        if (!CoresWithin(v.v_blockDim, v.aivNum)) return false;  // vector_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aivNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(v.v_totalLength), 0.0, 4294967295.0)) return false;  // totalLength_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // tileNum
+        v.v_tileLength = at_floordiv(v.v_blockLength, (v.v_tileNum * INT64_C(2)));
+        if (!((at_mod(v.v_blockLength, (v.v_tileNum * INT64_C(2))) == INT64_C(0)))) return false;  // tiles_divide
+        if (!((at_mod((v.v_tileLength * sizeof_x), INT64_C(32)) == INT64_C(0)))) return false;  // tile_aligned
+        if (!((((((INT64_C(2) * INT64_C(2)) + INT64_C(2)) * v.v_tileLength) * sizeof_x) <= hw_ub_bytes))) return false;  // ub_fits
+        if (!Within(static_cast<double>(v.v_tileNum), 0.0, 4294967295.0)) return false;  // tileNum_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_totalLength = shape.totalLength;
-    out.v_totalLength = v_totalLength;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_tileNum = config.tileNum;
-    out.v_tileNum = v_tileNum;
-    const int64_t v_blockLength = at_floordiv(v_totalLength, v_blockDim);
-    out.v_blockLength = v_blockLength;
-    const int64_t v_tileLength = at_floordiv(v_blockLength, (v_tileNum * INT64_C(2)));
-    out.v_tileLength = v_tileLength;
-    if (!((at_mod(v_totalLength, v_blockDim) == INT64_C(0)))) return false;  // cores_divide
-    if (!((at_mod(v_blockLength, (v_tileNum * INT64_C(2))) == INT64_C(0)))) return false;  // tiles_divide
-    if (!((at_mod((v_tileLength * sizeof_x), INT64_C(32)) == INT64_C(0)))) return false;  // tile_aligned
-    if (!((((((INT64_C(2) * INT64_C(2)) + INT64_C(2)) * v_tileLength) * sizeof_x) <= hw_ub_bytes))) return false;  // ub_fits
-    {
-        const int64_t cores = v_blockDim;  // vector_cores_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_totalLength);  // totalLength_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_tileNum);  // tileNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    return true;
+    out.v_totalLength = shape.totalLength;
+    out.v_blockDim = config.blockDim;
+    out.v_tileNum = config.tileNum;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -427,101 +349,45 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
     (void)hw_vector_cores;
     const int64_t v_totalLength = shape.totalLength;
     (void)v_totalLength;
-    const int64_t dims[1] = { shape.totalLength };
-    std::vector<int64_t> dom0;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
-    }
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(1)), hi = static_cast<int64_t>(INT64_C(1024));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom1.push_back(p);
-        }
-    }
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.tileNum ? a - base.tileNum : base.tileNum - a;
-        const int64_t db = b > base.tileNum ? b - base.tileNum : base.tileNum - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_blockDim = k0 < 0 ? base.blockDim : dom0[k0];
-        if (k0 >= 0 && v_blockDim == base.blockDim) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_blockLength = at_floordiv(v_totalLength, v_blockDim);
-        (void)v_blockLength;
-        if (!((at_mod(v_totalLength, v_blockDim) == INT64_C(0)))) continue;  // cores_divide
-        {
-            const int64_t cores = v_blockDim;  // vector_cores_within_chip
-            if (cores < 1 || cores > aivNum) continue;
-        }
-        {
-            const int64_t cores = v_blockDim;  // block_dim_within_chip
-            if (cores < 1 || cores > aivNum) continue;
-        }
-        {
-            const double value = static_cast<double>(v_totalLength);  // totalLength_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_tileNum = k1 < 0 ? base.tileNum : dom1[k1];
-            if (k1 >= 0 && v_tileNum == base.tileNum) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_tileLength = at_floordiv(v_blockLength, (v_tileNum * INT64_C(2)));
-            (void)v_tileLength;
-            if (!((at_mod(v_blockLength, (v_tileNum * INT64_C(2))) == INT64_C(0)))) continue;  // tiles_divide
-            if (!((at_mod((v_tileLength * sizeof_x), INT64_C(32)) == INT64_C(0)))) continue;  // tile_aligned
-            if (!((((((INT64_C(2) * INT64_C(2)) + INT64_C(2)) * v_tileLength) * sizeof_x) <= hw_ub_bytes))) continue;  // ub_fits
-            {
-                const double value = static_cast<double>(v_tileNum);  // tileNum_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const int64_t values[2] = {v_blockDim, v_tileNum};
-                const double us = PredictUs(dims, values, aicNum, aivNum);
-                if (found == 0 || us < bestUs) {
-                    bestUs = us;
-                    out.blockDim = v_blockDim;
-                    out.tileNum = v_tileNum;
-                }
-                if (++found >= 16) break;
-            }
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainRange(doms[0], INT64_C(1), static_cast<int64_t>(hw_vector_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    if (!DomainPow2(doms[1], INT64_C(1), INT64_C(1024))) return false;  // tileNum
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -530,6 +396,64 @@ inline Config ConfigOf(const int64_t* v) {
     config.tileNum = v[1];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 2;
+    std::vector<int64_t> doms[2];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[2] = { base.blockDim, base.tileNum };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[1] = { shape.totalLength };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_totalLength = shape.totalLength;
+    int64_t cur[2] = {};
+    int64_t* const slots[2] = { &w.v_blockDim, &w.v_tileNum };
+    int64_t k[2] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -568,51 +492,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_totalLength = shape.totalLength;
-    (void)v_totalLength;
     const int64_t dims[1] = { shape.totalLength };
-    std::vector<int64_t> dom0;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_vector_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom0.push_back(v);
-    }
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    {
-        const int64_t lo = static_cast<int64_t>(INT64_C(1)), hi = static_cast<int64_t>(INT64_C(1024));
-        int64_t p = 1;
-        for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
-            if (p >= lo) dom1.push_back(p);
-        }
-    }
-    if (dom1.empty()) return false;
-    const std::vector<int64_t>* doms[2] = {&dom0, &dom1};
+    std::vector<int64_t> doms[2];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 2;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 1;
+    static const int32_t kPairs[1][2] = { { 0, 1 } };
     int64_t cur[2] = { config.blockDim, config.tileNum };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[2] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -625,7 +528,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -634,12 +540,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[2];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[2];
@@ -658,6 +565,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);
@@ -789,7 +697,8 @@ inline uint64_t TilingKey(const Values& v) {
     return static_cast<uint64_t>(INT64_C(0));
 }
 
-// The kernel's own workspace; ApplyTuning adds the system part.
+// The kernel's own workspace, all ApplyTuning reserves: the kernel uses no high-level API
+// library, so no system workspace (GetLibApiWorkSpaceSize) is added (system_workspace: none).
 inline int64_t UserWorkspaceBytes(const Values& v) {
     (void)v;
     return static_cast<int64_t>(INT64_C(0));
