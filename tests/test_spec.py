@@ -193,18 +193,18 @@ def test_layouts_resolve_per_operand_and_per_variant() -> None:
     (("\ndtypes:", "\nlayouts: {b: zN}\ndtypes:"),
      "g.yaml:14: layouts.b: 'zN' is not one of: row_major, column_major, nz"),
     (("operand: b,", "operand: w,"),
-     "g.yaml:73: pipeline.cube.body.1.body.0.body.1.operand: operand 'w' is not a tensor; "
+     "g.yaml:77: pipeline.cube.body.1.body.0.body.1.operand: operand 'w' is not a tensor; "
      "tensors: a, b, c, acc, groups"),
     (("path: l1_to_l0a,", "path: l1_to_l0a, operand: a,"), None),
     (("rows: tileM, gm_rows: M, gm_cols: K,", "rows: tileM, gm_rows: M,"),
-     "g.yaml:72: pipeline.cube.body.1.body.0.body.0.gm_rows: 'gm_rows' needs 'gm_cols' too: "
+     "g.yaml:76: pipeline.cube.body.1.body.0.body.0.gm_rows: 'gm_rows' needs 'gm_cols' too: "
      "together they give the operand's row pitch in GM"),
     (("{stage: load_a_l0a, pipe: mte1, path: l1_to_l0a,",
       "{stage: load_a_l0a, pipe: mte1, path: l1_to_l0a, operand: a, gm_rows: M, gm_cols: K,"),
-     "g.yaml:78: pipeline.cube.body.1.body.0.body.2.body.0.gm_rows: 'gm_rows' and 'gm_cols' "
+     "g.yaml:82: pipeline.cube.body.1.body.0.body.2.body.0.gm_rows: 'gm_rows' and 'gm_cols' "
      "apply to GM paths (gm_to_l1, gm_to_ub, l0c_to_gm, ub_to_gm), not l1_to_l0a"),
     (("operand: a, bytes: tileM", "bytes: tileM"),
-     "g.yaml:72: pipeline.cube.body.1.body.0.body.0.gm_rows: 'gm_rows' and 'gm_cols' need "
+     "g.yaml:76: pipeline.cube.body.1.body.0.body.0.gm_rows: 'gm_rows' and 'gm_cols' need "
      "'operand': the tensor's element size and layout turn them into the row pitch"),
 ])
 def test_bad_layouts_are_load_errors(edit: tuple[str, str], message: str | None) -> None:
