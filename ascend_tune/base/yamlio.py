@@ -232,8 +232,7 @@ def parse_yaml(text: str, origin: str) -> tuple[Any, dict[KeyPath, int]]:
                                 f"(column {bad.start() - text.rfind(chr(10), 0, bad.start())})",
                         line_of(text, bad.start()))
     lines: dict[KeyPath, int] = {}
-    fast = (_parse_c(text, origin, lines)
-            if _CLoader is not None and yaml_fast.usable(text) else None)
+    fast = _parse_c(text, origin, lines) if _CLoader and yaml_fast.usable(text) else None
     if fast is not None:
         return fast[0], lines
     lines.clear()
@@ -262,8 +261,7 @@ _CLoader = yaml_fast.loader_class(_Loader.yaml_implicit_resolvers)
 
 def _parse_c(text: str, origin: str, lines: dict[KeyPath, int]) -> tuple[Any] | None:
     """libyaml's parse of ``text`` (yaml_fast), or None where the Python loader must decide."""
-    assert _CLoader is not None
-    loader = _CLoader(text)
+    loader = _CLoader(text)  # type: ignore[misc]
     try:
         node = loader.get_single_node()
         if node is None:
