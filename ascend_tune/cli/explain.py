@@ -42,7 +42,7 @@ def explain(
                                          "of the winner of a results file."),
     as_json: bool = typer.Option(False, "--json",
                                  help="Print the prediction, diagnosis and stages as JSON."),
-    attr: list[str] = typer.Option([], "--attr", metavar="NAME=VALUE",
+    attr: list[str] = typer.Option([], "--attr", metavar="ATTR=VALUE",
                                    help="An operator attribute's value (repeatable; the "
                                         "others keep their default)."),
 ) -> None:

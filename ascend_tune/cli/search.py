@@ -74,7 +74,7 @@ def search(
                                  help="Print search spaces and baselines; tune nothing."),
     db_url: str | None = db_option(),
     no_db: bool = no_db_option(),
-    attr: list[str] = typer.Option([], "--attr", metavar="NAME=VALUE",
+    attr: list[str] = typer.Option([], "--attr", metavar="ATTR=VALUE",
                                    help="An operator attribute's value (repeatable; the "
                                         "others keep their default): checked and recorded."),
     force: bool = typer.Option(False, "--force",

@@ -27,7 +27,7 @@ import numpy as np
 from ascend_tune.expr import Kind
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model import dispatch_cpp
-from ascend_tune.model.fastpaths import kernel
+from ascend_tune.model.fastpaths import kernel, scalar
 from ascend_tune.spec import OperatorSpec
 
 # The platform's core counts, read at run time (the profile's are only the tuning target).
@@ -50,7 +50,7 @@ class DispatchModel:
         names = {**{f"s{j}": f"v_{v}" for j, v in enumerate(self.spec.shape_vars)},
                  **{f"p{j}": f"v_{p}" for j, p in enumerate(self.spec.params)}}
         return dispatch_cpp.render_function(self.source, name, self.curves, self.labels,
-                                            kernel._HELPERS, names)
+                                            scalar.HELPERS, names)
 
     def latency_us(self, shape: Sequence[int], config: Sequence[int], aic: int,
                    aiv: int) -> float:

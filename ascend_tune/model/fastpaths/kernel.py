@@ -25,12 +25,10 @@ written there, one file per source named after the same digest (and, where
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import contextvars
 import hashlib
 import linecache
-import math
 import os
 import re
 import weakref
@@ -42,50 +40,16 @@ import numpy as np
 
 from ascend_tune.base.vocabulary import DTYPE_BYTES, GM_PATHS, TWO_SOURCE_CLASSES
 from ascend_tune.expr import Expr, Kind, Span, node_span, value_span
-from ascend_tune.expr.python import RUNTIME, PythonRenderer, Writer, literal
+from ascend_tune.expr.python import PythonRenderer, Writer, literal
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model import costs
 from ascend_tune.model.fastpaths import memo as row_memo
+from ascend_tune.model.fastpaths.scalar import HELPERS as _HELPERS
 from ascend_tune.spec import Loop, OperatorSpec, Stage, end_pipes, launch, needed_derived
 
 # Errors a row's Python arithmetic may raise where numpy gives inf or nan: such rows go to
 # the vectorised engine.
 ROW_ERRORS = (ArithmeticError, ValueError)
-
-
-# ---- scalar forms of the numpy operations the cost formulas use ----------------------------
-# (the expressions' own are :data:`ascend_tune.expr.python.RUNTIME`)
-
-def _fceil(x: float) -> float:
-    """np.ceil: a float, -0.0 for x in (-1, 0] (math.ceil gives an int, and raises on inf or
-    nan: the row falls back)."""
-    r = float(math.ceil(x))
-    return r if r != 0.0 else (-0.0 if x < 0.0 else x)
-
-
-def _interp(x: float, xp: Sequence[float], fp: Sequence[float]) -> float:
-    """np.interp on one element, by numpy's algorithm (the same slope and operand order)."""
-    last = len(xp) - 1
-    if x > xp[last]:
-        return fp[last]
-    if x < xp[0]:
-        return fp[0]
-    j = bisect.bisect_right(xp, x) - 1
-    if j == last or xp[j] == x:
-        return fp[j]
-    slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j])
-    out = slope * (x - xp[j]) + fp[j]
-    if out != out:  # numpy tries from the other end of the interval
-        out = slope * (x - xp[j + 1]) + fp[j + 1]
-        if out != out and fp[j] == fp[j + 1]:
-            out = fp[j]
-    return out
-
-
-_HELPERS: dict[str, Any] = {
-    **RUNTIME, "_fceil": _fceil, "_interp": _interp, "_isfinite": math.isfinite,
-    "_fmodf": math.fmod,
-}
 
 
 # ---- the generated functions ------------------------------------------------------------
