@@ -80,7 +80,9 @@ def test_every_configuration_looked_at_counts_and_the_budget_holds(
     start_us = score([start[p] for p in spec.params])
     seen.clear()
     full = refine(spec, env, shape, start, start_us, score)
-    assert len(seen) == refine_mod.MAX_EVALS  # 15 parameters: this descent spends it all
+    # Within the budget (a parameter swept since no other moved is not swept again, and only
+    # coupled pairs move together, so this descent now ends before spending it all).
+    assert len(seen) <= refine_mod.MAX_EVALS
     assert full is not None and full[1] < start_us
     assert (full[0]["mDim"], full[0]["nDim"]) != (4, 10)
     # From the 8x5 split on M=1567 it stops early: at a local optimum, where no single
