@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "catlass_matmul_custom_tiling.h"
@@ -204,324 +205,177 @@ static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
 static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
 static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t s2 = shape[2];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
-    const int64_t p4 = config[4];
-    const int64_t p5 = config[5];
-    const int64_t p6 = config[6];
+    const int64_t v_M = shape[0];
+    const int64_t v_N = shape[1];
+    const int64_t v_K = shape[2];
+    const int64_t v_m1 = config[0];
+    const int64_t v_n1 = config[1];
+    const int64_t v_k1 = config[2];
+    const int64_t v_k0 = config[3];
+    const int64_t v_swizzleOffset = config[4];
+    const int64_t v_swizzleDirection = config[5];
+    const int64_t v_blockDim = config[6];
     (void)aiv;
-    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
-    const int64_t t1 = at_ceil_div(s0, p0);
-    const int64_t t2 = at_ceil_div(s1, p1);
-    const int64_t t3 = (t1 * t2);
-    const int64_t t4 = at_ceil_div(t3, p6);
-    const int64_t t5 = INT64_C(1);
-    const int64_t t6 = ((-at_floordiv((-s0), INT64_C(16))) * INT64_C(16));
-    const int64_t t7 = (((p0 < t6)) ? p0 : t6);
-    const int64_t t8 = ((-at_floordiv((-s1), INT64_C(16))) * INT64_C(16));
-    const int64_t t9 = (((p1 < t8)) ? p1 : t8);
-    const int64_t t10 = ((-at_floordiv((-s2), t0)) * t0);
-    const int64_t t11 = (((p2 < t10)) ? p2 : t10);
-    const int64_t t12 = at_ceil_div(s2, p2);
-    (void)t12;
-    const int64_t t13 = ((-at_floordiv((-s2), t0)) * t0);
-    const double t14 = at_fdiv(static_cast<double>(t13), static_cast<double>(t11));
-    const int64_t t15 = at_ceil_div(t11, p3);
-    const int64_t t16 = (((p5 == INT64_C(0))) ? t1 : t2);
-    const int64_t t17 = at_ceil_div(t16, p4);
-    const int64_t t18 = (s0 * s2);
-    const int64_t t19 = (t18 * INT64_C(2));
-    const int64_t t20 = (s2 * s1);
-    const int64_t t21 = (t20 * INT64_C(2));
-    const int64_t t22 = (((p4 < t16)) ? p4 : t16);
-    const int64_t t23 = (t22 * s2);
-    const int64_t t24 = (((p5 == INT64_C(0))) ? (t7 * INT64_C(2)) : (t9 * INT64_C(2)));
-    const int64_t t25 = (t23 * t24);
-    const int64_t t26 = (((p5 == INT64_C(0))) ? t21 : t19);
-    const int64_t t27 = (t17 * t21);
-    const int64_t t28 = (t17 * t19);
-    const int64_t t29 = (((p5 == INT64_C(0))) ? (t19 + t27) : (t21 + t28));
-    const int64_t t30 = (t3 * s2);
-    const int64_t t31 = (t7 * INT64_C(2));
-    const int64_t t32 = (t9 * INT64_C(2));
-    const int64_t t33 = (t31 + t32);
-    const int64_t t34 = (t30 * t33);
-    const int64_t t35 = ((((t26 + t25) <= INT64_C(201326592))) ? (t19 + t21) : ((((INT64_C(2) * t25) <= INT64_C(201326592))) ? t29 : t34));
-    const int64_t t36 = (((t34 > INT64_C(1))) ? t34 : INT64_C(1));
-    const double t37 = at_fdiv(static_cast<double>(t35), static_cast<double>(t36));
-    const double t38 = (1.0 - t37);
-    const double t39 = (((0.0 > t38)) ? 0.0 : t38);
-    const double t40 = static_cast<double>(p6);
-    const double t41 = at_fceil(at_py_div(t40, ((((t40 > 1.0)) || ((t40 != t40))) ? t40 : 1.0)));
-    const double t42 = ((((t41 > 0.0)) || ((t41 != t41))) ? t41 : 0.0);
-    const double t43 = (((t42 > 1.0)) ? 14.0 : 0.0);
-    const double t44 = t43;
-    const double t45 = static_cast<double>(t4);
-    const double t46 = static_cast<double>(t5);
-    const double t47 = ((((t45 > 0.0)) || ((t45 != t45))) ? t45 : 0.0);
-    const double t48 = (((t47 > 1.0)) ? 14.0 : 0.0);
-    const double t49 = t48;
-    const double t50 = t14;
-    const double t51 = static_cast<double>(INT64_C(2));
-    const double t52 = ((((t50 > 0.0)) || ((t50 != t50))) ? t50 : 0.0);
-    const double t53 = (((t52 > 1.0)) ? 14.0 : 0.0);
-    const double t54 = t53;
-    const int64_t t55 = (t7 * t11);
-    const double t56 = static_cast<double>((t55 * INT64_C(2)));
-    const double t57 = static_cast<double>(t7);
-    const double t58 = t39;
-    const double t59 = static_cast<double>(s2);
-    const double t60 = ((((t57 > 1.0)) || ((t57 != t57))) ? t57 : 1.0);
-    const double t61 = at_py_div(t56, t60);
-    const double t62 = ((t60 * at_fceil(at_py_div(t61, 32.0))) * 32.0);
-    const double t63 = at_interp(t62, k_XP0, k_FP0, 6);
-    const bool t64 = ((std::fmod(t61, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t65 = (t64 ? 1.0 : 0.7);
-    const double t66 = (t59 * 2.0);
-    const bool t67 = ((std::fmod(t66, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t68 = (((std::fmod(t66, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t66, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t69 = (t67 ? t65 : ((((t65 < t68)) || ((t65 != t65))) ? t65 : t68));
-    const double t70 = (t67 ? 1.0 : (((1.0 < t68)) ? 1.0 : t68));
-    const double t71 = (t63 * t69);
-    const double t72 = ((((t58 > 0.0)) || ((t58 != t58))) ? t58 : 0.0);
-    const double t73 = ((((t72 < 1.0)) || ((t72 != t72))) ? t72 : 1.0);
-    const double t74 = at_py_div(1.0, (at_py_div((1.0 - t73), 888.8888888888889) + at_py_div(t73, 3888.8888888888887)));
-    const double t75 = (t74 * t70);
-    const double t76 = ((((t40 > 1.0)) || ((t40 != t40))) ? t40 : 1.0);
-    const double t77 = (t76 * 330.0);
-    const double t78 = std::pow(t75, (-1.5));
-    const double t79 = at_py_div(std::pow((std::pow(t77, (-1.5)) + t78), (-0.6666666666666666)), t76);
-    const double t80 = ((((t71 < t79)) || ((t71 != t71))) ? t71 : t79);
-    const double t81 = at_py_div((1.0 * t62), t79);
-    const double t82 = at_py_div(t62, t80);
-    const double t83 = (t60 * 4.8);
-    const double t84 = ((((t82 > t83)) || ((t82 != t82))) ? t82 : t83);
-    const double t85 = (((t59 > 65535.0)) ? (t60 * 210.0) : 210.0);
-    const double t86 = (t85 + t84);
-    const double t87 = (1.0 * t86);
-    const double t88 = (t54 + t87);
-    const double t89 = (0.0 + t87);
-    const double t90 = (0.0 + t81);
-    const int64_t t91 = (t11 * t9);
-    const double t92 = static_cast<double>((t91 * INT64_C(2)));
-    const double t93 = static_cast<double>(t11);
-    const double t94 = t39;
-    const double t95 = static_cast<double>(s1);
-    const double t96 = ((((t93 > 1.0)) || ((t93 != t93))) ? t93 : 1.0);
-    const double t97 = at_py_div(t92, t96);
-    const double t98 = ((t96 * at_fceil(at_py_div(t97, 32.0))) * 32.0);
-    const double t99 = at_interp(t98, k_XP0, k_FP0, 6);
-    const bool t100 = ((std::fmod(t97, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t101 = (t100 ? 1.0 : 0.7);
-    const double t102 = (t95 * 2.0);
-    const bool t103 = ((std::fmod(t102, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t104 = (((std::fmod(t102, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t102, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t105 = (t103 ? t101 : ((((t101 < t104)) || ((t101 != t101))) ? t101 : t104));
-    const double t106 = (t103 ? 1.0 : (((1.0 < t104)) ? 1.0 : t104));
-    const double t107 = (t99 * t105);
-    const double t108 = ((((t94 > 0.0)) || ((t94 != t94))) ? t94 : 0.0);
-    const double t109 = ((((t108 < 1.0)) || ((t108 != t108))) ? t108 : 1.0);
-    const double t110 = at_py_div(1.0, (at_py_div((1.0 - t109), 888.8888888888889) + at_py_div(t109, 3888.8888888888887)));
-    const double t111 = (t110 * t106);
-    const double t112 = ((((t40 > 1.0)) || ((t40 != t40))) ? t40 : 1.0);
-    const double t113 = (t112 * 330.0);
-    const double t114 = std::pow(t111, (-1.5));
-    const double t115 = at_py_div(std::pow((std::pow(t113, (-1.5)) + t114), (-0.6666666666666666)), t112);
-    const double t116 = ((((t107 < t115)) || ((t107 != t107))) ? t107 : t115);
-    const double t117 = at_py_div((1.0 * t98), t115);
-    const double t118 = at_py_div(t98, t116);
-    const double t119 = (t96 * 4.8);
-    const double t120 = ((((t118 > t119)) || ((t118 != t118))) ? t118 : t119);
-    const double t121 = (((t95 > 65535.0)) ? (t96 * 210.0) : 210.0);
-    const double t122 = (t121 + t120);
-    const double t123 = (1.0 * t122);
-    const double t124 = (t88 + t123);
-    const double t125 = (t89 + t123);
-    const double t126 = (t90 + t117);
-    const double t127 = static_cast<double>(t15);
-    const double t128 = static_cast<double>(INT64_C(2));
-    const double t129 = ((((t127 > 0.0)) || ((t127 != t127))) ? t127 : 0.0);
-    const double t130 = (((t129 > 1.0)) ? 14.0 : 0.0);
-    const double t131 = t130;
-    const int64_t t132 = (t7 * p3);
-    const double t133 = static_cast<double>((t132 * INT64_C(2)));
-    const double t134 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t135 = at_py_div(t133, t134);
-    const double t136 = ((t134 * at_fceil(at_py_div(t135, 32.0))) * 32.0);
-    const double t137 = at_interp(t136, k_XP1, k_FP1, 4);
-    const double t138 = at_py_div(t136, t137);
-    const double t139 = (2.0 + t138);
-    const double t140 = (1.0 * t139);
-    const double t141 = (t131 + t140);
-    const double t142 = (0.0 + t140);
-    const double t143 = (0.0 + 0.0);
-    const int64_t t144 = (t9 * p3);
-    const double t145 = static_cast<double>((t144 * INT64_C(2)));
-    const double t146 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t147 = at_py_div(t145, t146);
-    const double t148 = ((t146 * at_fceil(at_py_div(t147, 32.0))) * 32.0);
-    const double t149 = at_interp(t148, k_XP2, k_FP2, 4);
-    const double t150 = at_py_div(t148, t149);
-    const double t151 = (2.0 + t150);
-    const double t152 = (1.0 * t151);
-    const double t153 = (t141 + t152);
-    const double t154 = (t142 + t152);
-    const double t155 = (t143 + 0.0);
-    const double t156 = static_cast<double>(t7);
-    const double t157 = static_cast<double>(t9);
-    const double t158 = static_cast<double>(p3);
-    const double t159 = ((at_fceil(at_py_div(t156, 16.0)) * at_fceil(at_py_div(t157, 16.0))) * at_fceil(at_py_div(t158, static_cast<double>(INT64_C(16)))));
-    const double t160 = ((t159 * 1.0) + 2.0);
-    const double t161 = (1.0 * t160);
-    const double t162 = (t153 + t161);
-    const double t163 = (0.0 + t161);
-    const double t164 = (t155 + 0.0);
-    const double t165 = (t162 + 2.0);
-    const double t166 = (t130 + 2.0);
-    const double t167 = ((((t166 > t154)) || ((t166 != t166))) ? t166 : t154);
-    const double t168 = ((((t167 > t163)) || ((t167 != t167))) ? t167 : t163);
-    const double t169 = ((((t168 > t164)) || ((t168 != t168))) ? t168 : t164);
-    const double t170 = ((((t169 > 0.0)) || ((t169 != t169))) ? t169 : 0.0);
-    const double t171 = (t129 - 1.0);
-    const double t172 = ((((t171 > 0.0)) || ((t171 != t171))) ? t171 : 0.0);
-    const bool t173 = ((t128 >= static_cast<double>(INT64_C(2))));
-    const double t174 = (t173 ? (t165 + (t172 * t170)) : (t129 * t165));
-    const double t175 = (t173 ? (t129 * 0.0) : ((t172 * t165) + t170));
-    const double t176 = (((t129 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t174);
-    const double t177 = (((t129 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t175);
-    const double t178 = (t166 * t129);
-    const double t179 = (t154 * t129);
-    const double t180 = (t163 * t129);
-    const double t181 = (t164 * t129);
-    const double t182 = (t124 + t176);
-    const double t183 = (t53 + t178);
-    const double t184 = (0.0 + t179);
-    const double t185 = (0.0 + t180);
-    const double t186 = (t126 + t181);
-    const double t187 = (((0.0 > t177)) ? 0.0 : t177);
-    const double t188 = (t182 + 2.0);
-    const double t189 = (t183 + 2.0);
-    const double t190 = ((((t189 > t125)) || ((t189 != t189))) ? t189 : t125);
-    const double t191 = ((((t190 > t184)) || ((t190 != t190))) ? t190 : t184);
-    const double t192 = ((((t191 > t185)) || ((t191 != t191))) ? t191 : t185);
-    const double t193 = ((((t192 > t186)) || ((t192 != t192))) ? t192 : t186);
-    const double t194 = ((((t193 > t187)) || ((t193 != t193))) ? t193 : t187);
-    const double t195 = (t52 - 1.0);
-    const double t196 = ((((t195 > 0.0)) || ((t195 != t195))) ? t195 : 0.0);
-    const bool t197 = ((t51 >= static_cast<double>(INT64_C(2))));
-    const double t198 = (t197 ? (t188 + (t196 * t194)) : (t52 * t188));
-    const double t199 = (t197 ? (t52 * t187) : ((t196 * t188) + t194));
-    const double t200 = (((t52 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t198);
-    const double t201 = (((t52 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t199);
-    const double t202 = (t189 * t52);
-    const double t203 = (t125 * t52);
-    const double t204 = (t184 * t52);
-    const double t205 = (t185 * t52);
-    const double t206 = (t186 * t52);
-    const double t207 = (t49 + t200);
-    const double t208 = (t48 + t202);
-    const double t209 = (0.0 + t203);
-    const double t210 = (0.0 + t204);
-    const double t211 = (0.0 + t205);
-    const double t212 = (0.0 + t206);
-    const double t213 = (((0.0 > t201)) ? 0.0 : t201);
-    const int64_t t214 = (t7 * t9);
-    const double t215 = static_cast<double>((t214 * INT64_C(2)));
-    const double t216 = static_cast<double>(t7);
-    const double t217 = static_cast<double>(s1);
-    const double t218 = ((((t216 > 1.0)) || ((t216 != t216))) ? t216 : 1.0);
-    const double t219 = at_py_div(t215, t218);
-    const double t220 = ((t218 * at_fceil(at_py_div(t219, 32.0))) * 32.0);
-    const double t221 = at_interp(t220, k_XP3, k_FP3, 6);
-    const bool t222 = ((std::fmod(t219, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t223 = (t222 ? 1.0 : 0.7);
-    const double t224 = (t217 * 2.0);
-    const bool t225 = ((std::fmod(t224, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t226 = (t225 ? t223 : ((((t223 < 0.7)) || ((t223 != t223))) ? t223 : 0.7));
-    const double t227 = (t225 ? 1.0 : (((1.0 < 0.7)) ? 1.0 : 0.7));
-    const double t228 = (t221 * t226);
-    const double t229 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t230 = ((((t229 < 1.0)) || ((t229 != t229))) ? t229 : 1.0);
-    const double t231 = at_py_div(1.0, (at_py_div((1.0 - t230), 888.8888888888889) + at_py_div(t230, 3888.8888888888887)));
-    const double t232 = (t231 * t227);
-    const double t233 = ((((t40 > 1.0)) || ((t40 != t40))) ? t40 : 1.0);
-    const double t234 = (t233 * 330.0);
-    const double t235 = std::pow(t232, (-1.5));
-    const double t236 = at_py_div(std::pow((std::pow(t234, (-1.5)) + t235), (-0.6666666666666666)), t233);
-    const double t237 = ((((t228 < t236)) || ((t228 != t228))) ? t228 : t236);
-    const double t238 = at_py_div((1.0 * t220), t236);
-    const double t239 = at_py_div(t220, t237);
-    const double t240 = (11.0 + t239);
-    const double t241 = (1.0 * t240);
-    const double t242 = (t207 + t241);
-    const double t243 = (0.0 + t241);
-    const double t244 = (t212 + t238);
-    const double t245 = (t242 + 2.0);
-    const double t246 = (t208 + 2.0);
-    const double t247 = ((((t246 > t209)) || ((t246 != t246))) ? t246 : t209);
-    const double t248 = ((((t247 > t210)) || ((t247 != t247))) ? t247 : t210);
-    const double t249 = ((((t248 > t211)) || ((t248 != t248))) ? t248 : t211);
-    const double t250 = ((((t249 > t243)) || ((t249 != t249))) ? t249 : t243);
-    const double t251 = ((((t250 > t244)) || ((t250 != t250))) ? t250 : t244);
-    const double t252 = ((((t251 > t213)) || ((t251 != t251))) ? t251 : t213);
-    const double t253 = (t47 - 1.0);
-    const double t254 = ((((t253 > 0.0)) || ((t253 != t253))) ? t253 : 0.0);
-    const bool t255 = ((t46 >= static_cast<double>(INT64_C(2))));
-    const double t256 = (t255 ? (t245 + (t254 * t252)) : (t47 * t245));
-    const double t257 = (t255 ? (t47 * t213) : ((t254 * t245) + t252));
-    const double t258 = (((t47 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t256);
-    const double t259 = (((t47 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t257);
-    const double t260 = (t246 * t47);
-    const double t261 = (t209 * t47);
-    const double t262 = (t210 * t47);
-    const double t263 = (t211 * t47);
-    const double t264 = (t243 * t47);
-    const double t265 = (t244 * t47);
-    const double t266 = (t44 + t258);
-    const double t267 = (t43 + t260);
-    const double t268 = (0.0 + t261);
-    const double t269 = (0.0 + t262);
-    const double t270 = (0.0 + t263);
-    const double t271 = (0.0 + t264);
-    const double t272 = (0.0 + t265);
-    const double t273 = (((0.0 > t259)) ? 0.0 : t259);
-    const double t274 = (t266 + 0.0);
-    const double t275 = (t267 + 0.0);
-    const double t276 = ((((t275 > t268)) || ((t275 != t275))) ? t275 : t268);
-    const double t277 = ((((t276 > t269)) || ((t276 != t276))) ? t276 : t269);
-    const double t278 = ((((t277 > t270)) || ((t277 != t277))) ? t277 : t270);
-    const double t279 = ((((t278 > t271)) || ((t278 != t278))) ? t278 : t271);
-    const double t280 = ((((t279 > t272)) || ((t279 != t279))) ? t279 : t272);
-    const double t281 = ((((t280 > t273)) || ((t280 != t280))) ? t280 : t273);
-    const double t282 = (t42 - 1.0);
-    const double t283 = ((((t282 > 0.0)) || ((t282 != t282))) ? t282 : 0.0);
-    const double t284 = (t42 * t274);
-    const double t285 = ((t283 * t274) + t281);
-    const double t286 = (((t42 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t284);
-    const double t287 = (((t42 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t285);
-    (void)t287;
-    const double t288 = (t275 * t42);
-    (void)t288;
-    const double t289 = (t268 * t42);
-    (void)t289;
-    const double t290 = (t269 * t42);
-    (void)t290;
-    const double t291 = (t270 * t42);
-    (void)t291;
-    const double t292 = (t271 * t42);
-    (void)t292;
-    const double t293 = (t272 * t42);
-    (void)t293;
-    const double t294 = at_py_div(t286, 1800.0);
-    const double t295 = ((2.0 + 16.87) + at_py_div((1.3 * t40), static_cast<double>(aic)));
-    const double t296 = (((0.0 > t295)) ? 0.0 : t295);
-    const double t297 = (t296 + t294);
-    return t297;
+    // mTiles
+    const int64_t mTiles_0 = at_ceil_div(v_M, v_m1);
+    // nTiles
+    const int64_t nTiles_0 = at_ceil_div(v_N, v_n1);
+    // tiles
+    const int64_t tiles_0 = (mTiles_0 * nTiles_0);
+    // tilesPerCore
+    const int64_t tilesPerCore_0 = at_ceil_div(tiles_0, v_blockDim);
+    // tileM
+    const int64_t tileM_0 = ((-at_floordiv((-v_M), INT64_C(16))) * INT64_C(16));
+    const int64_t tileM_1 = ((v_m1 < tileM_0) ? v_m1 : tileM_0);
+    // tileN
+    const int64_t tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
+    const int64_t tileN_1 = ((v_n1 < tileN_0) ? v_n1 : tileN_0);
+    // sliceK
+    const int64_t sliceK_0 = ((-at_floordiv((-v_K), INT64_C(16))) * INT64_C(16));
+    const int64_t sliceK_1 = ((v_k1 < sliceK_0) ? v_k1 : sliceK_0);
+    // kSlices
+    const double kSlices_0 = at_fdiv(static_cast<double>(((-at_floordiv((-v_K), INT64_C(16))) * INT64_C(16))), static_cast<double>(sliceK_1));
+    // kL0Iters
+    const int64_t kL0Iters_0 = at_ceil_div(sliceK_1, v_k0);
+    // stripSpan
+    const int64_t stripSpan_0 = ((v_swizzleDirection == INT64_C(0)) ? mTiles_0 : nTiles_0);
+    // strips
+    const int64_t strips_0 = at_ceil_div(stripSpan_0, v_swizzleOffset);
+    // aBytes
+    const int64_t aBytes_0 = ((v_M * v_K) * INT64_C(2));
+    // bBytes
+    const int64_t bBytes_0 = ((v_K * v_N) * INT64_C(2));
+    // heldBytes
+    const int64_t heldBytes_0 = ((((v_swizzleOffset < stripSpan_0) ? v_swizzleOffset : stripSpan_0) * v_K) * ((v_swizzleDirection == INT64_C(0)) ? (tileM_1 * INT64_C(2)) : (tileN_1 * INT64_C(2))));
+    // streamedBytes
+    const int64_t streamedBytes_0 = ((v_swizzleDirection == INT64_C(0)) ? bBytes_0 : aBytes_0);
+    // stripMissBytes
+    const int64_t stripMissBytes_0 = ((v_swizzleDirection == INT64_C(0)) ? (aBytes_0 + (strips_0 * bBytes_0)) : (bBytes_0 + (strips_0 * aBytes_0)));
+    // readBytes
+    const int64_t readBytes_0 = ((tiles_0 * v_K) * ((tileM_1 * INT64_C(2)) + (tileN_1 * INT64_C(2))));
+    // missBytes
+    const int64_t missBytes_0 = (((streamedBytes_0 + heldBytes_0) <= INT64_C(201326592)) ? (aBytes_0 + bBytes_0) : (((INT64_C(2) * heldBytes_0) <= INT64_C(201326592)) ? stripMissBytes_0 : readBytes_0));
+    // l2Hit
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(missBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0);
+    // cube_side
+    const double cube_side_0 = static_cast<double>(v_blockDim);
+    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
+    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
+    const double cube_side_4 = static_cast<double>(tilesPerCore_0);
+    // tile
+    const double tile_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
+    // k_l1
+    const double k_l1_0 = (((kSlices_0 > 0.0) || (kSlices_0 != kSlices_0)) ? kSlices_0 : 0.0);
+    const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l1
+    const double load_a_l1_0 = static_cast<double>(tileM_1);
+    const double load_a_l1_1 = static_cast<double>(v_K);
+    const double load_a_l1_2 = (((load_a_l1_0 > 1.0) || (load_a_l1_0 != load_a_l1_0)) ? load_a_l1_0 : 1.0);
+    const double load_a_l1_3 = at_py_div(static_cast<double>(((tileM_1 * sliceK_1) * INT64_C(2))), load_a_l1_2);
+    const double load_a_l1_4 = ((load_a_l1_2 * at_fceil(at_py_div(load_a_l1_3, 32.0))) * 32.0);
+    const double load_a_l1_5 = ((std::fmod(load_a_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_a_l1_6 = (load_a_l1_1 * 2.0);
+    const bool load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_a_l1_9 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (load_a_l1_7 ? load_a_l1_5 : (((load_a_l1_5 < load_a_l1_8) || (load_a_l1_5 != load_a_l1_5)) ? load_a_l1_5 : load_a_l1_8)));
+    const double load_a_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_a_l1_11 = (((load_a_l1_10 < 1.0) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : 1.0);
+    const double load_a_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_11), 888.8888888888889) + at_py_div(load_a_l1_11, 3888.8888888888887))) * (load_a_l1_7 ? 1.0 : ((1.0 < load_a_l1_8) ? 1.0 : load_a_l1_8)));
+    const double load_a_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_a_l1_14 = at_py_div(std::pow((std::pow((load_a_l1_13 * 330.0), -1.5) + std::pow(load_a_l1_12, -1.5)), -0.6666666666666666), load_a_l1_13);
+    const double load_a_l1_15 = at_py_div(load_a_l1_4, (((load_a_l1_9 < load_a_l1_14) || (load_a_l1_9 != load_a_l1_9)) ? load_a_l1_9 : load_a_l1_14));
+    const double load_a_l1_16 = (load_a_l1_2 * 4.8);
+    const double load_a_l1_17 = (((load_a_l1_1 > 65535.0) ? (load_a_l1_2 * 210.0) : 210.0) + (((load_a_l1_15 > load_a_l1_16) || (load_a_l1_15 != load_a_l1_15)) ? load_a_l1_15 : load_a_l1_16));
+    const double load_a_l1_18 = (1.0 * load_a_l1_17);
+    const double load_a_l1_19 = (k_l1_1 + load_a_l1_18);
+    const double load_a_l1_20 = (0.0 + load_a_l1_18);
+    const double load_a_l1_21 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_14));
+    // load_b_l1
+    const double load_b_l1_0 = static_cast<double>(sliceK_1);
+    const double load_b_l1_1 = static_cast<double>(v_N);
+    const double load_b_l1_2 = (((load_b_l1_0 > 1.0) || (load_b_l1_0 != load_b_l1_0)) ? load_b_l1_0 : 1.0);
+    const double load_b_l1_3 = at_py_div(static_cast<double>(((sliceK_1 * tileN_1) * INT64_C(2))), load_b_l1_2);
+    const double load_b_l1_4 = ((load_b_l1_2 * at_fceil(at_py_div(load_b_l1_3, 32.0))) * 32.0);
+    const double load_b_l1_5 = ((std::fmod(load_b_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_b_l1_6 = (load_b_l1_1 * 2.0);
+    const bool load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_b_l1_9 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (load_b_l1_7 ? load_b_l1_5 : (((load_b_l1_5 < load_b_l1_8) || (load_b_l1_5 != load_b_l1_5)) ? load_b_l1_5 : load_b_l1_8)));
+    const double load_b_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_b_l1_11 = (((load_b_l1_10 < 1.0) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : 1.0);
+    const double load_b_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_11), 888.8888888888889) + at_py_div(load_b_l1_11, 3888.8888888888887))) * (load_b_l1_7 ? 1.0 : ((1.0 < load_b_l1_8) ? 1.0 : load_b_l1_8)));
+    const double load_b_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_b_l1_14 = at_py_div(std::pow((std::pow((load_b_l1_13 * 330.0), -1.5) + std::pow(load_b_l1_12, -1.5)), -0.6666666666666666), load_b_l1_13);
+    const double load_b_l1_15 = at_py_div(load_b_l1_4, (((load_b_l1_9 < load_b_l1_14) || (load_b_l1_9 != load_b_l1_9)) ? load_b_l1_9 : load_b_l1_14));
+    const double load_b_l1_16 = (load_b_l1_2 * 4.8);
+    const double load_b_l1_17 = (((load_b_l1_1 > 65535.0) ? (load_b_l1_2 * 210.0) : 210.0) + (((load_b_l1_15 > load_b_l1_16) || (load_b_l1_15 != load_b_l1_15)) ? load_b_l1_15 : load_b_l1_16));
+    const double load_b_l1_18 = (1.0 * load_b_l1_17);
+    const double load_b_l1_19 = (load_a_l1_19 + load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_20 + load_b_l1_18);
+    const double load_b_l1_21 = (load_a_l1_21 + at_py_div((1.0 * load_b_l1_4), load_b_l1_14));
+    // k_l1
+    const double k_l1_2 = static_cast<double>(kL0Iters_0);
+    // k_l0
+    const double k_l0_0 = (((k_l1_2 > 0.0) || (k_l1_2 != k_l1_2)) ? k_l1_2 : 0.0);
+    const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l0a
+    const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileM_1 * v_k0) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_a_l0a_1 = (1.0 * (2.0 + at_py_div(load_a_l0a_0, at_interp(load_a_l0a_0, k_XP1, k_FP1, 4))));
+    const double load_a_l0a_2 = (k_l0_1 + load_a_l0a_1);
+    const double load_a_l0a_3 = (0.0 + load_a_l0a_1);
+    // load_b_l0b
+    const double load_b_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileN_1 * v_k0) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_b_l0b_1 = (1.0 * (2.0 + at_py_div(load_b_l0b_0, at_interp(load_b_l0b_0, k_XP2, k_FP2, 4))));
+    const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
+    const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
+    // mmad
+    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(tileM_1), 16.0)) * at_fceil(at_py_div(static_cast<double>(tileN_1), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(16)))));
+    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
+    const double mmad_2 = (load_b_l0b_2 + mmad_1);
+    const double mmad_3 = (0.0 + mmad_1);
+    // k_l0
+    const double k_l0_2 = (k_l0_1 + 2.0);
+    const double k_l0_3 = (((k_l0_2 > load_b_l0b_3) || (k_l0_2 != k_l0_2)) ? k_l0_2 : load_b_l0b_3);
+    const double k_l0_4 = (((k_l0_3 > mmad_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : mmad_3);
+    const double k_l0_5 = (((k_l0_4 > 0.0) || (k_l0_4 != k_l0_4)) ? k_l0_4 : 0.0);
+    const double k_l0_6 = (k_l0_0 - 1.0);
+    const double k_l0_7 = ((mmad_2 + 2.0) + ((((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0) * (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0)));
+    const double k_l0_8 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_0 * 0.0));
+    const double k_l0_9 = (load_b_l1_19 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
+    const double k_l0_10 = (k_l1_1 + (k_l0_2 * k_l0_0));
+    const double k_l0_11 = (0.0 + (load_b_l0b_3 * k_l0_0));
+    const double k_l0_12 = (0.0 + (mmad_3 * k_l0_0));
+    const double k_l0_13 = (load_b_l1_21 + (0.0 * k_l0_0));
+    const double k_l0_14 = ((0.0 > k_l0_8) ? 0.0 : k_l0_8);
+    // k_l1
+    const double k_l1_3 = (k_l0_10 + 2.0);
+    const double k_l1_4 = (((k_l1_3 > load_b_l1_20) || (k_l1_3 != k_l1_3)) ? k_l1_3 : load_b_l1_20);
+    const double k_l1_5 = (((k_l1_4 > k_l0_11) || (k_l1_4 != k_l1_4)) ? k_l1_4 : k_l0_11);
+    const double k_l1_6 = (((k_l1_5 > k_l0_12) || (k_l1_5 != k_l1_5)) ? k_l1_5 : k_l0_12);
+    const double k_l1_7 = (((k_l1_6 > k_l0_13) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_13);
+    const double k_l1_8 = (k_l1_0 - 1.0);
+    const double k_l1_9 = ((k_l0_9 + 2.0) + ((((k_l1_8 > 0.0) || (k_l1_8 != k_l1_8)) ? k_l1_8 : 0.0) * (((k_l1_7 > k_l0_14) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_14)));
+    const double k_l1_10 = (tile_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l1_9));
+    // write_c
+    const double write_c_0 = static_cast<double>(tileM_1);
+    const double write_c_1 = (((write_c_0 > 1.0) || (write_c_0 != write_c_0)) ? write_c_0 : 1.0);
+    const double write_c_2 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(2))), write_c_1);
+    const double write_c_3 = ((write_c_1 * at_fceil(at_py_div(write_c_2, 32.0))) * 32.0);
+    const double write_c_4 = ((std::fmod(write_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const bool write_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
+    const double write_c_6 = (at_interp(write_c_3, k_XP3, k_FP3, 6) * (write_c_5 ? write_c_4 : (((write_c_4 < 0.7) || (write_c_4 != write_c_4)) ? write_c_4 : 0.7)));
+    const double write_c_7 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double write_c_8 = at_py_div(std::pow((std::pow((write_c_7 * 330.0), -1.5) + std::pow((888.8888888888889 * (write_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), write_c_7);
+    const double write_c_9 = (k_l1_10 + (1.0 * (11.0 + at_py_div(write_c_3, (((write_c_6 < write_c_8) || (write_c_6 != write_c_6)) ? write_c_6 : write_c_8)))));
+    // tile
+    const double tile_2 = (cube_side_3 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (tile_0 * (write_c_9 + 2.0))));
+    // cube_side
+    const double cube_side_5 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
+    const double cube_side_6 = (((0.0 > cube_side_5) ? 0.0 : cube_side_5) + at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (tile_2 + 0.0))), 1800.0));
+    return cube_side_6;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -577,139 +431,100 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.M >= INT64_C(1) && shape.M <= INT64_C(1048576) && shape.N >= INT64_C(1) && shape.N <= INT64_C(1048576) && shape.K >= INT64_C(1) && shape.K <= INT64_C(1048576);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // m1
+        v.v_c0 = at_floordiv(INT64_C(32), sizeof_a);
+        v.v_mTiles = at_ceil_div(v.v_M, v.v_m1);
+        v.v_tileBuffers = INT64_C(1);
+        v.v_tileM = at_min(v.v_m1, at_align_up(v.v_M, INT64_C(16)));
+        v.v_aBytes = ((v.v_M * v.v_K) * sizeof_a);
+        v.v_bBytes = ((v.v_K * v.v_N) * sizeof_b);
+        if (!(((v.v_m1 < (INT64_C(2) * v.v_M)) || (v.v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
+        if (!Within(static_cast<double>(v.v_M), 0.0, 4294967295.0)) return false;  // m_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // n_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // k_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_m1), 0.0, 4294967295.0)) return false;  // m1_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // n1
+        v.v_nTiles = at_ceil_div(v.v_N, v.v_n1);
+        v.v_tiles = (v.v_mTiles * v.v_nTiles);
+        v.v_tileN = at_min(v.v_n1, at_align_up(v.v_N, INT64_C(16)));
+        v.v_readBytes = ((v.v_tiles * v.v_K) * ((v.v_tileM * sizeof_a) + (v.v_tileN * sizeof_b)));
+        if (!((((v.v_m1 * v.v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
+        if (!(((v.v_n1 < (INT64_C(2) * v.v_N)) || (v.v_n1 == INT64_C(16))))) return false;  // n1_not_oversized
+        if (!Within(static_cast<double>(v.v_n1), 0.0, 4294967295.0)) return false;  // n1_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_tiles), 0.0, 4294967295.0)) return false;  // tiles_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 2:  // k1
+        v.v_sliceK = at_min(v.v_k1, at_align_up(v.v_K, v.v_c0));
+        v.v_kL1Iters = at_ceil_div(v.v_K, v.v_k1);
+        v.v_kSlices = at_fdiv(static_cast<double>(at_align_up(v.v_K, v.v_c0)), static_cast<double>(v.v_sliceK));
+        if (!((((INT64_C(2) * v.v_k1) * ((v.v_m1 * sizeof_a) + (v.v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
+        if (!(((v.v_k1 < (INT64_C(2) * v.v_K)) || (v.v_k1 == INT64_C(32))))) return false;  // k1_not_oversized
+        if (!Within(static_cast<double>(v.v_k1), 0.0, 4294967295.0)) return false;  // k1_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 3:  // k0
+        v.v_kL0Iters = at_ceil_div(v.v_sliceK, v.v_k0);
+        if (!(((((INT64_C(2) * v.v_m1) * v.v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
+        if (!(((((INT64_C(2) * v.v_n1) * v.v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
+        if (!((at_mod(v.v_k0, v.v_c0) == INT64_C(0)))) return false;  // k0_fractal
+        if (!((at_mod(v.v_k1, v.v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
+        if (!Within(static_cast<double>(v.v_k0), 0.0, 4294967295.0)) return false;  // k0_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 4:  // swizzleOffset
+        if (!Within(static_cast<double>(v.v_swizzleOffset), 0.0, 4294967295.0)) return false;  // swizzleOffset_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 5:  // swizzleDirection
+        v.v_stripSpan = (((v.v_swizzleDirection == INT64_C(0))) ? (v.v_mTiles) : (v.v_nTiles));
+        v.v_strips = at_ceil_div(v.v_stripSpan, v.v_swizzleOffset);
+        v.v_heldBytes = ((at_min(v.v_swizzleOffset, v.v_stripSpan) * v.v_K) * (((v.v_swizzleDirection == INT64_C(0))) ? ((v.v_tileM * sizeof_a)) : ((v.v_tileN * sizeof_b))));
+        v.v_streamedBytes = (((v.v_swizzleDirection == INT64_C(0))) ? (v.v_bBytes) : (v.v_aBytes));
+        v.v_stripMissBytes = (((v.v_swizzleDirection == INT64_C(0))) ? ((v.v_aBytes + (v.v_strips * v.v_bBytes))) : ((v.v_bBytes + (v.v_strips * v.v_aBytes))));
+        v.v_missBytes = ((((v.v_streamedBytes + v.v_heldBytes) <= hw_l2_bytes)) ? ((v.v_aBytes + v.v_bBytes)) : (((((INT64_C(2) * v.v_heldBytes) <= hw_l2_bytes)) ? (v.v_stripMissBytes) : (v.v_readBytes))));
+        v.v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v.v_missBytes), static_cast<double>(at_max(v.v_readBytes, INT64_C(1))))));
+        if (!(((v.v_swizzleOffset == INT64_C(1)) || (v.v_swizzleOffset <= v.v_stripSpan)))) return false;  // swizzle_offset_useful
+        if (!Within(static_cast<double>(v.v_swizzleDirection), 0.0, 4294967295.0)) return false;  // swizzleDirection_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 6:  // blockDim
+        v.v_tilesPerCore = at_ceil_div(v.v_tiles, v.v_blockDim);
+        if (!((v.v_blockDim <= v.v_tiles))) return false;  // every_core_busy
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    out.v_M = v_M;
-    const int64_t v_N = shape.N;
-    out.v_N = v_N;
-    const int64_t v_K = shape.K;
-    out.v_K = v_K;
-    const int64_t v_m1 = config.m1;
-    out.v_m1 = v_m1;
-    const int64_t v_n1 = config.n1;
-    out.v_n1 = v_n1;
-    const int64_t v_k1 = config.k1;
-    out.v_k1 = v_k1;
-    const int64_t v_k0 = config.k0;
-    out.v_k0 = v_k0;
-    const int64_t v_swizzleOffset = config.swizzleOffset;
-    out.v_swizzleOffset = v_swizzleOffset;
-    const int64_t v_swizzleDirection = config.swizzleDirection;
-    out.v_swizzleDirection = v_swizzleDirection;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-    out.v_c0 = v_c0;
-    const int64_t v_mTiles = at_ceil_div(v_M, v_m1);
-    out.v_mTiles = v_mTiles;
-    const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-    out.v_nTiles = v_nTiles;
-    const int64_t v_tiles = (v_mTiles * v_nTiles);
-    out.v_tiles = v_tiles;
-    const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-    out.v_tilesPerCore = v_tilesPerCore;
-    const int64_t v_tileBuffers = INT64_C(1);
-    out.v_tileBuffers = v_tileBuffers;
-    const int64_t v_tileM = at_min(v_m1, at_align_up(v_M, INT64_C(16)));
-    out.v_tileM = v_tileM;
-    const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-    out.v_tileN = v_tileN;
-    const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-    out.v_sliceK = v_sliceK;
-    const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-    out.v_kL1Iters = v_kL1Iters;
-    const double v_kSlices = at_fdiv(static_cast<double>(at_align_up(v_K, v_c0)), static_cast<double>(v_sliceK));
-    out.v_kSlices = v_kSlices;
-    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-    out.v_kL0Iters = v_kL0Iters;
-    const int64_t v_stripSpan = (((v_swizzleDirection == INT64_C(0))) ? (v_mTiles) : (v_nTiles));
-    out.v_stripSpan = v_stripSpan;
-    const int64_t v_strips = at_ceil_div(v_stripSpan, v_swizzleOffset);
-    out.v_strips = v_strips;
-    const int64_t v_aBytes = ((v_M * v_K) * sizeof_a);
-    out.v_aBytes = v_aBytes;
-    const int64_t v_bBytes = ((v_K * v_N) * sizeof_b);
-    out.v_bBytes = v_bBytes;
-    const int64_t v_heldBytes = ((at_min(v_swizzleOffset, v_stripSpan) * v_K) * (((v_swizzleDirection == INT64_C(0))) ? ((v_tileM * sizeof_a)) : ((v_tileN * sizeof_b))));
-    out.v_heldBytes = v_heldBytes;
-    const int64_t v_streamedBytes = (((v_swizzleDirection == INT64_C(0))) ? (v_bBytes) : (v_aBytes));
-    out.v_streamedBytes = v_streamedBytes;
-    const int64_t v_stripMissBytes = (((v_swizzleDirection == INT64_C(0))) ? ((v_aBytes + (v_strips * v_bBytes))) : ((v_bBytes + (v_strips * v_aBytes))));
-    out.v_stripMissBytes = v_stripMissBytes;
-    const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-    out.v_readBytes = v_readBytes;
-    const int64_t v_missBytes = ((((v_streamedBytes + v_heldBytes) <= hw_l2_bytes)) ? ((v_aBytes + v_bBytes)) : (((((INT64_C(2) * v_heldBytes) <= hw_l2_bytes)) ? (v_stripMissBytes) : (v_readBytes))));
-    out.v_missBytes = v_missBytes;
-    const double v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_missBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))));
-    out.v_l2Hit = v_l2Hit;
-    if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
-    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
-    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
-    if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
-    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) return false;  // k0_fractal
-    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
-    if (!((v_blockDim <= v_tiles))) return false;  // every_core_busy
-    if (!(((v_m1 < (INT64_C(2) * v_M)) || (v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
-    if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(16))))) return false;  // n1_not_oversized
-    if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(32))))) return false;  // k1_not_oversized
-    if (!(((v_swizzleOffset == INT64_C(1)) || (v_swizzleOffset <= v_stripSpan)))) return false;  // swizzle_offset_useful
-    {
-        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // m_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // n_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // k_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_m1);  // m1_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_n1);  // n1_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k1);  // k1_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k0);  // k0_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_swizzleOffset);  // swizzleOffset_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_swizzleDirection);  // swizzleDirection_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_tiles);  // tiles_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    return true;
+    out.v_M = shape.M;
+    out.v_N = shape.N;
+    out.v_K = shape.K;
+    out.v_m1 = config.m1;
+    out.v_n1 = config.n1;
+    out.v_k1 = config.k1;
+    out.v_k0 = config.k0;
+    out.v_swizzleOffset = config.swizzleOffset;
+    out.v_swizzleDirection = config.swizzleDirection;
+    out.v_blockDim = config.blockDim;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -742,11 +557,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -757,250 +597,14 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_N;
     const int64_t v_K = shape.K;
     (void)v_K;
-    const int64_t dims[3] = { shape.M, shape.N, shape.K };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.m1 ? a - base.m1 : base.m1 - a;
-        const int64_t db = b > base.m1 ? b - base.m1 : base.m1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.n1 ? a - base.n1 : base.n1 - a;
-        const int64_t db = b > base.n1 ? b - base.n1 : base.n1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k1 ? a - base.k1 : base.k1 - a;
-        const int64_t db = b > base.k1 ? b - base.k1 : base.k1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k0 ? a - base.k0 : base.k0 - a;
-        const int64_t db = b > base.k0 ? b - base.k0 : base.k0 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom4;
-    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom4.begin(), dom4.end());
-    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
-    if (dom4.empty()) return false;
-    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.swizzleOffset ? a - base.swizzleOffset : base.swizzleOffset - a;
-        const int64_t db = b > base.swizzleOffset ? b - base.swizzleOffset : base.swizzleOffset - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    std::stable_sort(dom5.begin(), dom5.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.swizzleDirection ? a - base.swizzleDirection : base.swizzleDirection - a;
-        const int64_t db = b > base.swizzleDirection ? b - base.swizzleDirection : base.swizzleDirection - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom6;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom6.push_back(v);
-    }
-    if (dom6.empty()) return false;
-    std::stable_sort(dom6.begin(), dom6.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_m1 = k0 < 0 ? base.m1 : dom0[k0];
-        if (k0 >= 0 && v_m1 == base.m1) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-        (void)v_c0;
-        const int64_t v_mTiles = at_ceil_div(v_M, v_m1);
-        (void)v_mTiles;
-        const int64_t v_tileBuffers = INT64_C(1);
-        (void)v_tileBuffers;
-        const int64_t v_tileM = at_min(v_m1, at_align_up(v_M, INT64_C(16)));
-        (void)v_tileM;
-        const int64_t v_aBytes = ((v_M * v_K) * sizeof_a);
-        (void)v_aBytes;
-        const int64_t v_bBytes = ((v_K * v_N) * sizeof_b);
-        (void)v_bBytes;
-        if (!(((v_m1 < (INT64_C(2) * v_M)) || (v_m1 == INT64_C(16))))) continue;  // m1_not_oversized
-        {
-            const double value = static_cast<double>(v_M);  // m_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // n_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // k_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_m1);  // m1_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_n1 = k1 < 0 ? base.n1 : dom1[k1];
-            if (k1 >= 0 && v_n1 == base.n1) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-            (void)v_nTiles;
-            const int64_t v_tiles = (v_mTiles * v_nTiles);
-            (void)v_tiles;
-            const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-            (void)v_tileN;
-            const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-            (void)v_readBytes;
-            if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) continue;  // l0c_fits
-            if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(16))))) continue;  // n1_not_oversized
-            {
-                const double value = static_cast<double>(v_n1);  // n1_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_tiles);  // tiles_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_k1 = k2 < 0 ? base.k1 : dom2[k2];
-                if (k2 >= 0 && v_k1 == base.k1) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-                (void)v_sliceK;
-                const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-                (void)v_kL1Iters;
-                const double v_kSlices = at_fdiv(static_cast<double>(at_align_up(v_K, v_c0)), static_cast<double>(v_sliceK));
-                (void)v_kSlices;
-                if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) continue;  // l1_fits
-                if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(32))))) continue;  // k1_not_oversized
-                {
-                    const double value = static_cast<double>(v_k1);  // k1_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_k0 = k3 < 0 ? base.k0 : dom3[k3];
-                    if (k3 >= 0 && v_k0 == base.k0) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-                    (void)v_kL0Iters;
-                    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) continue;  // l0a_fits
-                    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) continue;  // l0b_fits
-                    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) continue;  // k0_fractal
-                    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) continue;  // k0_divides_k1
-                    {
-                        const double value = static_cast<double>(v_k0);  // k0_fits_uint32_t
-                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                    }
-                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
-                        const int64_t v_swizzleOffset = k4 < 0 ? base.swizzleOffset : dom4[k4];
-                        if (k4 >= 0 && v_swizzleOffset == base.swizzleOffset) continue;
-                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                        {
-                            const double value = static_cast<double>(v_swizzleOffset);  // swizzleOffset_fits_uint32_t
-                            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                        }
-                        for (int64_t k5 = -1; k5 < static_cast<int64_t>(dom5.size()); ++k5) {
-                            const int64_t v_swizzleDirection = k5 < 0 ? base.swizzleDirection : dom5[k5];
-                            if (k5 >= 0 && v_swizzleDirection == base.swizzleDirection) continue;
-                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                            const int64_t v_stripSpan = (((v_swizzleDirection == INT64_C(0))) ? (v_mTiles) : (v_nTiles));
-                            (void)v_stripSpan;
-                            const int64_t v_strips = at_ceil_div(v_stripSpan, v_swizzleOffset);
-                            (void)v_strips;
-                            const int64_t v_heldBytes = ((at_min(v_swizzleOffset, v_stripSpan) * v_K) * (((v_swizzleDirection == INT64_C(0))) ? ((v_tileM * sizeof_a)) : ((v_tileN * sizeof_b))));
-                            (void)v_heldBytes;
-                            const int64_t v_streamedBytes = (((v_swizzleDirection == INT64_C(0))) ? (v_bBytes) : (v_aBytes));
-                            (void)v_streamedBytes;
-                            const int64_t v_stripMissBytes = (((v_swizzleDirection == INT64_C(0))) ? ((v_aBytes + (v_strips * v_bBytes))) : ((v_bBytes + (v_strips * v_aBytes))));
-                            (void)v_stripMissBytes;
-                            const int64_t v_missBytes = ((((v_streamedBytes + v_heldBytes) <= hw_l2_bytes)) ? ((v_aBytes + v_bBytes)) : (((((INT64_C(2) * v_heldBytes) <= hw_l2_bytes)) ? (v_stripMissBytes) : (v_readBytes))));
-                            (void)v_missBytes;
-                            const double v_l2Hit = at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_missBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))));
-                            (void)v_l2Hit;
-                            if (!(((v_swizzleOffset == INT64_C(1)) || (v_swizzleOffset <= v_stripSpan)))) continue;  // swizzle_offset_useful
-                            {
-                                const double value = static_cast<double>(v_swizzleDirection);  // swizzleDirection_fits_uint32_t
-                                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                            }
-                            for (int64_t k6 = -1; k6 < static_cast<int64_t>(dom6.size()); ++k6) {
-                                const int64_t v_blockDim = k6 < 0 ? base.blockDim : dom6[k6];
-                                if (k6 >= 0 && v_blockDim == base.blockDim) continue;
-                                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                                const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-                                (void)v_tilesPerCore;
-                                if (!((v_blockDim <= v_tiles))) continue;  // every_core_busy
-                                {
-                                    const int64_t cores = v_blockDim;  // cube_cores_within_chip
-                                    if (cores < 1 || cores > aicNum) continue;
-                                }
-                                {
-                                    const int64_t cores = v_blockDim;  // block_dim_within_chip
-                                    if (cores < 1 || cores > aicNum) continue;
-                                }
-                                {
-                                    const int64_t values[7] = {v_m1, v_n1, v_k1, v_k0, v_swizzleOffset, v_swizzleDirection, v_blockDim};
-                                    const double us = PredictUs(dims, values, aicNum, aivNum);
-                                    if (found == 0 || us < bestUs) {
-                                        bestUs = us;
-                                        out.m1 = v_m1;
-                                        out.n1 = v_n1;
-                                        out.k1 = v_k1;
-                                        out.k0 = v_k0;
-                                        out.swizzleOffset = v_swizzleOffset;
-                                        out.swizzleDirection = v_swizzleDirection;
-                                        out.blockDim = v_blockDim;
-                                    }
-                                    if (++found >= 16) break;
-                                }
-                            }
-                        if (gaveUp || found >= 16) break;
-                        }
-                    if (gaveUp || found >= 16) break;
-                    }
-                if (gaveUp || found >= 16) break;
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainValues(doms[0], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // m1
+    if (!DomainValues(doms[1], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // n1
+    if (!DomainValues(doms[2], {INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256), INT64_C(512), INT64_C(1024)})) return false;  // k1
+    if (!DomainValues(doms[3], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256)})) return false;  // k0
+    if (!DomainValues(doms[4], {INT64_C(1), INT64_C(2), INT64_C(3), INT64_C(4), INT64_C(6), INT64_C(8)})) return false;  // swizzleOffset
+    if (!DomainValues(doms[5], {INT64_C(0), INT64_C(1)})) return false;  // swizzleDirection
+    if (!DomainRange(doms[6], INT64_C(1), static_cast<int64_t>(hw_cube_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -1014,6 +618,66 @@ inline Config ConfigOf(const int64_t* v) {
     config.blockDim = v[6];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 7;
+    std::vector<int64_t> doms[7];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[7] = { base.m1, base.n1, base.k1, base.k0, base.swizzleOffset, base.swizzleDirection, base.blockDim };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[3] = { shape.M, shape.N, shape.K };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_M = shape.M;
+    w.v_N = shape.N;
+    w.v_K = shape.K;
+    int64_t cur[7] = {};
+    int64_t* const slots[7] = { &w.v_m1, &w.v_n1, &w.v_k1, &w.v_k0, &w.v_swizzleOffset, &w.v_swizzleDirection, &w.v_blockDim };
+    int64_t k[7] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -1052,76 +716,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    (void)v_M;
-    const int64_t v_N = shape.N;
-    (void)v_N;
-    const int64_t v_K = shape.K;
-    (void)v_K;
     const int64_t dims[3] = { shape.M, shape.N, shape.K };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::vector<int64_t> dom4;
-    dom4 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(3)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(6)), static_cast<int64_t>(INT64_C(8))};
-    std::sort(dom4.begin(), dom4.end());
-    dom4.erase(std::unique(dom4.begin(), dom4.end()), dom4.end());
-    if (dom4.empty()) return false;
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(0)), static_cast<int64_t>(INT64_C(1))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    std::vector<int64_t> dom6;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom6.push_back(v);
-    }
-    if (dom6.empty()) return false;
-    const std::vector<int64_t>* doms[7] = {&dom0, &dom1, &dom2, &dom3, &dom4, &dom5, &dom6};
+    std::vector<int64_t> doms[7];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 7;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 13;
+    static const int32_t kPairs[13][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 0, 6 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 1, 5 }, { 1, 6 }, { 2, 3 }, { 4, 5 } };
     int64_t cur[7] = { config.m1, config.n1, config.k1, config.k0, config.swizzleOffset, config.swizzleDirection, config.blockDim };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[7] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -1134,7 +752,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -1143,12 +764,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[7];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[7];
@@ -1167,6 +789,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);
@@ -1310,7 +933,8 @@ inline uint64_t TilingKey(const Values& v) {
     return static_cast<uint64_t>(INT64_C(0));
 }
 
-// The kernel's own workspace; ApplyTuning adds the system part.
+// The kernel's own workspace, all ApplyTuning reserves: the kernel uses no high-level API
+// library, so no system workspace (GetLibApiWorkSpaceSize) is added (system_workspace: none).
 inline int64_t UserWorkspaceBytes(const Values& v) {
     (void)v;
     return static_cast<int64_t>(INT64_C(0));

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "grouped_matmul_custom_tiling.h"
@@ -204,320 +205,185 @@ static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
 static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
 static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t s2 = shape[2];
-    const int64_t s3 = shape[3];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
-    const int64_t p4 = config[4];
+    const int64_t v_M = shape[0];
+    const int64_t v_K = shape[1];
+    const int64_t v_G = shape[2];
+    const int64_t v_N = shape[3];
+    const int64_t v_m1 = config[0];
+    const int64_t v_n1 = config[1];
+    const int64_t v_k1 = config[2];
+    const int64_t v_k0 = config[3];
+    const int64_t v_blockDim = config[4];
     (void)aiv;
-    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(2));
-    const int64_t t1 = at_ceil_div(s0, s2);
-    const int64_t t2 = at_ceil_div(t1, p0);
-    const int64_t t3 = at_ceil_div(s3, p1);
-    const int64_t t4 = (s2 * t2);
-    const int64_t t5 = (t4 * t3);
-    const int64_t t6 = at_ceil_div(t5, p4);
-    const int64_t t7 = ((-at_floordiv((-t1), INT64_C(16))) * INT64_C(16));
-    const int64_t t8 = (((p0 < t7)) ? p0 : t7);
-    const int64_t t9 = ((-at_floordiv((-s3), INT64_C(16))) * INT64_C(16));
-    const int64_t t10 = (((p1 < t9)) ? p1 : t9);
-    const int64_t t11 = ((-at_floordiv((-s1), t0)) * t0);
-    const int64_t t12 = (((p2 < t11)) ? p2 : t11);
-    const int64_t t13 = at_ceil_div(s1, p2);
-    (void)t13;
-    const int64_t t14 = ((-at_floordiv((-s1), t0)) * t0);
-    const double t15 = at_fdiv(static_cast<double>(t14), static_cast<double>(t12));
-    const int64_t t16 = at_ceil_div(t12, p3);
-    const int64_t t17 = (s0 * s1);
-    const int64_t t18 = (t17 * INT64_C(2));
-    const int64_t t19 = (s2 * s1);
-    const int64_t t20 = (t19 * s3);
-    const int64_t t21 = (t20 * INT64_C(2));
-    const int64_t t22 = (t18 + t21);
-    const int64_t t23 = (t5 * s1);
-    const int64_t t24 = (t8 * INT64_C(2));
-    const int64_t t25 = (t10 * INT64_C(2));
-    const int64_t t26 = (t24 + t25);
-    const int64_t t27 = (t23 * t26);
-    const int64_t t28 = (((t27 > INT64_C(1))) ? t27 : INT64_C(1));
-    const double t29 = at_fdiv(static_cast<double>(t22), static_cast<double>(t28));
-    const double t30 = (1.0 - t29);
-    const double t31 = (((t22 <= INT64_C(201326592))) ? (((0.0 > t30)) ? 0.0 : t30) : 0.0);
-    const double t32 = static_cast<double>(p4);
-    const double t33 = at_fceil(at_py_div(t32, ((((t32 > 1.0)) || ((t32 != t32))) ? t32 : 1.0)));
-    const double t34 = ((((t33 > 0.0)) || ((t33 != t33))) ? t33 : 0.0);
-    const double t35 = (((t34 > 1.0)) ? 14.0 : 0.0);
-    const double t36 = t35;
-    const int64_t t37 = (s2 * INT64_C(14));
-    const double t38 = (static_cast<double>(t37) * 1.0);
-    const double t39 = (t36 + t38);
-    const double t40 = (t35 + t38);
-    const double t41 = (0.0 + 0.0);
-    const double t42 = static_cast<double>(t6);
-    const double t43 = static_cast<double>(INT64_C(2));
-    const double t44 = ((((t42 > 0.0)) || ((t42 != t42))) ? t42 : 0.0);
-    const double t45 = (((t44 > 1.0)) ? 14.0 : 0.0);
-    const double t46 = t45;
-    const double t47 = t15;
-    const double t48 = static_cast<double>(INT64_C(2));
-    const double t49 = ((((t47 > 0.0)) || ((t47 != t47))) ? t47 : 0.0);
-    const double t50 = (((t49 > 1.0)) ? 14.0 : 0.0);
-    const double t51 = t50;
-    const int64_t t52 = (t8 * t12);
-    const double t53 = static_cast<double>((t52 * INT64_C(2)));
-    const double t54 = static_cast<double>(t8);
-    const double t55 = t31;
-    const double t56 = static_cast<double>(s1);
-    const double t57 = ((((t54 > 1.0)) || ((t54 != t54))) ? t54 : 1.0);
-    const double t58 = at_py_div(t53, t57);
-    const double t59 = ((t57 * at_fceil(at_py_div(t58, 32.0))) * 32.0);
-    const double t60 = at_interp(t59, k_XP0, k_FP0, 6);
-    const bool t61 = ((std::fmod(t58, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t62 = (t61 ? 1.0 : 0.7);
-    const double t63 = (t56 * 2.0);
-    const bool t64 = ((std::fmod(t63, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t65 = (((std::fmod(t63, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t63, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t66 = (t64 ? t62 : ((((t62 < t65)) || ((t62 != t62))) ? t62 : t65));
-    const double t67 = (t64 ? 1.0 : (((1.0 < t65)) ? 1.0 : t65));
-    const double t68 = (t60 * t66);
-    const double t69 = ((((t55 > 0.0)) || ((t55 != t55))) ? t55 : 0.0);
-    const double t70 = ((((t69 < 1.0)) || ((t69 != t69))) ? t69 : 1.0);
-    const double t71 = at_py_div(1.0, (at_py_div((1.0 - t70), 888.8888888888889) + at_py_div(t70, 3888.8888888888887)));
-    const double t72 = (t71 * t67);
-    const double t73 = ((((t32 > 1.0)) || ((t32 != t32))) ? t32 : 1.0);
-    const double t74 = (t73 * 330.0);
-    const double t75 = std::pow(t72, (-1.5));
-    const double t76 = at_py_div(std::pow((std::pow(t74, (-1.5)) + t75), (-0.6666666666666666)), t73);
-    const double t77 = ((((t68 < t76)) || ((t68 != t68))) ? t68 : t76);
-    const double t78 = at_py_div((1.0 * t59), t76);
-    const double t79 = at_py_div(t59, t77);
-    const double t80 = (t57 * 4.8);
-    const double t81 = ((((t79 > t80)) || ((t79 != t79))) ? t79 : t80);
-    const double t82 = (((t56 > 65535.0)) ? (t57 * 210.0) : 210.0);
-    const double t83 = (t82 + t81);
-    const double t84 = (1.0 * t83);
-    const double t85 = (t51 + t84);
-    const double t86 = (0.0 + t84);
-    const double t87 = (0.0 + t78);
-    const int64_t t88 = (t12 * t10);
-    const double t89 = static_cast<double>((t88 * INT64_C(2)));
-    const double t90 = static_cast<double>(t12);
-    const double t91 = t31;
-    const double t92 = static_cast<double>(s3);
-    const double t93 = ((((t90 > 1.0)) || ((t90 != t90))) ? t90 : 1.0);
-    const double t94 = at_py_div(t89, t93);
-    const double t95 = ((t93 * at_fceil(at_py_div(t94, 32.0))) * 32.0);
-    const double t96 = at_interp(t95, k_XP0, k_FP0, 6);
-    const bool t97 = ((std::fmod(t94, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t98 = (t97 ? 1.0 : 0.7);
-    const double t99 = (t92 * 2.0);
-    const bool t100 = ((std::fmod(t99, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t101 = (((std::fmod(t99, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t99, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t102 = (t100 ? t98 : ((((t98 < t101)) || ((t98 != t98))) ? t98 : t101));
-    const double t103 = (t100 ? 1.0 : (((1.0 < t101)) ? 1.0 : t101));
-    const double t104 = (t96 * t102);
-    const double t105 = ((((t91 > 0.0)) || ((t91 != t91))) ? t91 : 0.0);
-    const double t106 = ((((t105 < 1.0)) || ((t105 != t105))) ? t105 : 1.0);
-    const double t107 = at_py_div(1.0, (at_py_div((1.0 - t106), 888.8888888888889) + at_py_div(t106, 3888.8888888888887)));
-    const double t108 = (t107 * t103);
-    const double t109 = ((((t32 > 1.0)) || ((t32 != t32))) ? t32 : 1.0);
-    const double t110 = (t109 * 330.0);
-    const double t111 = std::pow(t108, (-1.5));
-    const double t112 = at_py_div(std::pow((std::pow(t110, (-1.5)) + t111), (-0.6666666666666666)), t109);
-    const double t113 = ((((t104 < t112)) || ((t104 != t104))) ? t104 : t112);
-    const double t114 = at_py_div((1.0 * t95), t112);
-    const double t115 = at_py_div(t95, t113);
-    const double t116 = (t93 * 4.8);
-    const double t117 = ((((t115 > t116)) || ((t115 != t115))) ? t115 : t116);
-    const double t118 = (((t92 > 65535.0)) ? (t93 * 210.0) : 210.0);
-    const double t119 = (t118 + t117);
-    const double t120 = (1.0 * t119);
-    const double t121 = (t85 + t120);
-    const double t122 = (t86 + t120);
-    const double t123 = (t87 + t114);
-    const double t124 = static_cast<double>(t16);
-    const double t125 = static_cast<double>(INT64_C(2));
-    const double t126 = ((((t124 > 0.0)) || ((t124 != t124))) ? t124 : 0.0);
-    const double t127 = (((t126 > 1.0)) ? 14.0 : 0.0);
-    const double t128 = t127;
-    const int64_t t129 = (t8 * p3);
-    const double t130 = static_cast<double>((t129 * INT64_C(2)));
-    const double t131 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t132 = at_py_div(t130, t131);
-    const double t133 = ((t131 * at_fceil(at_py_div(t132, 32.0))) * 32.0);
-    const double t134 = at_interp(t133, k_XP1, k_FP1, 4);
-    const double t135 = at_py_div(t133, t134);
-    const double t136 = (2.0 + t135);
-    const double t137 = (1.0 * t136);
-    const double t138 = (t128 + t137);
-    const double t139 = (0.0 + t137);
-    const double t140 = (0.0 + 0.0);
-    const int64_t t141 = (t10 * p3);
-    const double t142 = static_cast<double>((t141 * INT64_C(2)));
-    const double t143 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t144 = at_py_div(t142, t143);
-    const double t145 = ((t143 * at_fceil(at_py_div(t144, 32.0))) * 32.0);
-    const double t146 = at_interp(t145, k_XP2, k_FP2, 4);
-    const double t147 = at_py_div(t145, t146);
-    const double t148 = (2.0 + t147);
-    const double t149 = (1.0 * t148);
-    const double t150 = (t138 + t149);
-    const double t151 = (t139 + t149);
-    const double t152 = (t140 + 0.0);
-    const double t153 = static_cast<double>(t8);
-    const double t154 = static_cast<double>(t10);
-    const double t155 = static_cast<double>(p3);
-    const double t156 = ((at_fceil(at_py_div(t153, 16.0)) * at_fceil(at_py_div(t154, 16.0))) * at_fceil(at_py_div(t155, static_cast<double>(INT64_C(16)))));
-    const double t157 = ((t156 * 1.0) + 2.0);
-    const double t158 = (1.0 * t157);
-    const double t159 = (t150 + t158);
-    const double t160 = (0.0 + t158);
-    const double t161 = (t152 + 0.0);
-    const double t162 = (t159 + 2.0);
-    const double t163 = (t127 + 2.0);
-    const double t164 = ((((t163 > t151)) || ((t163 != t163))) ? t163 : t151);
-    const double t165 = ((((t164 > t160)) || ((t164 != t164))) ? t164 : t160);
-    const double t166 = ((((t165 > t161)) || ((t165 != t165))) ? t165 : t161);
-    const double t167 = ((((t166 > 0.0)) || ((t166 != t166))) ? t166 : 0.0);
-    const double t168 = (t126 - 1.0);
-    const double t169 = ((((t168 > 0.0)) || ((t168 != t168))) ? t168 : 0.0);
-    const bool t170 = ((t125 >= static_cast<double>(INT64_C(2))));
-    const double t171 = (t170 ? (t162 + (t169 * t167)) : (t126 * t162));
-    const double t172 = (t170 ? (t126 * 0.0) : ((t169 * t162) + t167));
-    const double t173 = (((t126 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t171);
-    const double t174 = (((t126 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t172);
-    const double t175 = (t163 * t126);
-    const double t176 = (t151 * t126);
-    const double t177 = (t160 * t126);
-    const double t178 = (t161 * t126);
-    const double t179 = (t121 + t173);
-    const double t180 = (t50 + t175);
-    const double t181 = (0.0 + t176);
-    const double t182 = (0.0 + t177);
-    const double t183 = (t123 + t178);
-    const double t184 = (((0.0 > t174)) ? 0.0 : t174);
-    const double t185 = (t179 + 2.0);
-    const double t186 = (t180 + 2.0);
-    const double t187 = ((((t186 > t122)) || ((t186 != t186))) ? t186 : t122);
-    const double t188 = ((((t187 > t181)) || ((t187 != t187))) ? t187 : t181);
-    const double t189 = ((((t188 > t182)) || ((t188 != t188))) ? t188 : t182);
-    const double t190 = ((((t189 > t183)) || ((t189 != t189))) ? t189 : t183);
-    const double t191 = ((((t190 > t184)) || ((t190 != t190))) ? t190 : t184);
-    const double t192 = (t49 - 1.0);
-    const double t193 = ((((t192 > 0.0)) || ((t192 != t192))) ? t192 : 0.0);
-    const bool t194 = ((t48 >= static_cast<double>(INT64_C(2))));
-    const double t195 = (t194 ? (t185 + (t193 * t191)) : (t49 * t185));
-    const double t196 = (t194 ? (t49 * t184) : ((t193 * t185) + t191));
-    const double t197 = (((t49 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t195);
-    const double t198 = (((t49 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t196);
-    const double t199 = (t186 * t49);
-    const double t200 = (t122 * t49);
-    const double t201 = (t181 * t49);
-    const double t202 = (t182 * t49);
-    const double t203 = (t183 * t49);
-    const double t204 = (t46 + t197);
-    const double t205 = (t45 + t199);
-    const double t206 = (0.0 + t200);
-    const double t207 = (0.0 + t201);
-    const double t208 = (0.0 + t202);
-    const double t209 = (0.0 + t203);
-    const double t210 = (((0.0 > t198)) ? 0.0 : t198);
-    const int64_t t211 = (t8 * t10);
-    const double t212 = static_cast<double>((t211 * INT64_C(2)));
-    const double t213 = static_cast<double>(t8);
-    const double t214 = static_cast<double>(s3);
-    const double t215 = ((((t213 > 1.0)) || ((t213 != t213))) ? t213 : 1.0);
-    const double t216 = at_py_div(t212, t215);
-    const double t217 = ((t215 * at_fceil(at_py_div(t216, 32.0))) * 32.0);
-    const double t218 = at_interp(t217, k_XP3, k_FP3, 6);
-    const bool t219 = ((std::fmod(t216, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t220 = (t219 ? 1.0 : 0.7);
-    const double t221 = (t214 * 2.0);
-    const bool t222 = ((std::fmod(t221, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t223 = (t222 ? t220 : ((((t220 < 0.7)) || ((t220 != t220))) ? t220 : 0.7));
-    const double t224 = (t222 ? 1.0 : (((1.0 < 0.7)) ? 1.0 : 0.7));
-    const double t225 = (t218 * t223);
-    const double t226 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t227 = ((((t226 < 1.0)) || ((t226 != t226))) ? t226 : 1.0);
-    const double t228 = at_py_div(1.0, (at_py_div((1.0 - t227), 888.8888888888889) + at_py_div(t227, 3888.8888888888887)));
-    const double t229 = (t228 * t224);
-    const double t230 = ((((t32 > 1.0)) || ((t32 != t32))) ? t32 : 1.0);
-    const double t231 = (t230 * 330.0);
-    const double t232 = std::pow(t229, (-1.5));
-    const double t233 = at_py_div(std::pow((std::pow(t231, (-1.5)) + t232), (-0.6666666666666666)), t230);
-    const double t234 = ((((t225 < t233)) || ((t225 != t225))) ? t225 : t233);
-    const double t235 = at_py_div((1.0 * t217), t233);
-    const double t236 = at_py_div(t217, t234);
-    const double t237 = (11.0 + t236);
-    const double t238 = (1.0 * t237);
-    const double t239 = (t204 + t238);
-    const double t240 = (0.0 + t238);
-    const double t241 = (t209 + t235);
-    const double t242 = (t239 + 2.0);
-    const double t243 = (t205 + 2.0);
-    const double t244 = ((((t243 > t206)) || ((t243 != t243))) ? t243 : t206);
-    const double t245 = ((((t244 > t207)) || ((t244 != t244))) ? t244 : t207);
-    const double t246 = ((((t245 > t208)) || ((t245 != t245))) ? t245 : t208);
-    const double t247 = ((((t246 > t240)) || ((t246 != t246))) ? t246 : t240);
-    const double t248 = ((((t247 > t241)) || ((t247 != t247))) ? t247 : t241);
-    const double t249 = ((((t248 > t210)) || ((t248 != t248))) ? t248 : t210);
-    const double t250 = (t44 - 1.0);
-    const double t251 = ((((t250 > 0.0)) || ((t250 != t250))) ? t250 : 0.0);
-    const bool t252 = ((t43 >= static_cast<double>(INT64_C(2))));
-    const double t253 = (t252 ? (t242 + (t251 * t249)) : (t44 * t242));
-    const double t254 = (t252 ? (t44 * t210) : ((t251 * t242) + t249));
-    const double t255 = (((t44 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t253);
-    const double t256 = (((t44 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t254);
-    const double t257 = (t243 * t44);
-    const double t258 = (t206 * t44);
-    const double t259 = (t207 * t44);
-    const double t260 = (t208 * t44);
-    const double t261 = (t240 * t44);
-    const double t262 = (t241 * t44);
-    const double t263 = (t39 + t255);
-    const double t264 = (t40 + t257);
-    const double t265 = (0.0 + t258);
-    const double t266 = (0.0 + t259);
-    const double t267 = (0.0 + t260);
-    const double t268 = (0.0 + t261);
-    const double t269 = (t41 + t262);
-    const double t270 = (((0.0 > t256)) ? 0.0 : t256);
-    const double t271 = (t263 + 2.0);
-    const double t272 = (t264 + 2.0);
-    const double t273 = ((((t272 > t265)) || ((t272 != t272))) ? t272 : t265);
-    const double t274 = ((((t273 > t266)) || ((t273 != t273))) ? t273 : t266);
-    const double t275 = ((((t274 > t267)) || ((t274 != t274))) ? t274 : t267);
-    const double t276 = ((((t275 > t268)) || ((t275 != t275))) ? t275 : t268);
-    const double t277 = ((((t276 > t269)) || ((t276 != t276))) ? t276 : t269);
-    const double t278 = ((((t277 > t270)) || ((t277 != t277))) ? t277 : t270);
-    const double t279 = (t34 - 1.0);
-    const double t280 = ((((t279 > 0.0)) || ((t279 != t279))) ? t279 : 0.0);
-    const double t281 = (t34 * t271);
-    const double t282 = ((t280 * t271) + t278);
-    const double t283 = (((t34 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t281);
-    const double t284 = (((t34 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t282);
-    (void)t284;
-    const double t285 = (t272 * t34);
-    (void)t285;
-    const double t286 = (t265 * t34);
-    (void)t286;
-    const double t287 = (t266 * t34);
-    (void)t287;
-    const double t288 = (t267 * t34);
-    (void)t288;
-    const double t289 = (t268 * t34);
-    (void)t289;
-    const double t290 = (t269 * t34);
-    (void)t290;
-    const double t291 = at_py_div(t283, 1800.0);
-    const double t292 = ((2.0 + 16.87) + at_py_div((1.3 * t32), static_cast<double>(aic)));
-    const double t293 = (((0.0 > t292)) ? 0.0 : t292);
-    const double t294 = (t293 + t291);
-    return t294;
+    // groupM
+    const int64_t groupM_0 = at_ceil_div(v_M, v_G);
+    // mTiles
+    const int64_t mTiles_0 = at_ceil_div(groupM_0, v_m1);
+    // nTiles
+    const int64_t nTiles_0 = at_ceil_div(v_N, v_n1);
+    // tiles
+    const int64_t tiles_0 = ((v_G * mTiles_0) * nTiles_0);
+    // tilesPerCore
+    const int64_t tilesPerCore_0 = at_ceil_div(tiles_0, v_blockDim);
+    // tileM
+    const int64_t tileM_0 = ((-at_floordiv((-groupM_0), INT64_C(16))) * INT64_C(16));
+    const int64_t tileM_1 = ((v_m1 < tileM_0) ? v_m1 : tileM_0);
+    // tileN
+    const int64_t tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
+    const int64_t tileN_1 = ((v_n1 < tileN_0) ? v_n1 : tileN_0);
+    // sliceK
+    const int64_t sliceK_0 = ((-at_floordiv((-v_K), INT64_C(16))) * INT64_C(16));
+    const int64_t sliceK_1 = ((v_k1 < sliceK_0) ? v_k1 : sliceK_0);
+    // kSlices
+    const double kSlices_0 = at_fdiv(static_cast<double>(((-at_floordiv((-v_K), INT64_C(16))) * INT64_C(16))), static_cast<double>(sliceK_1));
+    // kL0Iters
+    const int64_t kL0Iters_0 = at_ceil_div(sliceK_1, v_k0);
+    // uniqueBytes
+    const int64_t uniqueBytes_0 = (((v_M * v_K) * INT64_C(2)) + (((v_G * v_K) * v_N) * INT64_C(2)));
+    // readBytes
+    const int64_t readBytes_0 = ((tiles_0 * v_K) * ((tileM_1 * INT64_C(2)) + (tileN_1 * INT64_C(2))));
+    // l2Hit
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(uniqueBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((uniqueBytes_0 <= INT64_C(201326592)) ? ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0) : 0.0);
+    // cube_side
+    const double cube_side_0 = static_cast<double>(v_blockDim);
+    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
+    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
+    // group_walk
+    const double group_walk_0 = (cube_side_3 + (static_cast<double>((v_G * INT64_C(14))) * 1.0));
+    // cube_side
+    const double cube_side_4 = static_cast<double>(tilesPerCore_0);
+    // tile
+    const double tile_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
+    // k_l1
+    const double k_l1_0 = (((kSlices_0 > 0.0) || (kSlices_0 != kSlices_0)) ? kSlices_0 : 0.0);
+    const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l1
+    const double load_a_l1_0 = static_cast<double>(tileM_1);
+    const double load_a_l1_1 = static_cast<double>(v_K);
+    const double load_a_l1_2 = (((load_a_l1_0 > 1.0) || (load_a_l1_0 != load_a_l1_0)) ? load_a_l1_0 : 1.0);
+    const double load_a_l1_3 = at_py_div(static_cast<double>(((tileM_1 * sliceK_1) * INT64_C(2))), load_a_l1_2);
+    const double load_a_l1_4 = ((load_a_l1_2 * at_fceil(at_py_div(load_a_l1_3, 32.0))) * 32.0);
+    const double load_a_l1_5 = ((std::fmod(load_a_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_a_l1_6 = (load_a_l1_1 * 2.0);
+    const bool load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_a_l1_9 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (load_a_l1_7 ? load_a_l1_5 : (((load_a_l1_5 < load_a_l1_8) || (load_a_l1_5 != load_a_l1_5)) ? load_a_l1_5 : load_a_l1_8)));
+    const double load_a_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_a_l1_11 = (((load_a_l1_10 < 1.0) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : 1.0);
+    const double load_a_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_11), 888.8888888888889) + at_py_div(load_a_l1_11, 3888.8888888888887))) * (load_a_l1_7 ? 1.0 : ((1.0 < load_a_l1_8) ? 1.0 : load_a_l1_8)));
+    const double load_a_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_a_l1_14 = at_py_div(std::pow((std::pow((load_a_l1_13 * 330.0), -1.5) + std::pow(load_a_l1_12, -1.5)), -0.6666666666666666), load_a_l1_13);
+    const double load_a_l1_15 = at_py_div(load_a_l1_4, (((load_a_l1_9 < load_a_l1_14) || (load_a_l1_9 != load_a_l1_9)) ? load_a_l1_9 : load_a_l1_14));
+    const double load_a_l1_16 = (load_a_l1_2 * 4.8);
+    const double load_a_l1_17 = (((load_a_l1_1 > 65535.0) ? (load_a_l1_2 * 210.0) : 210.0) + (((load_a_l1_15 > load_a_l1_16) || (load_a_l1_15 != load_a_l1_15)) ? load_a_l1_15 : load_a_l1_16));
+    const double load_a_l1_18 = (1.0 * load_a_l1_17);
+    const double load_a_l1_19 = (k_l1_1 + load_a_l1_18);
+    const double load_a_l1_20 = (0.0 + load_a_l1_18);
+    const double load_a_l1_21 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_14));
+    // load_b_l1
+    const double load_b_l1_0 = static_cast<double>(sliceK_1);
+    const double load_b_l1_1 = static_cast<double>(v_N);
+    const double load_b_l1_2 = (((load_b_l1_0 > 1.0) || (load_b_l1_0 != load_b_l1_0)) ? load_b_l1_0 : 1.0);
+    const double load_b_l1_3 = at_py_div(static_cast<double>(((sliceK_1 * tileN_1) * INT64_C(2))), load_b_l1_2);
+    const double load_b_l1_4 = ((load_b_l1_2 * at_fceil(at_py_div(load_b_l1_3, 32.0))) * 32.0);
+    const double load_b_l1_5 = ((std::fmod(load_b_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_b_l1_6 = (load_b_l1_1 * 2.0);
+    const bool load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_b_l1_9 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (load_b_l1_7 ? load_b_l1_5 : (((load_b_l1_5 < load_b_l1_8) || (load_b_l1_5 != load_b_l1_5)) ? load_b_l1_5 : load_b_l1_8)));
+    const double load_b_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_b_l1_11 = (((load_b_l1_10 < 1.0) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : 1.0);
+    const double load_b_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_11), 888.8888888888889) + at_py_div(load_b_l1_11, 3888.8888888888887))) * (load_b_l1_7 ? 1.0 : ((1.0 < load_b_l1_8) ? 1.0 : load_b_l1_8)));
+    const double load_b_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_b_l1_14 = at_py_div(std::pow((std::pow((load_b_l1_13 * 330.0), -1.5) + std::pow(load_b_l1_12, -1.5)), -0.6666666666666666), load_b_l1_13);
+    const double load_b_l1_15 = at_py_div(load_b_l1_4, (((load_b_l1_9 < load_b_l1_14) || (load_b_l1_9 != load_b_l1_9)) ? load_b_l1_9 : load_b_l1_14));
+    const double load_b_l1_16 = (load_b_l1_2 * 4.8);
+    const double load_b_l1_17 = (((load_b_l1_1 > 65535.0) ? (load_b_l1_2 * 210.0) : 210.0) + (((load_b_l1_15 > load_b_l1_16) || (load_b_l1_15 != load_b_l1_15)) ? load_b_l1_15 : load_b_l1_16));
+    const double load_b_l1_18 = (1.0 * load_b_l1_17);
+    const double load_b_l1_19 = (load_a_l1_19 + load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_20 + load_b_l1_18);
+    const double load_b_l1_21 = (load_a_l1_21 + at_py_div((1.0 * load_b_l1_4), load_b_l1_14));
+    // k_l1
+    const double k_l1_2 = static_cast<double>(kL0Iters_0);
+    // k_l0
+    const double k_l0_0 = (((k_l1_2 > 0.0) || (k_l1_2 != k_l1_2)) ? k_l1_2 : 0.0);
+    const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l0a
+    const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileM_1 * v_k0) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_a_l0a_1 = (1.0 * (2.0 + at_py_div(load_a_l0a_0, at_interp(load_a_l0a_0, k_XP1, k_FP1, 4))));
+    const double load_a_l0a_2 = (k_l0_1 + load_a_l0a_1);
+    const double load_a_l0a_3 = (0.0 + load_a_l0a_1);
+    // load_b_l0b
+    const double load_b_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileN_1 * v_k0) * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double load_b_l0b_1 = (1.0 * (2.0 + at_py_div(load_b_l0b_0, at_interp(load_b_l0b_0, k_XP2, k_FP2, 4))));
+    const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
+    const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
+    // mmad
+    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(tileM_1), 16.0)) * at_fceil(at_py_div(static_cast<double>(tileN_1), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(16)))));
+    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
+    const double mmad_2 = (load_b_l0b_2 + mmad_1);
+    const double mmad_3 = (0.0 + mmad_1);
+    // k_l0
+    const double k_l0_2 = (k_l0_1 + 2.0);
+    const double k_l0_3 = (((k_l0_2 > load_b_l0b_3) || (k_l0_2 != k_l0_2)) ? k_l0_2 : load_b_l0b_3);
+    const double k_l0_4 = (((k_l0_3 > mmad_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : mmad_3);
+    const double k_l0_5 = (((k_l0_4 > 0.0) || (k_l0_4 != k_l0_4)) ? k_l0_4 : 0.0);
+    const double k_l0_6 = (k_l0_0 - 1.0);
+    const double k_l0_7 = ((mmad_2 + 2.0) + ((((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0) * (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0)));
+    const double k_l0_8 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_0 * 0.0));
+    const double k_l0_9 = (load_b_l1_19 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
+    const double k_l0_10 = (k_l1_1 + (k_l0_2 * k_l0_0));
+    const double k_l0_11 = (0.0 + (load_b_l0b_3 * k_l0_0));
+    const double k_l0_12 = (0.0 + (mmad_3 * k_l0_0));
+    const double k_l0_13 = (load_b_l1_21 + (0.0 * k_l0_0));
+    const double k_l0_14 = ((0.0 > k_l0_8) ? 0.0 : k_l0_8);
+    // k_l1
+    const double k_l1_3 = (k_l0_10 + 2.0);
+    const double k_l1_4 = (((k_l1_3 > load_b_l1_20) || (k_l1_3 != k_l1_3)) ? k_l1_3 : load_b_l1_20);
+    const double k_l1_5 = (((k_l1_4 > k_l0_11) || (k_l1_4 != k_l1_4)) ? k_l1_4 : k_l0_11);
+    const double k_l1_6 = (((k_l1_5 > k_l0_12) || (k_l1_5 != k_l1_5)) ? k_l1_5 : k_l0_12);
+    const double k_l1_7 = (((k_l1_6 > k_l0_13) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_13);
+    const double k_l1_8 = (k_l1_0 - 1.0);
+    const double k_l1_9 = ((k_l0_9 + 2.0) + ((((k_l1_8 > 0.0) || (k_l1_8 != k_l1_8)) ? k_l1_8 : 0.0) * (((k_l1_7 > k_l0_14) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_14)));
+    const double k_l1_10 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_0 * k_l0_14));
+    const double k_l1_11 = (tile_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l1_9));
+    const double k_l1_12 = (tile_1 + (k_l1_3 * k_l1_0));
+    const double k_l1_13 = (0.0 + (load_b_l1_20 * k_l1_0));
+    const double k_l1_14 = (0.0 + (k_l0_11 * k_l1_0));
+    const double k_l1_15 = (0.0 + (k_l0_12 * k_l1_0));
+    const double k_l1_16 = (0.0 + (k_l0_13 * k_l1_0));
+    const double k_l1_17 = ((0.0 > k_l1_10) ? 0.0 : k_l1_10);
+    // write_c
+    const double write_c_0 = static_cast<double>(tileM_1);
+    const double write_c_1 = (((write_c_0 > 1.0) || (write_c_0 != write_c_0)) ? write_c_0 : 1.0);
+    const double write_c_2 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(2))), write_c_1);
+    const double write_c_3 = ((write_c_1 * at_fceil(at_py_div(write_c_2, 32.0))) * 32.0);
+    const double write_c_4 = ((std::fmod(write_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const bool write_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
+    const double write_c_6 = (at_interp(write_c_3, k_XP3, k_FP3, 6) * (write_c_5 ? write_c_4 : (((write_c_4 < 0.7) || (write_c_4 != write_c_4)) ? write_c_4 : 0.7)));
+    const double write_c_7 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double write_c_8 = at_py_div(std::pow((std::pow((write_c_7 * 330.0), -1.5) + std::pow((888.8888888888889 * (write_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), write_c_7);
+    const double write_c_9 = (1.0 * (11.0 + at_py_div(write_c_3, (((write_c_6 < write_c_8) || (write_c_6 != write_c_6)) ? write_c_6 : write_c_8))));
+    const double write_c_10 = (k_l1_11 + write_c_9);
+    const double write_c_11 = (0.0 + write_c_9);
+    const double write_c_12 = (k_l1_16 + at_py_div((1.0 * write_c_3), write_c_8));
+    // tile
+    const double tile_2 = (k_l1_12 + 2.0);
+    const double tile_3 = (((tile_2 > k_l1_13) || (tile_2 != tile_2)) ? tile_2 : k_l1_13);
+    const double tile_4 = (((tile_3 > k_l1_14) || (tile_3 != tile_3)) ? tile_3 : k_l1_14);
+    const double tile_5 = (((tile_4 > k_l1_15) || (tile_4 != tile_4)) ? tile_4 : k_l1_15);
+    const double tile_6 = (((tile_5 > write_c_11) || (tile_5 != tile_5)) ? tile_5 : write_c_11);
+    const double tile_7 = (((tile_6 > write_c_12) || (tile_6 != tile_6)) ? tile_6 : write_c_12);
+    const double tile_8 = (tile_0 - 1.0);
+    const double tile_9 = ((write_c_10 + 2.0) + ((((tile_8 > 0.0) || (tile_8 != tile_8)) ? tile_8 : 0.0) * (((tile_7 > k_l1_17) || (tile_7 != tile_7)) ? tile_7 : k_l1_17)));
+    const double tile_10 = (group_walk_0 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_9));
+    // cube_side
+    const double cube_side_5 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
+    const double cube_side_6 = (((0.0 > cube_side_5) ? 0.0 : cube_side_5) + at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (tile_10 + 2.0))), 1800.0));
+    return cube_side_6;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -566,118 +432,84 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.M >= INT64_C(1) && shape.M <= INT64_C(16777216) && shape.K >= INT64_C(1) && shape.K <= INT64_C(1048576) && shape.G >= INT64_C(1) && shape.G <= INT64_C(4096) && shape.N >= INT64_C(1) && shape.N <= INT64_C(1048576);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // m1
+        v.v_c0 = at_floordiv(INT64_C(32), sizeof_a);
+        v.v_groupM = at_ceil_div(v.v_M, v.v_G);
+        v.v_mTiles = at_ceil_div(v.v_groupM, v.v_m1);
+        v.v_tileM = at_min(v.v_m1, at_align_up(v.v_groupM, INT64_C(16)));
+        v.v_uniqueBytes = (((v.v_M * v.v_K) * sizeof_a) + (((v.v_G * v.v_K) * v.v_N) * sizeof_b));
+        if (!(((v.v_m1 < (INT64_C(2) * v.v_groupM)) || (v.v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
+        if (!Within(static_cast<double>(v.v_M), 0.0, 4294967295.0)) return false;  // M_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_G), 0.0, 4294967295.0)) return false;  // groupNum_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_m1), 0.0, 4294967295.0)) return false;  // l1M_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // n1
+        v.v_nTiles = at_ceil_div(v.v_N, v.v_n1);
+        v.v_tiles = ((v.v_G * v.v_mTiles) * v.v_nTiles);
+        v.v_tileN = at_min(v.v_n1, at_align_up(v.v_N, INT64_C(16)));
+        v.v_readBytes = ((v.v_tiles * v.v_K) * ((v.v_tileM * sizeof_a) + (v.v_tileN * sizeof_b)));
+        v.v_l2Hit = (((v.v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v.v_uniqueBytes), static_cast<double>(at_max(v.v_readBytes, INT64_C(1))))))) : (0.0));
+        if (!((((v.v_m1 * v.v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
+        if (!(((v.v_n1 < (INT64_C(2) * v.v_N)) || (v.v_n1 == INT64_C(16))))) return false;  // n1_not_oversized
+        if (!Within(static_cast<double>(v.v_n1), 0.0, 4294967295.0)) return false;  // l1N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_nTiles), 0.0, 4294967295.0)) return false;  // nTiles_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 2:  // k1
+        v.v_sliceK = at_min(v.v_k1, at_align_up(v.v_K, v.v_c0));
+        v.v_kL1Iters = at_ceil_div(v.v_K, v.v_k1);
+        v.v_kSlices = at_fdiv(static_cast<double>(at_align_up(v.v_K, v.v_c0)), static_cast<double>(v.v_sliceK));
+        if (!((((INT64_C(2) * v.v_k1) * ((v.v_m1 * sizeof_a) + (v.v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
+        if (!(((v.v_k1 < (INT64_C(2) * v.v_K)) || (v.v_k1 == INT64_C(32))))) return false;  // k1_not_oversized
+        if (!Within(static_cast<double>(v.v_k1), 0.0, 4294967295.0)) return false;  // l1K_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 3:  // k0
+        v.v_kL0Iters = at_ceil_div(v.v_sliceK, v.v_k0);
+        if (!(((((INT64_C(2) * v.v_m1) * v.v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
+        if (!(((((INT64_C(2) * v.v_n1) * v.v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
+        if (!((at_mod(v.v_k0, v.v_c0) == INT64_C(0)))) return false;  // k0_fractal
+        if (!((at_mod(v.v_k1, v.v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
+        if (!Within(static_cast<double>(v.v_k0), 0.0, 4294967295.0)) return false;  // l0K_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 4:  // blockDim
+        v.v_tilesPerCore = at_ceil_div(v.v_tiles, v.v_blockDim);
+        if (!((v.v_blockDim <= v.v_tiles))) return false;  // every_core_busy
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    out.v_M = v_M;
-    const int64_t v_K = shape.K;
-    out.v_K = v_K;
-    const int64_t v_G = shape.G;
-    out.v_G = v_G;
-    const int64_t v_N = shape.N;
-    out.v_N = v_N;
-    const int64_t v_m1 = config.m1;
-    out.v_m1 = v_m1;
-    const int64_t v_n1 = config.n1;
-    out.v_n1 = v_n1;
-    const int64_t v_k1 = config.k1;
-    out.v_k1 = v_k1;
-    const int64_t v_k0 = config.k0;
-    out.v_k0 = v_k0;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-    out.v_c0 = v_c0;
-    const int64_t v_groupM = at_ceil_div(v_M, v_G);
-    out.v_groupM = v_groupM;
-    const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
-    out.v_mTiles = v_mTiles;
-    const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-    out.v_nTiles = v_nTiles;
-    const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
-    out.v_tiles = v_tiles;
-    const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-    out.v_tilesPerCore = v_tilesPerCore;
-    const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
-    out.v_tileM = v_tileM;
-    const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-    out.v_tileN = v_tileN;
-    const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-    out.v_sliceK = v_sliceK;
-    const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-    out.v_kL1Iters = v_kL1Iters;
-    const double v_kSlices = at_fdiv(static_cast<double>(at_align_up(v_K, v_c0)), static_cast<double>(v_sliceK));
-    out.v_kSlices = v_kSlices;
-    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-    out.v_kL0Iters = v_kL0Iters;
-    const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
-    out.v_uniqueBytes = v_uniqueBytes;
-    const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-    out.v_readBytes = v_readBytes;
-    const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
-    out.v_l2Hit = v_l2Hit;
-    if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
-    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
-    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
-    if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
-    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) return false;  // k0_fractal
-    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
-    if (!((v_blockDim <= v_tiles))) return false;  // every_core_busy
-    if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
-    if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(16))))) return false;  // n1_not_oversized
-    if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(32))))) return false;  // k1_not_oversized
-    {
-        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    return true;
+    out.v_M = shape.M;
+    out.v_K = shape.K;
+    out.v_G = shape.G;
+    out.v_N = shape.N;
+    out.v_m1 = config.m1;
+    out.v_n1 = config.n1;
+    out.v_k1 = config.k1;
+    out.v_k0 = config.k0;
+    out.v_blockDim = config.blockDim;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -708,11 +540,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -725,197 +582,12 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_G;
     const int64_t v_N = shape.N;
     (void)v_N;
-    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.m1 ? a - base.m1 : base.m1 - a;
-        const int64_t db = b > base.m1 ? b - base.m1 : base.m1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.n1 ? a - base.n1 : base.n1 - a;
-        const int64_t db = b > base.n1 ? b - base.n1 : base.n1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k1 ? a - base.k1 : base.k1 - a;
-        const int64_t db = b > base.k1 ? b - base.k1 : base.k1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k0 ? a - base.k0 : base.k0 - a;
-        const int64_t db = b > base.k0 ? b - base.k0 : base.k0 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom4;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
-    }
-    if (dom4.empty()) return false;
-    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_m1 = k0 < 0 ? base.m1 : dom0[k0];
-        if (k0 >= 0 && v_m1 == base.m1) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-        (void)v_c0;
-        const int64_t v_groupM = at_ceil_div(v_M, v_G);
-        (void)v_groupM;
-        const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
-        (void)v_mTiles;
-        const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
-        (void)v_tileM;
-        const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
-        (void)v_uniqueBytes;
-        if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) continue;  // m1_not_oversized
-        {
-            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_n1 = k1 < 0 ? base.n1 : dom1[k1];
-            if (k1 >= 0 && v_n1 == base.n1) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-            (void)v_nTiles;
-            const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
-            (void)v_tiles;
-            const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-            (void)v_tileN;
-            const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-            (void)v_readBytes;
-            const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
-            (void)v_l2Hit;
-            if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) continue;  // l0c_fits
-            if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(16))))) continue;  // n1_not_oversized
-            {
-                const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_k1 = k2 < 0 ? base.k1 : dom2[k2];
-                if (k2 >= 0 && v_k1 == base.k1) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-                (void)v_sliceK;
-                const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-                (void)v_kL1Iters;
-                const double v_kSlices = at_fdiv(static_cast<double>(at_align_up(v_K, v_c0)), static_cast<double>(v_sliceK));
-                (void)v_kSlices;
-                if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) continue;  // l1_fits
-                if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(32))))) continue;  // k1_not_oversized
-                {
-                    const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_k0 = k3 < 0 ? base.k0 : dom3[k3];
-                    if (k3 >= 0 && v_k0 == base.k0) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-                    (void)v_kL0Iters;
-                    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) continue;  // l0a_fits
-                    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) continue;  // l0b_fits
-                    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) continue;  // k0_fractal
-                    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) continue;  // k0_divides_k1
-                    {
-                        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
-                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                    }
-                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
-                        const int64_t v_blockDim = k4 < 0 ? base.blockDim : dom4[k4];
-                        if (k4 >= 0 && v_blockDim == base.blockDim) continue;
-                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                        const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-                        (void)v_tilesPerCore;
-                        if (!((v_blockDim <= v_tiles))) continue;  // every_core_busy
-                        {
-                            const int64_t cores = v_blockDim;  // cube_cores_within_chip
-                            if (cores < 1 || cores > aicNum) continue;
-                        }
-                        {
-                            const int64_t cores = v_blockDim;  // block_dim_within_chip
-                            if (cores < 1 || cores > aicNum) continue;
-                        }
-                        {
-                            const int64_t values[5] = {v_m1, v_n1, v_k1, v_k0, v_blockDim};
-                            const double us = PredictUs(dims, values, aicNum, aivNum);
-                            if (found == 0 || us < bestUs) {
-                                bestUs = us;
-                                out.m1 = v_m1;
-                                out.n1 = v_n1;
-                                out.k1 = v_k1;
-                                out.k0 = v_k0;
-                                out.blockDim = v_blockDim;
-                            }
-                            if (++found >= 16) break;
-                        }
-                    }
-                if (gaveUp || found >= 16) break;
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainValues(doms[0], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // m1
+    if (!DomainValues(doms[1], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // n1
+    if (!DomainValues(doms[2], {INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256), INT64_C(512), INT64_C(1024)})) return false;  // k1
+    if (!DomainValues(doms[3], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256)})) return false;  // k0
+    if (!DomainRange(doms[4], INT64_C(1), static_cast<int64_t>(hw_cube_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -927,6 +599,67 @@ inline Config ConfigOf(const int64_t* v) {
     config.blockDim = v[4];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 5;
+    std::vector<int64_t> doms[5];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[5] = { base.m1, base.n1, base.k1, base.k0, base.blockDim };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_M = shape.M;
+    w.v_K = shape.K;
+    w.v_G = shape.G;
+    w.v_N = shape.N;
+    int64_t cur[5] = {};
+    int64_t* const slots[5] = { &w.v_m1, &w.v_n1, &w.v_k1, &w.v_k0, &w.v_blockDim };
+    int64_t k[5] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -965,68 +698,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    (void)v_M;
-    const int64_t v_K = shape.K;
-    (void)v_K;
-    const int64_t v_G = shape.G;
-    (void)v_G;
-    const int64_t v_N = shape.N;
-    (void)v_N;
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::vector<int64_t> dom4;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
-    }
-    if (dom4.empty()) return false;
-    const std::vector<int64_t>* doms[5] = {&dom0, &dom1, &dom2, &dom3, &dom4};
+    std::vector<int64_t> doms[5];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 5;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 8;
+    static const int32_t kPairs[8][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 2, 3 } };
     int64_t cur[5] = { config.m1, config.n1, config.k1, config.k0, config.blockDim };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[5] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -1039,7 +734,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -1048,12 +746,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[5];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[5];
@@ -1072,6 +771,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);
@@ -1212,7 +912,8 @@ inline uint64_t TilingKey(const Values& v) {
     return static_cast<uint64_t>(INT64_C(0));
 }
 
-// The kernel's own workspace; ApplyTuning adds the system part.
+// The kernel's own workspace, all ApplyTuning reserves: the kernel uses no high-level API
+// library, so no system workspace (GetLibApiWorkSpaceSize) is added (system_workspace: none).
 inline int64_t UserWorkspaceBytes(const Values& v) {
     (void)v;
     return static_cast<int64_t>(INT64_C(0));

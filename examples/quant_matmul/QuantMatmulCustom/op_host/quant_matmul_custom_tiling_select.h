@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 #include "quant_matmul_custom_tiling.h"
@@ -209,552 +210,290 @@ static const double k_FP4[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP5[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP5[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
 inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
-    const int64_t s0 = shape[0];
-    const int64_t s1 = shape[1];
-    const int64_t s2 = shape[2];
-    const int64_t s3 = shape[3];
-    const int64_t p0 = config[0];
-    const int64_t p1 = config[1];
-    const int64_t p2 = config[2];
-    const int64_t p3 = config[3];
-    const int64_t p4 = config[4];
-    const int64_t p5 = config[5];
-    const int64_t t0 = at_floordiv(INT64_C(32), INT64_C(1));
-    const int64_t t1 = at_ceil_div(s0, s2);
-    const int64_t t2 = at_ceil_div(t1, p0);
-    const int64_t t3 = at_ceil_div(s3, p1);
-    const int64_t t4 = (s2 * t2);
-    const int64_t t5 = (t4 * t3);
-    const int64_t t6 = at_ceil_div(t5, p4);
-    const int64_t t7 = ((-at_floordiv((-t1), INT64_C(16))) * INT64_C(16));
-    const int64_t t8 = (((p0 < t7)) ? p0 : t7);
-    const int64_t t9 = ((-at_floordiv((-s3), INT64_C(16))) * INT64_C(16));
-    const int64_t t10 = (((p1 < t9)) ? p1 : t9);
-    const int64_t t11 = ((-at_floordiv((-s1), t0)) * t0);
-    const int64_t t12 = (((p2 < t11)) ? p2 : t11);
-    const int64_t t13 = at_ceil_div(s1, p2);
-    (void)t13;
-    const int64_t t14 = ((-at_floordiv((-s1), t0)) * t0);
-    const double t15 = at_fdiv(static_cast<double>(t14), static_cast<double>(t12));
-    const int64_t t16 = at_ceil_div(t12, p3);
-    const int64_t t17 = (-at_floordiv((-t8), INT64_C(2)));
-    const int64_t t18 = (((p5 < t17)) ? p5 : t17);
-    const int64_t t19 = at_ceil_div(t17, t18);
-    const int64_t t20 = (s0 * s1);
-    const int64_t t21 = (t20 * INT64_C(1));
-    const int64_t t22 = (s2 * s1);
-    const int64_t t23 = (t22 * s3);
-    const int64_t t24 = (t23 * INT64_C(1));
-    const int64_t t25 = (t21 + t24);
-    const int64_t t26 = (t5 * s1);
-    const int64_t t27 = (t8 * INT64_C(1));
-    const int64_t t28 = (t10 * INT64_C(1));
-    const int64_t t29 = (t27 + t28);
-    const int64_t t30 = (t26 * t29);
-    const int64_t t31 = (((t30 > INT64_C(1))) ? t30 : INT64_C(1));
-    const double t32 = at_fdiv(static_cast<double>(t25), static_cast<double>(t31));
-    const double t33 = (1.0 - t32);
-    const double t34 = (((t25 <= INT64_C(201326592))) ? (((0.0 > t33)) ? 0.0 : t33) : 0.0);
-    const double t35 = static_cast<double>(p4);
-    const double t36 = at_fceil(at_py_div(t35, ((((t35 > 1.0)) || ((t35 != t35))) ? t35 : 1.0)));
-    const double t37 = ((((t36 > 0.0)) || ((t36 != t36))) ? t36 : 0.0);
-    const double t38 = (((t37 > 1.0)) ? 14.0 : 0.0);
-    const double t39 = t38;
-    const int64_t t40 = (s2 * INT64_C(14));
-    const double t41 = (static_cast<double>(t40) * 1.0);
-    const double t42 = (t39 + t41);
-    const double t43 = (t38 + t41);
-    const double t44 = (0.0 + 0.0);
-    const double t45 = static_cast<double>(t6);
-    const double t46 = static_cast<double>(INT64_C(2));
-    const double t47 = ((((t45 > 0.0)) || ((t45 != t45))) ? t45 : 0.0);
-    const double t48 = (((t47 > 1.0)) ? 14.0 : 0.0);
-    const double t49 = t48;
-    const double t50 = t15;
-    const double t51 = static_cast<double>(INT64_C(2));
-    const double t52 = ((((t50 > 0.0)) || ((t50 != t50))) ? t50 : 0.0);
-    const double t53 = (((t52 > 1.0)) ? 14.0 : 0.0);
-    const double t54 = t53;
-    const int64_t t55 = (t8 * t12);
-    const double t56 = static_cast<double>((t55 * INT64_C(1)));
-    const double t57 = static_cast<double>(t8);
-    const double t58 = t34;
-    const double t59 = static_cast<double>(s1);
-    const double t60 = ((((t57 > 1.0)) || ((t57 != t57))) ? t57 : 1.0);
-    const double t61 = at_py_div(t56, t60);
-    const double t62 = ((t60 * at_fceil(at_py_div(t61, 32.0))) * 32.0);
-    const double t63 = at_interp(t62, k_XP0, k_FP0, 6);
-    const bool t64 = ((std::fmod(t61, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t65 = (t64 ? 1.0 : 0.7);
-    const double t66 = (t59 * 1.0);
-    const bool t67 = ((std::fmod(t66, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t68 = (((std::fmod(t66, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t66, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t69 = (t67 ? t65 : ((((t65 < t68)) || ((t65 != t65))) ? t65 : t68));
-    const double t70 = (t67 ? 1.0 : (((1.0 < t68)) ? 1.0 : t68));
-    const double t71 = (t63 * t69);
-    const double t72 = ((((t58 > 0.0)) || ((t58 != t58))) ? t58 : 0.0);
-    const double t73 = ((((t72 < 1.0)) || ((t72 != t72))) ? t72 : 1.0);
-    const double t74 = at_py_div(1.0, (at_py_div((1.0 - t73), 888.8888888888889) + at_py_div(t73, 3888.8888888888887)));
-    const double t75 = (t74 * t70);
-    const double t76 = ((((t35 > 1.0)) || ((t35 != t35))) ? t35 : 1.0);
-    const double t77 = (t76 * 330.0);
-    const double t78 = std::pow(t75, (-1.5));
-    const double t79 = at_py_div(std::pow((std::pow(t77, (-1.5)) + t78), (-0.6666666666666666)), t76);
-    const double t80 = ((((t71 < t79)) || ((t71 != t71))) ? t71 : t79);
-    const double t81 = at_py_div((1.0 * t62), t79);
-    const double t82 = at_py_div(t62, t80);
-    const double t83 = (t60 * 4.8);
-    const double t84 = ((((t82 > t83)) || ((t82 != t82))) ? t82 : t83);
-    const double t85 = (((t59 > 65535.0)) ? (t60 * 210.0) : 210.0);
-    const double t86 = (t85 + t84);
-    const double t87 = (1.0 * t86);
-    const double t88 = (t54 + t87);
-    const double t89 = (0.0 + t87);
-    const double t90 = (0.0 + t81);
-    const int64_t t91 = (t12 * t10);
-    const double t92 = static_cast<double>((t91 * INT64_C(1)));
-    const double t93 = static_cast<double>(t12);
-    const double t94 = t34;
-    const double t95 = static_cast<double>(s3);
-    const double t96 = ((((t93 > 1.0)) || ((t93 != t93))) ? t93 : 1.0);
-    const double t97 = at_py_div(t92, t96);
-    const double t98 = ((t96 * at_fceil(at_py_div(t97, 32.0))) * 32.0);
-    const double t99 = at_interp(t98, k_XP0, k_FP0, 6);
-    const bool t100 = ((std::fmod(t97, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t101 = (t100 ? 1.0 : 0.7);
-    const double t102 = (t95 * 1.0);
-    const bool t103 = ((std::fmod(t102, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t104 = (((std::fmod(t102, 256.0) == static_cast<double>(INT64_C(0)))) ? 0.8 : (((std::fmod(t102, 128.0) == static_cast<double>(INT64_C(0)))) ? 0.5 : 0.4));
-    const double t105 = (t103 ? t101 : ((((t101 < t104)) || ((t101 != t101))) ? t101 : t104));
-    const double t106 = (t103 ? 1.0 : (((1.0 < t104)) ? 1.0 : t104));
-    const double t107 = (t99 * t105);
-    const double t108 = ((((t94 > 0.0)) || ((t94 != t94))) ? t94 : 0.0);
-    const double t109 = ((((t108 < 1.0)) || ((t108 != t108))) ? t108 : 1.0);
-    const double t110 = at_py_div(1.0, (at_py_div((1.0 - t109), 888.8888888888889) + at_py_div(t109, 3888.8888888888887)));
-    const double t111 = (t110 * t106);
-    const double t112 = ((((t35 > 1.0)) || ((t35 != t35))) ? t35 : 1.0);
-    const double t113 = (t112 * 330.0);
-    const double t114 = std::pow(t111, (-1.5));
-    const double t115 = at_py_div(std::pow((std::pow(t113, (-1.5)) + t114), (-0.6666666666666666)), t112);
-    const double t116 = ((((t107 < t115)) || ((t107 != t107))) ? t107 : t115);
-    const double t117 = at_py_div((1.0 * t98), t115);
-    const double t118 = at_py_div(t98, t116);
-    const double t119 = (t96 * 4.8);
-    const double t120 = ((((t118 > t119)) || ((t118 != t118))) ? t118 : t119);
-    const double t121 = (((t95 > 65535.0)) ? (t96 * 210.0) : 210.0);
-    const double t122 = (t121 + t120);
-    const double t123 = (1.0 * t122);
-    const double t124 = (t88 + t123);
-    const double t125 = (t89 + t123);
-    const double t126 = (t90 + t117);
-    const double t127 = static_cast<double>(t16);
-    const double t128 = static_cast<double>(INT64_C(2));
-    const double t129 = ((((t127 > 0.0)) || ((t127 != t127))) ? t127 : 0.0);
-    const double t130 = (((t129 > 1.0)) ? 14.0 : 0.0);
-    const double t131 = t130;
-    const int64_t t132 = (t8 * p3);
-    const double t133 = static_cast<double>((t132 * INT64_C(1)));
-    const double t134 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t135 = at_py_div(t133, t134);
-    const double t136 = ((t134 * at_fceil(at_py_div(t135, 32.0))) * 32.0);
-    const double t137 = at_interp(t136, k_XP1, k_FP1, 4);
-    const double t138 = at_py_div(t136, t137);
-    const double t139 = (2.0 + t138);
-    const double t140 = (1.0 * t139);
-    const double t141 = (t131 + t140);
-    const double t142 = (0.0 + t140);
-    const double t143 = (0.0 + 0.0);
-    const int64_t t144 = (t10 * p3);
-    const double t145 = static_cast<double>((t144 * INT64_C(1)));
-    const double t146 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t147 = at_py_div(t145, t146);
-    const double t148 = ((t146 * at_fceil(at_py_div(t147, 32.0))) * 32.0);
-    const double t149 = at_interp(t148, k_XP2, k_FP2, 4);
-    const double t150 = at_py_div(t148, t149);
-    const double t151 = (2.0 + t150);
-    const double t152 = (1.0 * t151);
-    const double t153 = (t141 + t152);
-    const double t154 = (t142 + t152);
-    const double t155 = (t143 + 0.0);
-    const double t156 = static_cast<double>(t8);
-    const double t157 = static_cast<double>(t10);
-    const double t158 = static_cast<double>(p3);
-    const double t159 = ((at_fceil(at_py_div(t156, 16.0)) * at_fceil(at_py_div(t157, 16.0))) * at_fceil(at_py_div(t158, static_cast<double>(INT64_C(32)))));
-    const double t160 = ((t159 * 1.0) + 2.0);
-    const double t161 = (1.0 * t160);
-    const double t162 = (t153 + t161);
-    const double t163 = (0.0 + t161);
-    const double t164 = (t155 + 0.0);
-    const double t165 = (t162 + 2.0);
-    const double t166 = (t130 + 2.0);
-    const double t167 = ((((t166 > t154)) || ((t166 != t166))) ? t166 : t154);
-    const double t168 = ((((t167 > t163)) || ((t167 != t167))) ? t167 : t163);
-    const double t169 = ((((t168 > t164)) || ((t168 != t168))) ? t168 : t164);
-    const double t170 = ((((t169 > 0.0)) || ((t169 != t169))) ? t169 : 0.0);
-    const double t171 = (t129 - 1.0);
-    const double t172 = ((((t171 > 0.0)) || ((t171 != t171))) ? t171 : 0.0);
-    const bool t173 = ((t128 >= static_cast<double>(INT64_C(2))));
-    const double t174 = (t173 ? (t165 + (t172 * t170)) : (t129 * t165));
-    const double t175 = (t173 ? (t129 * 0.0) : ((t172 * t165) + t170));
-    const double t176 = (((t129 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t174);
-    const double t177 = (((t129 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t175);
-    const double t178 = (t166 * t129);
-    const double t179 = (t154 * t129);
-    const double t180 = (t163 * t129);
-    const double t181 = (t164 * t129);
-    const double t182 = (t124 + t176);
-    const double t183 = (t53 + t178);
-    const double t184 = (0.0 + t179);
-    const double t185 = (0.0 + t180);
-    const double t186 = (t126 + t181);
-    const double t187 = (((0.0 > t177)) ? 0.0 : t177);
-    const double t188 = (t182 + 2.0);
-    const double t189 = (t183 + 2.0);
-    const double t190 = ((((t189 > t125)) || ((t189 != t189))) ? t189 : t125);
-    const double t191 = ((((t190 > t184)) || ((t190 != t190))) ? t190 : t184);
-    const double t192 = ((((t191 > t185)) || ((t191 != t191))) ? t191 : t185);
-    const double t193 = ((((t192 > t186)) || ((t192 != t192))) ? t192 : t186);
-    const double t194 = ((((t193 > t187)) || ((t193 != t193))) ? t193 : t187);
-    const double t195 = (t52 - 1.0);
-    const double t196 = ((((t195 > 0.0)) || ((t195 != t195))) ? t195 : 0.0);
-    const bool t197 = ((t51 >= static_cast<double>(INT64_C(2))));
-    const double t198 = (t197 ? (t188 + (t196 * t194)) : (t52 * t188));
-    const double t199 = (t197 ? (t52 * t187) : ((t196 * t188) + t194));
-    const double t200 = (((t52 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t198);
-    const double t201 = (((t52 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t199);
-    const double t202 = (t189 * t52);
-    const double t203 = (t125 * t52);
-    const double t204 = (t184 * t52);
-    const double t205 = (t185 * t52);
-    const double t206 = (t186 * t52);
-    const double t207 = (t49 + t200);
-    const double t208 = (t48 + t202);
-    const double t209 = (0.0 + t203);
-    const double t210 = (0.0 + t204);
-    const double t211 = (0.0 + t205);
-    const double t212 = (0.0 + t206);
-    const double t213 = (((0.0 > t201)) ? 0.0 : t201);
-    const int64_t t214 = (t8 * t10);
-    const double t215 = static_cast<double>((t214 * INT64_C(4)));
-    const double t216 = static_cast<double>(t8);
-    const double t217 = static_cast<double>(INT64_C(1));
-    const double t218 = ((((t216 > 1.0)) || ((t216 != t216))) ? t216 : 1.0);
-    const double t219 = at_py_div(t215, t218);
-    const double t220 = ((t218 * at_fceil(at_py_div(t219, 32.0))) * 32.0);
-    const double t221 = at_interp(t220, k_XP3, k_FP3, 6);
-    const bool t222 = ((std::fmod(t219, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t223 = (t222 ? 1.0 : 0.7);
-    const double t224 = (t221 * t223);
-    const double t225 = ((((t217 > 0.0)) || ((t217 != t217))) ? t217 : 0.0);
-    const double t226 = ((((t225 < 1.0)) || ((t225 != t225))) ? t225 : 1.0);
-    const double t227 = at_py_div(1.0, (at_py_div((1.0 - t226), 888.8888888888889) + at_py_div(t226, 3888.8888888888887)));
-    const double t228 = ((((t35 > 1.0)) || ((t35 != t35))) ? t35 : 1.0);
-    const double t229 = (t228 * 330.0);
-    const double t230 = std::pow(t227, (-1.5));
-    const double t231 = at_py_div(std::pow((std::pow(t229, (-1.5)) + t230), (-0.6666666666666666)), t228);
-    const double t232 = ((((t224 < t231)) || ((t224 != t224))) ? t224 : t231);
-    const double t233 = at_py_div((1.0 * t220), t231);
-    const double t234 = at_py_div(t220, t232);
-    const double t235 = (11.0 + t234);
-    const double t236 = (1.0 * t235);
-    const double t237 = (t207 + t236);
-    const double t238 = (0.0 + t236);
-    const double t239 = (t212 + t233);
-    const double t240 = (t237 + 2.0);
-    const double t241 = (t208 + 2.0);
-    const double t242 = ((((t241 > t209)) || ((t241 != t241))) ? t241 : t209);
-    const double t243 = ((((t242 > t210)) || ((t242 != t242))) ? t242 : t210);
-    const double t244 = ((((t243 > t211)) || ((t243 != t243))) ? t243 : t211);
-    const double t245 = ((((t244 > t238)) || ((t244 != t244))) ? t244 : t238);
-    const double t246 = ((((t245 > t239)) || ((t245 != t245))) ? t245 : t239);
-    const double t247 = ((((t246 > t213)) || ((t246 != t246))) ? t246 : t213);
-    const double t248 = (t47 - 1.0);
-    const double t249 = ((((t248 > 0.0)) || ((t248 != t248))) ? t248 : 0.0);
-    const bool t250 = ((t46 >= static_cast<double>(INT64_C(2))));
-    const double t251 = (t250 ? (t240 + (t249 * t247)) : (t47 * t240));
-    const double t252 = (t250 ? (t47 * t213) : ((t249 * t240) + t247));
-    const double t253 = (((t47 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t251);
-    const double t254 = (((t47 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t252);
-    const double t255 = (t241 * t47);
-    const double t256 = (t209 * t47);
-    const double t257 = (t210 * t47);
-    const double t258 = (t211 * t47);
-    const double t259 = (t238 * t47);
-    const double t260 = (t239 * t47);
-    const double t261 = (t42 + t253);
-    const double t262 = (t43 + t255);
-    const double t263 = (0.0 + t256);
-    const double t264 = (0.0 + t257);
-    const double t265 = (0.0 + t258);
-    const double t266 = (0.0 + t259);
-    const double t267 = (t44 + t260);
-    const double t268 = (((0.0 > t254)) ? 0.0 : t254);
-    const double t269 = (t261 + 2.0);
-    const double t270 = (t262 + 2.0);
-    const double t271 = ((((t270 > t263)) || ((t270 != t270))) ? t270 : t263);
-    const double t272 = ((((t271 > t264)) || ((t271 != t271))) ? t271 : t264);
-    const double t273 = ((((t272 > t265)) || ((t272 != t272))) ? t272 : t265);
-    const double t274 = ((((t273 > t266)) || ((t273 != t273))) ? t273 : t266);
-    const double t275 = ((((t274 > t267)) || ((t274 != t274))) ? t274 : t267);
-    const double t276 = ((((t275 > t268)) || ((t275 != t275))) ? t275 : t268);
-    const double t277 = (t37 - 1.0);
-    const double t278 = ((((t277 > 0.0)) || ((t277 != t277))) ? t277 : 0.0);
-    const double t279 = (t37 * t269);
-    const double t280 = ((t278 * t269) + t276);
-    const double t281 = (((t37 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t279);
-    const double t282 = (((t37 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t280);
-    (void)t282;
-    const double t283 = (t270 * t37);
-    (void)t283;
-    const double t284 = (t263 * t37);
-    (void)t284;
-    const double t285 = (t264 * t37);
-    (void)t285;
-    const double t286 = (t265 * t37);
-    (void)t286;
-    const double t287 = (t266 * t37);
-    (void)t287;
-    const double t288 = (t267 * t37);
-    (void)t288;
-    const double t289 = at_py_div(t281, 1800.0);
-    const double t290 = ((2.0 + 16.87) + at_py_div((1.3 * t35), static_cast<double>(aic)));
-    const double t291 = (((0.0 > t290)) ? 0.0 : t290);
-    const double t292 = static_cast<double>((INT64_C(2) * p4));
-    const double t293 = at_fceil(at_py_div(t292, ((((t292 > 1.0)) || ((t292 != t292))) ? t292 : 1.0)));
-    const double t294 = ((((t293 > 0.0)) || ((t293 != t293))) ? t293 : 0.0);
-    const double t295 = (((t294 > 1.0)) ? 14.0 : 0.0);
-    const double t296 = t295;
-    const double t297 = static_cast<double>(t6);
-    const double t298 = static_cast<double>(INT64_C(1));
-    const double t299 = ((((t297 > 0.0)) || ((t297 != t297))) ? t297 : 0.0);
-    const double t300 = (((t299 > 1.0)) ? 14.0 : 0.0);
-    const double t301 = t300;
-    const double t302 = static_cast<double>((t10 * INT64_C(4)));
-    const double t303 = t34;
-    const double t304 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t305 = at_py_div(t302, t304);
-    const double t306 = ((t304 * at_fceil(at_py_div(t305, 32.0))) * 32.0);
-    const double t307 = at_interp(t306, k_XP4, k_FP4, 5);
-    const bool t308 = ((std::fmod(t305, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t309 = (t308 ? 1.0 : 0.7);
-    const double t310 = (t307 * t309);
-    const double t311 = ((((t303 > 0.0)) || ((t303 != t303))) ? t303 : 0.0);
-    const double t312 = ((((t311 < 1.0)) || ((t311 != t311))) ? t311 : 1.0);
-    const double t313 = at_py_div(1.0, (at_py_div((1.0 - t312), 888.8888888888889) + at_py_div(t312, 3888.8888888888887)));
-    const double t314 = ((((t292 > 1.0)) || ((t292 != t292))) ? t292 : 1.0);
-    const double t315 = (t314 * 200.0);
-    const double t316 = std::pow(t313, (-1.5));
-    const double t317 = at_py_div(std::pow((std::pow(t315, (-1.5)) + t316), (-0.6666666666666666)), t314);
-    const double t318 = ((((t310 < t317)) || ((t310 != t310))) ? t310 : t317);
-    const double t319 = at_py_div((1.0 * t306), t317);
-    const double t320 = at_py_div(t306, t318);
-    const double t321 = (190.0 + t320);
-    const double t322 = (1.0 * t321);
-    const double t323 = (t301 + t322);
-    const double t324 = (0.0 + t322);
-    const double t325 = (0.0 + t319);
-    const double t326 = static_cast<double>(t19);
-    const double t327 = static_cast<double>(INT64_C(2));
-    const double t328 = ((((t326 > 0.0)) || ((t326 != t326))) ? t326 : 0.0);
-    const double t329 = (((t328 > 1.0)) ? 14.0 : 0.0);
-    const double t330 = t329;
-    const int64_t t331 = (t18 * t10);
-    const double t332 = static_cast<double>((t331 * INT64_C(4)));
-    const double t333 = static_cast<double>(t18);
-    const double t334 = static_cast<double>(INT64_C(1));
-    const double t335 = ((((t333 > 1.0)) || ((t333 != t333))) ? t333 : 1.0);
-    const double t336 = at_py_div(t332, t335);
-    const double t337 = ((t335 * at_fceil(at_py_div(t336, 32.0))) * 32.0);
-    const double t338 = at_interp(t337, k_XP4, k_FP4, 5);
-    const bool t339 = ((std::fmod(t336, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t340 = (t339 ? 1.0 : 0.7);
-    const double t341 = (t338 * t340);
-    const double t342 = ((((t334 > 0.0)) || ((t334 != t334))) ? t334 : 0.0);
-    const double t343 = ((((t342 < 1.0)) || ((t342 != t342))) ? t342 : 1.0);
-    const double t344 = at_py_div(1.0, (at_py_div((1.0 - t343), 888.8888888888889) + at_py_div(t343, 3888.8888888888887)));
-    const double t345 = ((((t292 > 1.0)) || ((t292 != t292))) ? t292 : 1.0);
-    const double t346 = (t345 * 200.0);
-    const double t347 = std::pow(t344, (-1.5));
-    const double t348 = at_py_div(std::pow((std::pow(t346, (-1.5)) + t347), (-0.6666666666666666)), t345);
-    const double t349 = ((((t341 < t348)) || ((t341 != t341))) ? t341 : t348);
-    const double t350 = at_py_div((1.0 * t337), t348);
-    const double t351 = at_py_div(t337, t349);
-    const double t352 = (190.0 + t351);
-    const double t353 = (1.0 * t352);
-    const double t354 = (t330 + t353);
-    const double t355 = (0.0 + t353);
-    const double t356 = (0.0 + t350);
-    const double t357 = static_cast<double>((t18 * INT64_C(4)));
-    const double t358 = (((1.0 > 1.0)) ? 1.0 : 1.0);
-    const double t359 = at_py_div(t357, t358);
-    const double t360 = ((t358 * at_fceil(at_py_div(t359, 32.0))) * 32.0);
-    const double t361 = at_interp(t360, k_XP4, k_FP4, 5);
-    const bool t362 = ((std::fmod(t359, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t363 = (t362 ? 1.0 : 0.7);
-    const double t364 = (t361 * t363);
-    const double t365 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t366 = ((((t365 < 1.0)) || ((t365 != t365))) ? t365 : 1.0);
-    const double t367 = at_py_div(1.0, (at_py_div((1.0 - t366), 888.8888888888889) + at_py_div(t366, 3888.8888888888887)));
-    const double t368 = ((((t292 > 1.0)) || ((t292 != t292))) ? t292 : 1.0);
-    const double t369 = (t368 * 200.0);
-    const double t370 = std::pow(t367, (-1.5));
-    const double t371 = at_py_div(std::pow((std::pow(t369, (-1.5)) + t370), (-0.6666666666666666)), t368);
-    const double t372 = ((((t364 < t371)) || ((t364 != t364))) ? t364 : t371);
-    const double t373 = at_py_div((1.0 * t360), t371);
-    const double t374 = at_py_div(t360, t372);
-    const double t375 = (190.0 + t374);
-    const double t376 = (1.0 * t375);
-    const double t377 = (t354 + t376);
-    const double t378 = (t355 + t376);
-    const double t379 = (t356 + t373);
-    const double t380 = static_cast<double>((t18 * t10));
-    const double t381 = at_fceil(at_py_div((t380 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t382 = at_fceil(at_py_div(t381, 255.0));
-    const double t383 = ((t382 * 22.0) + (t381 * 2.0));
-    const double t384 = (1.0 * t383);
-    const double t385 = (t377 + t384);
-    const double t386 = (0.0 + t384);
-    const double t387 = (t379 + 0.0);
-    const double t388 = static_cast<double>(t18);
-    const double t389 = static_cast<double>(t10);
-    const double t390 = at_fceil(at_py_div((t389 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t391 = at_fceil(at_py_div(t390, 255.0));
-    const double t392 = ((t391 * 22.0) + (t390 * 2.0));
-    const double t393 = (t388 * t392);
-    const double t394 = (t385 + t393);
-    const double t395 = (t386 + t393);
-    const double t396 = (t387 + 0.0);
-    const double t397 = static_cast<double>(t18);
-    const double t398 = static_cast<double>(t10);
-    const double t399 = at_fceil(at_py_div((t398 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t400 = at_fceil(at_py_div(t399, 255.0));
-    const double t401 = ((t400 * 22.0) + (t399 * 1.0));
-    const double t402 = (t397 * t401);
-    const double t403 = (t394 + t402);
-    const double t404 = (t395 + t402);
-    const double t405 = (t396 + 0.0);
-    const double t406 = static_cast<double>((t18 * t10));
-    const double t407 = at_fceil(at_py_div((t406 * static_cast<double>(INT64_C(4))), 256.0));
-    const double t408 = at_fceil(at_py_div(t407, 255.0));
-    const double t409 = ((t408 * 22.0) + (t407 * 2.0));
-    const double t410 = (1.0 * t409);
-    const double t411 = (t403 + t410);
-    const double t412 = (t404 + t410);
-    const double t413 = (t405 + 0.0);
-    const int64_t t414 = (t18 * t10);
-    const double t415 = static_cast<double>((t414 * INT64_C(2)));
-    const double t416 = static_cast<double>(t18);
-    const double t417 = static_cast<double>(s3);
-    const double t418 = ((((t416 > 1.0)) || ((t416 != t416))) ? t416 : 1.0);
-    const double t419 = at_py_div(t415, t418);
-    const double t420 = ((t418 * at_fceil(at_py_div(t419, 32.0))) * 32.0);
-    const double t421 = at_interp(t420, k_XP5, k_FP5, 5);
-    const bool t422 = ((std::fmod(t419, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t423 = (t422 ? 1.0 : 0.7);
-    const double t424 = (t417 * 2.0);
-    const bool t425 = ((std::fmod(t424, 512.0) == static_cast<double>(INT64_C(0))));
-    const double t426 = (t425 ? t423 : ((((t423 < 0.7)) || ((t423 != t423))) ? t423 : 0.7));
-    const double t427 = (t425 ? 1.0 : (((1.0 < 0.7)) ? 1.0 : 0.7));
-    const double t428 = (t421 * t426);
-    const double t429 = (((0.0 > 0.0)) ? 0.0 : 0.0);
-    const double t430 = ((((t429 < 1.0)) || ((t429 != t429))) ? t429 : 1.0);
-    const double t431 = at_py_div(1.0, (at_py_div((1.0 - t430), 888.8888888888889) + at_py_div(t430, 3888.8888888888887)));
-    const double t432 = (t431 * t427);
-    const double t433 = ((((t292 > 1.0)) || ((t292 != t292))) ? t292 : 1.0);
-    const double t434 = (t433 * 200.0);
-    const double t435 = std::pow(t432, (-1.5));
-    const double t436 = at_py_div(std::pow((std::pow(t434, (-1.5)) + t435), (-0.6666666666666666)), t433);
-    const double t437 = ((((t428 < t436)) || ((t428 != t428))) ? t428 : t436);
-    const double t438 = at_py_div((1.0 * t420), t436);
-    const double t439 = at_py_div(t420, t437);
-    const double t440 = (80.0 + t439);
-    const double t441 = (1.0 * t440);
-    const double t442 = (t411 + t441);
-    const double t443 = (0.0 + t441);
-    const double t444 = (t413 + t438);
-    const double t445 = (t442 + 4.0);
-    const double t446 = (t329 + 4.0);
-    const double t447 = ((((t446 > t378)) || ((t446 != t446))) ? t446 : t378);
-    const double t448 = ((((t447 > t412)) || ((t447 != t447))) ? t447 : t412);
-    const double t449 = ((((t448 > t443)) || ((t448 != t448))) ? t448 : t443);
-    const double t450 = ((((t449 > t444)) || ((t449 != t449))) ? t449 : t444);
-    const double t451 = ((((t450 > 0.0)) || ((t450 != t450))) ? t450 : 0.0);
-    const double t452 = (t328 - 1.0);
-    const double t453 = ((((t452 > 0.0)) || ((t452 != t452))) ? t452 : 0.0);
-    const bool t454 = ((t327 >= static_cast<double>(INT64_C(2))));
-    const double t455 = (t454 ? (t445 + (t453 * t451)) : (t328 * t445));
-    const double t456 = (t454 ? (t328 * 0.0) : ((t453 * t445) + t451));
-    const double t457 = (((t328 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t455);
-    const double t458 = (((t328 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t456);
-    const double t459 = (t446 * t328);
-    const double t460 = (t378 * t328);
-    const double t461 = (t412 * t328);
-    const double t462 = (t443 * t328);
-    const double t463 = (t444 * t328);
-    const double t464 = (t323 + t457);
-    const double t465 = (t300 + t459);
-    const double t466 = (t324 + t460);
-    const double t467 = (0.0 + t461);
-    const double t468 = (0.0 + t462);
-    const double t469 = (t325 + t463);
-    const double t470 = (((0.0 > t458)) ? 0.0 : t458);
-    const double t471 = (t464 + 0.0);
-    const double t472 = (t465 + 0.0);
-    const double t473 = ((((t472 > t466)) || ((t472 != t472))) ? t472 : t466);
-    const double t474 = ((((t473 > t467)) || ((t473 != t473))) ? t473 : t467);
-    const double t475 = ((((t474 > t468)) || ((t474 != t474))) ? t474 : t468);
-    const double t476 = ((((t475 > t469)) || ((t475 != t475))) ? t475 : t469);
-    const double t477 = ((((t476 > t470)) || ((t476 != t476))) ? t476 : t470);
-    const double t478 = (t299 - 1.0);
-    const double t479 = ((((t478 > 0.0)) || ((t478 != t478))) ? t478 : 0.0);
-    const bool t480 = ((t298 >= static_cast<double>(INT64_C(2))));
-    const double t481 = (t480 ? (t471 + (t479 * t477)) : (t299 * t471));
-    const double t482 = (t480 ? (t299 * t470) : ((t479 * t471) + t477));
-    const double t483 = (((t299 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t481);
-    const double t484 = (((t299 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t482);
-    const double t485 = (t472 * t299);
-    const double t486 = (t466 * t299);
-    const double t487 = (t467 * t299);
-    const double t488 = (t468 * t299);
-    const double t489 = (t469 * t299);
-    const double t490 = (t296 + t483);
-    const double t491 = (t295 + t485);
-    const double t492 = (0.0 + t486);
-    const double t493 = (0.0 + t487);
-    const double t494 = (0.0 + t488);
-    const double t495 = (0.0 + t489);
-    const double t496 = (((0.0 > t484)) ? 0.0 : t484);
-    const double t497 = (t490 + 0.0);
-    const double t498 = (t491 + 0.0);
-    const double t499 = ((((t498 > t492)) || ((t498 != t498))) ? t498 : t492);
-    const double t500 = ((((t499 > t493)) || ((t499 != t499))) ? t499 : t493);
-    const double t501 = ((((t500 > t494)) || ((t500 != t500))) ? t500 : t494);
-    const double t502 = ((((t501 > t495)) || ((t501 != t501))) ? t501 : t495);
-    const double t503 = ((((t502 > t496)) || ((t502 != t502))) ? t502 : t496);
-    const double t504 = (t294 - 1.0);
-    const double t505 = ((((t504 > 0.0)) || ((t504 != t504))) ? t504 : 0.0);
-    const double t506 = (t294 * t497);
-    const double t507 = ((t505 * t497) + t503);
-    const double t508 = (((t294 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t506);
-    const double t509 = (((t294 <= static_cast<double>(INT64_C(0)))) ? 0.0 : t507);
-    (void)t509;
-    const double t510 = (t498 * t294);
-    (void)t510;
-    const double t511 = (t492 * t294);
-    (void)t511;
-    const double t512 = (t493 * t294);
-    (void)t512;
-    const double t513 = (t494 * t294);
-    (void)t513;
-    const double t514 = (t495 * t294);
-    (void)t514;
-    const double t515 = at_py_div(t508, 1800.0);
-    const double t516 = ((2.0 + 0.0) + at_py_div((1.3 * t292), static_cast<double>(aiv)));
-    const double t517 = ((((t291 > t516)) || ((t291 != t291))) ? t291 : t516);
-    const double t518 = static_cast<double>((INT64_C(2) * t6));
-    const double t519 = ((((((t289 > t515)) || ((t289 != t289))) ? t289 : t515) + at_py_div((t518 * 2.0), 1800.0)) + 1.0);
-    const double t520 = (t517 + t519);
-    return t520;
+    const int64_t v_M = shape[0];
+    const int64_t v_K = shape[1];
+    const int64_t v_G = shape[2];
+    const int64_t v_N = shape[3];
+    const int64_t v_m1 = config[0];
+    const int64_t v_n1 = config[1];
+    const int64_t v_k1 = config[2];
+    const int64_t v_k0 = config[3];
+    const int64_t v_blockDim = config[4];
+    const int64_t v_epiRows = config[5];
+    // groupM
+    const int64_t groupM_0 = at_ceil_div(v_M, v_G);
+    // mTiles
+    const int64_t mTiles_0 = at_ceil_div(groupM_0, v_m1);
+    // nTiles
+    const int64_t nTiles_0 = at_ceil_div(v_N, v_n1);
+    // tiles
+    const int64_t tiles_0 = ((v_G * mTiles_0) * nTiles_0);
+    // tilesPerCore
+    const int64_t tilesPerCore_0 = at_ceil_div(tiles_0, v_blockDim);
+    // tileM
+    const int64_t tileM_0 = ((-at_floordiv((-groupM_0), INT64_C(16))) * INT64_C(16));
+    const int64_t tileM_1 = ((v_m1 < tileM_0) ? v_m1 : tileM_0);
+    // tileN
+    const int64_t tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
+    const int64_t tileN_1 = ((v_n1 < tileN_0) ? v_n1 : tileN_0);
+    // sliceK
+    const int64_t sliceK_0 = ((-at_floordiv((-v_K), INT64_C(32))) * INT64_C(32));
+    const int64_t sliceK_1 = ((v_k1 < sliceK_0) ? v_k1 : sliceK_0);
+    // kSlices
+    const double kSlices_0 = at_fdiv(static_cast<double>(((-at_floordiv((-v_K), INT64_C(32))) * INT64_C(32))), static_cast<double>(sliceK_1));
+    // kL0Iters
+    const int64_t kL0Iters_0 = at_ceil_div(sliceK_1, v_k0);
+    // aivRows
+    const int64_t aivRows_0 = (-at_floordiv((-tileM_1), INT64_C(2)));
+    // passRows
+    const int64_t passRows_0 = ((v_epiRows < aivRows_0) ? v_epiRows : aivRows_0);
+    // epiPasses
+    const int64_t epiPasses_0 = at_ceil_div(aivRows_0, passRows_0);
+    // uniqueBytes
+    const int64_t uniqueBytes_0 = (((v_M * v_K) * INT64_C(1)) + (((v_G * v_K) * v_N) * INT64_C(1)));
+    // readBytes
+    const int64_t readBytes_0 = ((tiles_0 * v_K) * ((tileM_1 * INT64_C(1)) + (tileN_1 * INT64_C(1))));
+    // l2Hit
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(uniqueBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((uniqueBytes_0 <= INT64_C(201326592)) ? ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0) : 0.0);
+    // cube_side
+    const double cube_side_0 = static_cast<double>(v_blockDim);
+    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
+    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
+    // group_walk
+    const double group_walk_0 = (cube_side_3 + (static_cast<double>((v_G * INT64_C(14))) * 1.0));
+    // cube_side
+    const double cube_side_4 = static_cast<double>(tilesPerCore_0);
+    // tile
+    const double tile_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
+    // k_l1
+    const double k_l1_0 = (((kSlices_0 > 0.0) || (kSlices_0 != kSlices_0)) ? kSlices_0 : 0.0);
+    const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l1
+    const double load_a_l1_0 = static_cast<double>(tileM_1);
+    const double load_a_l1_1 = static_cast<double>(v_K);
+    const double load_a_l1_2 = (((load_a_l1_0 > 1.0) || (load_a_l1_0 != load_a_l1_0)) ? load_a_l1_0 : 1.0);
+    const double load_a_l1_3 = at_py_div(static_cast<double>(((tileM_1 * sliceK_1) * INT64_C(1))), load_a_l1_2);
+    const double load_a_l1_4 = ((load_a_l1_2 * at_fceil(at_py_div(load_a_l1_3, 32.0))) * 32.0);
+    const double load_a_l1_5 = ((std::fmod(load_a_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_a_l1_6 = (load_a_l1_1 * 1.0);
+    const bool load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_a_l1_9 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (load_a_l1_7 ? load_a_l1_5 : (((load_a_l1_5 < load_a_l1_8) || (load_a_l1_5 != load_a_l1_5)) ? load_a_l1_5 : load_a_l1_8)));
+    const double load_a_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_a_l1_11 = (((load_a_l1_10 < 1.0) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : 1.0);
+    const double load_a_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_11), 888.8888888888889) + at_py_div(load_a_l1_11, 3888.8888888888887))) * (load_a_l1_7 ? 1.0 : ((1.0 < load_a_l1_8) ? 1.0 : load_a_l1_8)));
+    const double load_a_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_a_l1_14 = at_py_div(std::pow((std::pow((load_a_l1_13 * 330.0), -1.5) + std::pow(load_a_l1_12, -1.5)), -0.6666666666666666), load_a_l1_13);
+    const double load_a_l1_15 = at_py_div(load_a_l1_4, (((load_a_l1_9 < load_a_l1_14) || (load_a_l1_9 != load_a_l1_9)) ? load_a_l1_9 : load_a_l1_14));
+    const double load_a_l1_16 = (load_a_l1_2 * 4.8);
+    const double load_a_l1_17 = (((load_a_l1_1 > 65535.0) ? (load_a_l1_2 * 210.0) : 210.0) + (((load_a_l1_15 > load_a_l1_16) || (load_a_l1_15 != load_a_l1_15)) ? load_a_l1_15 : load_a_l1_16));
+    const double load_a_l1_18 = (1.0 * load_a_l1_17);
+    const double load_a_l1_19 = (k_l1_1 + load_a_l1_18);
+    const double load_a_l1_20 = (0.0 + load_a_l1_18);
+    const double load_a_l1_21 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_14));
+    // load_b_l1
+    const double load_b_l1_0 = static_cast<double>(sliceK_1);
+    const double load_b_l1_1 = static_cast<double>(v_N);
+    const double load_b_l1_2 = (((load_b_l1_0 > 1.0) || (load_b_l1_0 != load_b_l1_0)) ? load_b_l1_0 : 1.0);
+    const double load_b_l1_3 = at_py_div(static_cast<double>(((sliceK_1 * tileN_1) * INT64_C(1))), load_b_l1_2);
+    const double load_b_l1_4 = ((load_b_l1_2 * at_fceil(at_py_div(load_b_l1_3, 32.0))) * 32.0);
+    const double load_b_l1_5 = ((std::fmod(load_b_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double load_b_l1_6 = (load_b_l1_1 * 1.0);
+    const bool load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    const double load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    const double load_b_l1_9 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (load_b_l1_7 ? load_b_l1_5 : (((load_b_l1_5 < load_b_l1_8) || (load_b_l1_5 != load_b_l1_5)) ? load_b_l1_5 : load_b_l1_8)));
+    const double load_b_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_b_l1_11 = (((load_b_l1_10 < 1.0) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : 1.0);
+    const double load_b_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_11), 888.8888888888889) + at_py_div(load_b_l1_11, 3888.8888888888887))) * (load_b_l1_7 ? 1.0 : ((1.0 < load_b_l1_8) ? 1.0 : load_b_l1_8)));
+    const double load_b_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double load_b_l1_14 = at_py_div(std::pow((std::pow((load_b_l1_13 * 330.0), -1.5) + std::pow(load_b_l1_12, -1.5)), -0.6666666666666666), load_b_l1_13);
+    const double load_b_l1_15 = at_py_div(load_b_l1_4, (((load_b_l1_9 < load_b_l1_14) || (load_b_l1_9 != load_b_l1_9)) ? load_b_l1_9 : load_b_l1_14));
+    const double load_b_l1_16 = (load_b_l1_2 * 4.8);
+    const double load_b_l1_17 = (((load_b_l1_1 > 65535.0) ? (load_b_l1_2 * 210.0) : 210.0) + (((load_b_l1_15 > load_b_l1_16) || (load_b_l1_15 != load_b_l1_15)) ? load_b_l1_15 : load_b_l1_16));
+    const double load_b_l1_18 = (1.0 * load_b_l1_17);
+    const double load_b_l1_19 = (load_a_l1_19 + load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_20 + load_b_l1_18);
+    const double load_b_l1_21 = (load_a_l1_21 + at_py_div((1.0 * load_b_l1_4), load_b_l1_14));
+    // k_l1
+    const double k_l1_2 = static_cast<double>(kL0Iters_0);
+    // k_l0
+    const double k_l0_0 = (((k_l1_2 > 0.0) || (k_l1_2 != k_l1_2)) ? k_l1_2 : 0.0);
+    const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
+    // load_a_l0a
+    const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileM_1 * v_k0) * INT64_C(1))), 1.0), 32.0))) * 32.0);
+    const double load_a_l0a_1 = (1.0 * (2.0 + at_py_div(load_a_l0a_0, at_interp(load_a_l0a_0, k_XP1, k_FP1, 4))));
+    const double load_a_l0a_2 = (k_l0_1 + load_a_l0a_1);
+    const double load_a_l0a_3 = (0.0 + load_a_l0a_1);
+    // load_b_l0b
+    const double load_b_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileN_1 * v_k0) * INT64_C(1))), 1.0), 32.0))) * 32.0);
+    const double load_b_l0b_1 = (1.0 * (2.0 + at_py_div(load_b_l0b_0, at_interp(load_b_l0b_0, k_XP2, k_FP2, 4))));
+    const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
+    const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
+    // mmad
+    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(tileM_1), 16.0)) * at_fceil(at_py_div(static_cast<double>(tileN_1), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(32)))));
+    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
+    const double mmad_2 = (load_b_l0b_2 + mmad_1);
+    const double mmad_3 = (0.0 + mmad_1);
+    // k_l0
+    const double k_l0_2 = (k_l0_1 + 2.0);
+    const double k_l0_3 = (((k_l0_2 > load_b_l0b_3) || (k_l0_2 != k_l0_2)) ? k_l0_2 : load_b_l0b_3);
+    const double k_l0_4 = (((k_l0_3 > mmad_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : mmad_3);
+    const double k_l0_5 = (((k_l0_4 > 0.0) || (k_l0_4 != k_l0_4)) ? k_l0_4 : 0.0);
+    const double k_l0_6 = (k_l0_0 - 1.0);
+    const double k_l0_7 = ((mmad_2 + 2.0) + ((((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0) * (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0)));
+    const double k_l0_8 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_0 * 0.0));
+    const double k_l0_9 = (load_b_l1_19 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
+    const double k_l0_10 = (k_l1_1 + (k_l0_2 * k_l0_0));
+    const double k_l0_11 = (0.0 + (load_b_l0b_3 * k_l0_0));
+    const double k_l0_12 = (0.0 + (mmad_3 * k_l0_0));
+    const double k_l0_13 = (load_b_l1_21 + (0.0 * k_l0_0));
+    const double k_l0_14 = ((0.0 > k_l0_8) ? 0.0 : k_l0_8);
+    // k_l1
+    const double k_l1_3 = (k_l0_10 + 2.0);
+    const double k_l1_4 = (((k_l1_3 > load_b_l1_20) || (k_l1_3 != k_l1_3)) ? k_l1_3 : load_b_l1_20);
+    const double k_l1_5 = (((k_l1_4 > k_l0_11) || (k_l1_4 != k_l1_4)) ? k_l1_4 : k_l0_11);
+    const double k_l1_6 = (((k_l1_5 > k_l0_12) || (k_l1_5 != k_l1_5)) ? k_l1_5 : k_l0_12);
+    const double k_l1_7 = (((k_l1_6 > k_l0_13) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_13);
+    const double k_l1_8 = (k_l1_0 - 1.0);
+    const double k_l1_9 = ((k_l0_9 + 2.0) + ((((k_l1_8 > 0.0) || (k_l1_8 != k_l1_8)) ? k_l1_8 : 0.0) * (((k_l1_7 > k_l0_14) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_14)));
+    const double k_l1_10 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_0 * k_l0_14));
+    const double k_l1_11 = (tile_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l1_9));
+    const double k_l1_12 = (tile_1 + (k_l1_3 * k_l1_0));
+    const double k_l1_13 = (0.0 + (load_b_l1_20 * k_l1_0));
+    const double k_l1_14 = (0.0 + (k_l0_11 * k_l1_0));
+    const double k_l1_15 = (0.0 + (k_l0_12 * k_l1_0));
+    const double k_l1_16 = (0.0 + (k_l0_13 * k_l1_0));
+    const double k_l1_17 = ((0.0 > k_l1_10) ? 0.0 : k_l1_10);
+    // acc_to_workspace
+    const double acc_to_workspace_0 = static_cast<double>(tileM_1);
+    const double acc_to_workspace_1 = (((acc_to_workspace_0 > 1.0) || (acc_to_workspace_0 != acc_to_workspace_0)) ? acc_to_workspace_0 : 1.0);
+    const double acc_to_workspace_2 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(4))), acc_to_workspace_1);
+    const double acc_to_workspace_3 = ((acc_to_workspace_1 * at_fceil(at_py_div(acc_to_workspace_2, 32.0))) * 32.0);
+    const double acc_to_workspace_4 = (at_interp(acc_to_workspace_3, k_XP3, k_FP3, 6) * ((std::fmod(acc_to_workspace_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double acc_to_workspace_5 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
+    const double acc_to_workspace_6 = at_py_div(std::pow((std::pow((acc_to_workspace_5 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), acc_to_workspace_5);
+    const double acc_to_workspace_7 = (1.0 * (11.0 + at_py_div(acc_to_workspace_3, (((acc_to_workspace_4 < acc_to_workspace_6) || (acc_to_workspace_4 != acc_to_workspace_4)) ? acc_to_workspace_4 : acc_to_workspace_6))));
+    const double acc_to_workspace_8 = (k_l1_11 + acc_to_workspace_7);
+    const double acc_to_workspace_9 = (0.0 + acc_to_workspace_7);
+    const double acc_to_workspace_10 = (k_l1_16 + at_py_div((1.0 * acc_to_workspace_3), acc_to_workspace_6));
+    // tile
+    const double tile_2 = (k_l1_12 + 2.0);
+    const double tile_3 = (((tile_2 > k_l1_13) || (tile_2 != tile_2)) ? tile_2 : k_l1_13);
+    const double tile_4 = (((tile_3 > k_l1_14) || (tile_3 != tile_3)) ? tile_3 : k_l1_14);
+    const double tile_5 = (((tile_4 > k_l1_15) || (tile_4 != tile_4)) ? tile_4 : k_l1_15);
+    const double tile_6 = (((tile_5 > acc_to_workspace_9) || (tile_5 != tile_5)) ? tile_5 : acc_to_workspace_9);
+    const double tile_7 = (((tile_6 > acc_to_workspace_10) || (tile_6 != tile_6)) ? tile_6 : acc_to_workspace_10);
+    const double tile_8 = (tile_0 - 1.0);
+    const double tile_9 = ((acc_to_workspace_8 + 2.0) + ((((tile_8 > 0.0) || (tile_8 != tile_8)) ? tile_8 : 0.0) * (((tile_7 > k_l1_17) || (tile_7 != tile_7)) ? tile_7 : k_l1_17)));
+    const double tile_10 = (group_walk_0 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_9));
+    // cube_side
+    const double cube_side_5 = at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (tile_10 + 2.0))), 1800.0);
+    const double cube_side_6 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
+    const double cube_side_7 = ((0.0 > cube_side_6) ? 0.0 : cube_side_6);
+    // vector_side
+    const double vector_side_0 = static_cast<double>((INT64_C(2) * v_blockDim));
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
+    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
+    const double vector_side_4 = static_cast<double>(tilesPerCore_0);
+    // tile
+    const double tile_11 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double tile_12 = ((tile_11 > 1.0) ? 14.0 : 0.0);
+    // load_channel_scale
+    const double load_channel_scale_0 = at_py_div(static_cast<double>((tileN_1 * INT64_C(4))), 1.0);
+    const double load_channel_scale_1 = ((1.0 * at_fceil(at_py_div(load_channel_scale_0, 32.0))) * 32.0);
+    const double load_channel_scale_2 = (at_interp(load_channel_scale_1, k_XP4, k_FP4, 5) * ((std::fmod(load_channel_scale_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_channel_scale_3 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
+    const double load_channel_scale_4 = (((load_channel_scale_3 < 1.0) || (load_channel_scale_3 != load_channel_scale_3)) ? load_channel_scale_3 : 1.0);
+    const double load_channel_scale_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_channel_scale_6 = std::pow(at_py_div(1.0, (at_py_div((1.0 - load_channel_scale_4), 888.8888888888889) + at_py_div(load_channel_scale_4, 3888.8888888888887))), -1.5);
+    const double load_channel_scale_7 = at_py_div(std::pow((std::pow((load_channel_scale_5 * 200.0), -1.5) + load_channel_scale_6), -0.6666666666666666), load_channel_scale_5);
+    const double load_channel_scale_8 = (tile_12 + (1.0 * (190.0 + at_py_div(load_channel_scale_1, (((load_channel_scale_2 < load_channel_scale_7) || (load_channel_scale_2 != load_channel_scale_2)) ? load_channel_scale_2 : load_channel_scale_7)))));
+    // tile
+    const double tile_13 = static_cast<double>(epiPasses_0);
+    // pass
+    const double pass_0 = (((tile_13 > 0.0) || (tile_13 != tile_13)) ? tile_13 : 0.0);
+    const double pass_1 = ((pass_0 > 1.0) ? 14.0 : 0.0);
+    // load_acc
+    const double load_acc_0 = static_cast<double>(passRows_0);
+    const double load_acc_1 = (((load_acc_0 > 1.0) || (load_acc_0 != load_acc_0)) ? load_acc_0 : 1.0);
+    const double load_acc_2 = at_py_div(static_cast<double>(((passRows_0 * tileN_1) * INT64_C(4))), load_acc_1);
+    const double load_acc_3 = ((load_acc_1 * at_fceil(at_py_div(load_acc_2, 32.0))) * 32.0);
+    const double load_acc_4 = (at_interp(load_acc_3, k_XP4, k_FP4, 5) * ((std::fmod(load_acc_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_acc_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_acc_6 = at_py_div(std::pow((std::pow((load_acc_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_acc_5);
+    const double load_acc_7 = (1.0 * (190.0 + at_py_div(load_acc_3, (((load_acc_4 < load_acc_6) || (load_acc_4 != load_acc_4)) ? load_acc_4 : load_acc_6))));
+    const double load_acc_8 = (pass_1 + load_acc_7);
+    const double load_acc_9 = (0.0 + load_acc_7);
+    const double load_acc_10 = (0.0 + at_py_div((1.0 * load_acc_3), load_acc_6));
+    // load_token_scale
+    const double load_token_scale_0 = at_py_div(static_cast<double>((passRows_0 * INT64_C(4))), 1.0);
+    const double load_token_scale_1 = ((1.0 * at_fceil(at_py_div(load_token_scale_0, 32.0))) * 32.0);
+    const double load_token_scale_2 = (at_interp(load_token_scale_1, k_XP4, k_FP4, 5) * ((std::fmod(load_token_scale_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_token_scale_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_token_scale_4 = at_py_div(std::pow((std::pow((load_token_scale_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), load_token_scale_3);
+    const double load_token_scale_5 = (1.0 * (190.0 + at_py_div(load_token_scale_1, (((load_token_scale_2 < load_token_scale_4) || (load_token_scale_2 != load_token_scale_2)) ? load_token_scale_2 : load_token_scale_4))));
+    const double load_token_scale_6 = (load_acc_8 + load_token_scale_5);
+    const double load_token_scale_7 = (load_acc_9 + load_token_scale_5);
+    const double load_token_scale_8 = (load_acc_10 + at_py_div((1.0 * load_token_scale_1), load_token_scale_4));
+    // acc_to_float
+    const double acc_to_float_0 = at_fceil(at_py_div((static_cast<double>((passRows_0 * tileN_1)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double acc_to_float_1 = (1.0 * ((at_fceil(at_py_div(acc_to_float_0, 255.0)) * 22.0) + (acc_to_float_0 * 2.0)));
+    const double acc_to_float_2 = (load_token_scale_6 + acc_to_float_1);
+    const double acc_to_float_3 = (0.0 + acc_to_float_1);
+    const double acc_to_float_4 = (load_token_scale_8 + 0.0);
+    // mul_channel_scale
+    const double mul_channel_scale_0 = at_fceil(at_py_div((static_cast<double>(tileN_1) * static_cast<double>(INT64_C(4))), 256.0));
+    const double mul_channel_scale_1 = (static_cast<double>(passRows_0) * ((at_fceil(at_py_div(mul_channel_scale_0, 255.0)) * 22.0) + (mul_channel_scale_0 * 2.0)));
+    const double mul_channel_scale_2 = (acc_to_float_2 + mul_channel_scale_1);
+    const double mul_channel_scale_3 = (acc_to_float_3 + mul_channel_scale_1);
+    const double mul_channel_scale_4 = (acc_to_float_4 + 0.0);
+    // mul_token_scale
+    const double mul_token_scale_0 = at_fceil(at_py_div((static_cast<double>(tileN_1) * static_cast<double>(INT64_C(4))), 256.0));
+    const double mul_token_scale_1 = (static_cast<double>(passRows_0) * ((at_fceil(at_py_div(mul_token_scale_0, 255.0)) * 22.0) + (mul_token_scale_0 * 1.0)));
+    const double mul_token_scale_2 = (mul_channel_scale_2 + mul_token_scale_1);
+    const double mul_token_scale_3 = (mul_channel_scale_3 + mul_token_scale_1);
+    const double mul_token_scale_4 = (mul_channel_scale_4 + 0.0);
+    // to_output
+    const double to_output_0 = at_fceil(at_py_div((static_cast<double>((passRows_0 * tileN_1)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double to_output_1 = (1.0 * ((at_fceil(at_py_div(to_output_0, 255.0)) * 22.0) + (to_output_0 * 2.0)));
+    const double to_output_2 = (mul_token_scale_2 + to_output_1);
+    const double to_output_3 = (mul_token_scale_3 + to_output_1);
+    const double to_output_4 = (mul_token_scale_4 + 0.0);
+    // store_c
+    const double store_c_0 = static_cast<double>(passRows_0);
+    const double store_c_1 = (((store_c_0 > 1.0) || (store_c_0 != store_c_0)) ? store_c_0 : 1.0);
+    const double store_c_2 = at_py_div(static_cast<double>(((passRows_0 * tileN_1) * INT64_C(2))), store_c_1);
+    const double store_c_3 = ((store_c_1 * at_fceil(at_py_div(store_c_2, 32.0))) * 32.0);
+    const double store_c_4 = ((std::fmod(store_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const bool store_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
+    const double store_c_6 = (at_interp(store_c_3, k_XP5, k_FP5, 5) * (store_c_5 ? store_c_4 : (((store_c_4 < 0.7) || (store_c_4 != store_c_4)) ? store_c_4 : 0.7)));
+    const double store_c_7 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double store_c_8 = at_py_div(std::pow((std::pow((store_c_7 * 200.0), -1.5) + std::pow((888.8888888888889 * (store_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), store_c_7);
+    const double store_c_9 = (1.0 * (80.0 + at_py_div(store_c_3, (((store_c_6 < store_c_8) || (store_c_6 != store_c_6)) ? store_c_6 : store_c_8))));
+    const double store_c_10 = (to_output_2 + store_c_9);
+    const double store_c_11 = (0.0 + store_c_9);
+    const double store_c_12 = (to_output_4 + at_py_div((1.0 * store_c_3), store_c_8));
+    // pass
+    const double pass_2 = (pass_1 + 4.0);
+    const double pass_3 = (((pass_2 > load_token_scale_7) || (pass_2 != pass_2)) ? pass_2 : load_token_scale_7);
+    const double pass_4 = (((pass_3 > to_output_3) || (pass_3 != pass_3)) ? pass_3 : to_output_3);
+    const double pass_5 = (((pass_4 > store_c_11) || (pass_4 != pass_4)) ? pass_4 : store_c_11);
+    const double pass_6 = (((pass_5 > store_c_12) || (pass_5 != pass_5)) ? pass_5 : store_c_12);
+    const double pass_7 = (pass_0 - 1.0);
+    const double pass_8 = ((store_c_10 + 4.0) + ((((pass_7 > 0.0) || (pass_7 != pass_7)) ? pass_7 : 0.0) * (((pass_6 > 0.0) || (pass_6 != pass_6)) ? pass_6 : 0.0)));
+    const double pass_9 = (load_channel_scale_8 + ((pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : pass_8));
+    // tile
+    const double tile_14 = (vector_side_3 + ((tile_11 <= static_cast<double>(INT64_C(0))) ? 0.0 : (tile_11 * (pass_9 + 0.0))));
+    // vector_side
+    const double vector_side_5 = at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_14 + 0.0))), 1800.0);
+    const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_7 = (((((cube_side_5 > vector_side_5) || (cube_side_5 != cube_side_5)) ? cube_side_5 : vector_side_5) + at_py_div((static_cast<double>((INT64_C(2) * tilesPerCore_0)) * 2.0), 1800.0)) + 1.0);
+    const double vector_side_8 = ((((cube_side_7 > vector_side_6) || (cube_side_7 != cube_side_7)) ? cube_side_7 : vector_side_6) + vector_side_7);
+    return vector_side_8;
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -810,140 +549,96 @@ inline bool ShapeInRange(const Shape& shape) {
     return true && shape.M >= INT64_C(1) && shape.M <= INT64_C(16777216) && shape.K >= INT64_C(1) && shape.K <= INT64_C(1048576) && shape.G >= INT64_C(1) && shape.G <= INT64_C(4096) && shape.N >= INT64_C(1) && shape.N <= INT64_C(1048576);
 }
 
-// Recomputes derived values for (shape, config) and applies every constraint and launch check.
+// The derived values parameter `step` completes and the checks that then have all their
+// inputs (constraints, core limits, C type ranges), in spec order within a step.
+inline bool CoresWithin(int64_t cores, int64_t limit) { return cores >= 1 && cores <= limit; }
+inline bool Within(double value, double lo, double hi) { return value >= lo && value <= hi; }
+inline bool CheckStep(int32_t step, Values& v, bool rest) {
+    switch (step) {
+    case 0:  // m1
+        v.v_c0 = at_floordiv(INT64_C(32), sizeof_a);
+        v.v_groupM = at_ceil_div(v.v_M, v.v_G);
+        v.v_mTiles = at_ceil_div(v.v_groupM, v.v_m1);
+        v.v_tileM = at_min(v.v_m1, at_align_up(v.v_groupM, INT64_C(16)));
+        v.v_aivRows = at_ceil_div(v.v_tileM, INT64_C(2));
+        v.v_uniqueBytes = (((v.v_M * v.v_K) * sizeof_a) + (((v.v_G * v.v_K) * v.v_N) * sizeof_b));
+        if (!(((v.v_m1 < (INT64_C(2) * v.v_groupM)) || (v.v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
+        if (!Within(static_cast<double>(v.v_M), 0.0, 4294967295.0)) return false;  // M_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_N), 0.0, 4294967295.0)) return false;  // N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_K), 0.0, 4294967295.0)) return false;  // K_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_G), 0.0, 4294967295.0)) return false;  // groupNum_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_m1), 0.0, 4294967295.0)) return false;  // l1M_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 1:  // n1
+        v.v_nTiles = at_ceil_div(v.v_N, v.v_n1);
+        v.v_tiles = ((v.v_G * v.v_mTiles) * v.v_nTiles);
+        v.v_tileN = at_min(v.v_n1, at_align_up(v.v_N, INT64_C(16)));
+        v.v_readBytes = ((v.v_tiles * v.v_K) * ((v.v_tileM * sizeof_a) + (v.v_tileN * sizeof_b)));
+        v.v_l2Hit = (((v.v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v.v_uniqueBytes), static_cast<double>(at_max(v.v_readBytes, INT64_C(1))))))) : (0.0));
+        if (!((((v.v_m1 * v.v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
+        if (!(((v.v_n1 < (INT64_C(2) * v.v_N)) || (v.v_n1 == INT64_C(32))))) return false;  // n1_not_oversized
+        if (!Within(static_cast<double>(v.v_n1), 0.0, 4294967295.0)) return false;  // l1N_fits_uint32_t
+        if (!Within(static_cast<double>(v.v_nTiles), 0.0, 4294967295.0)) return false;  // nTiles_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 2:  // k1
+        v.v_sliceK = at_min(v.v_k1, at_align_up(v.v_K, v.v_c0));
+        v.v_kL1Iters = at_ceil_div(v.v_K, v.v_k1);
+        v.v_kSlices = at_fdiv(static_cast<double>(at_align_up(v.v_K, v.v_c0)), static_cast<double>(v.v_sliceK));
+        if (!((((INT64_C(2) * v.v_k1) * ((v.v_m1 * sizeof_a) + (v.v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
+        if (!(((v.v_k1 < (INT64_C(2) * v.v_K)) || (v.v_k1 == INT64_C(64))))) return false;  // k1_not_oversized
+        if (!Within(static_cast<double>(v.v_k1), 0.0, 4294967295.0)) return false;  // l1K_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 3:  // k0
+        v.v_kL0Iters = at_ceil_div(v.v_sliceK, v.v_k0);
+        if (!(((((INT64_C(2) * v.v_m1) * v.v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
+        if (!(((((INT64_C(2) * v.v_n1) * v.v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
+        if (!((at_mod(v.v_k0, v.v_c0) == INT64_C(0)))) return false;  // k0_fractal
+        if (!((at_mod(v.v_k1, v.v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
+        if (!Within(static_cast<double>(v.v_k0), 0.0, 4294967295.0)) return false;  // l0K_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    case 4:  // blockDim
+        v.v_tilesPerCore = at_ceil_div(v.v_tiles, v.v_blockDim);
+        if (!((v.v_blockDim <= v.v_tiles))) return false;  // every_core_busy
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // cube_cores_within_chip
+        if (!CoresWithin((INT64_C(2) * v.v_blockDim), v.aivNum)) return false;  // vector_cores_within_chip
+        if (!CoresWithin(v.v_blockDim, v.aicNum)) return false;  // block_dim_within_chip
+        if (!Within(static_cast<double>(((((v.v_blockDim * INT64_C(2)) * v.v_m1) * v.v_n1) * sizeof_acc)), 0.0, 9.22337203685477581e+18)) return false;  // workspace_bytes_fits_int64_t
+        if (!rest) return true;
+        // fall through
+    case 5:  // epiRows
+        v.v_passRows = at_min(v.v_epiRows, v.v_aivRows);
+        v.v_epiPasses = at_ceil_div(v.v_aivRows, v.v_passRows);
+        if (!(((((((INT64_C(2) * v.v_epiRows) * v.v_n1) * ((sizeof_acc + sizeof_work) + sizeof_c)) + (v.v_n1 * sizeof_scale)) + (INT64_C(32) * v.v_epiRows)) <= hw_ub_bytes))) return false;  // ub_fits
+        if (!(((v.v_epiRows < (INT64_C(2) * at_ceil_div(at_min(v.v_m1, at_align_up(v.v_groupM, INT64_C(16))), INT64_C(2)))) || (v.v_epiRows == INT64_C(1))))) return false;  // epi_rows_useful
+        if (!Within(static_cast<double>(v.v_passRows), 0.0, 4294967295.0)) return false;  // epilogueRows_fits_uint32_t
+        if (!rest) return true;
+        // fall through
+    default:
+        return true;
+    }
+}
+
+// Recomputes derived values for (shape, config) and applies every constraint and launch check
+// (each as soon as its inputs are known: the first failing one ends it).
 inline bool Derive(const Shape& shape, const Config& config, int64_t aicNum, int64_t aivNum,
                    Values& out) {
     out.aicNum = aicNum;
     out.aivNum = aivNum;
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    out.v_M = v_M;
-    const int64_t v_K = shape.K;
-    out.v_K = v_K;
-    const int64_t v_G = shape.G;
-    out.v_G = v_G;
-    const int64_t v_N = shape.N;
-    out.v_N = v_N;
-    const int64_t v_m1 = config.m1;
-    out.v_m1 = v_m1;
-    const int64_t v_n1 = config.n1;
-    out.v_n1 = v_n1;
-    const int64_t v_k1 = config.k1;
-    out.v_k1 = v_k1;
-    const int64_t v_k0 = config.k0;
-    out.v_k0 = v_k0;
-    const int64_t v_blockDim = config.blockDim;
-    out.v_blockDim = v_blockDim;
-    const int64_t v_epiRows = config.epiRows;
-    out.v_epiRows = v_epiRows;
-    const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-    out.v_c0 = v_c0;
-    const int64_t v_groupM = at_ceil_div(v_M, v_G);
-    out.v_groupM = v_groupM;
-    const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
-    out.v_mTiles = v_mTiles;
-    const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-    out.v_nTiles = v_nTiles;
-    const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
-    out.v_tiles = v_tiles;
-    const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-    out.v_tilesPerCore = v_tilesPerCore;
-    const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
-    out.v_tileM = v_tileM;
-    const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-    out.v_tileN = v_tileN;
-    const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-    out.v_sliceK = v_sliceK;
-    const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-    out.v_kL1Iters = v_kL1Iters;
-    const double v_kSlices = at_fdiv(static_cast<double>(at_align_up(v_K, v_c0)), static_cast<double>(v_sliceK));
-    out.v_kSlices = v_kSlices;
-    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-    out.v_kL0Iters = v_kL0Iters;
-    const int64_t v_aivRows = at_ceil_div(v_tileM, INT64_C(2));
-    out.v_aivRows = v_aivRows;
-    const int64_t v_passRows = at_min(v_epiRows, v_aivRows);
-    out.v_passRows = v_passRows;
-    const int64_t v_epiPasses = at_ceil_div(v_aivRows, v_passRows);
-    out.v_epiPasses = v_epiPasses;
-    const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
-    out.v_uniqueBytes = v_uniqueBytes;
-    const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-    out.v_readBytes = v_readBytes;
-    const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
-    out.v_l2Hit = v_l2Hit;
-    if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) return false;  // l1_fits
-    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) return false;  // l0a_fits
-    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) return false;  // l0b_fits
-    if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) return false;  // l0c_fits
-    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) return false;  // k0_fractal
-    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) return false;  // k0_divides_k1
-    if (!(((((((INT64_C(2) * v_epiRows) * v_n1) * ((sizeof_acc + sizeof_work) + sizeof_c)) + (v_n1 * sizeof_scale)) + (INT64_C(32) * v_epiRows)) <= hw_ub_bytes))) return false;  // ub_fits
-    if (!((v_blockDim <= v_tiles))) return false;  // every_core_busy
-    if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) return false;  // m1_not_oversized
-    if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(32))))) return false;  // n1_not_oversized
-    if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(64))))) return false;  // k1_not_oversized
-    if (!(((v_epiRows < (INT64_C(2) * at_ceil_div(at_min(v_m1, at_align_up(v_groupM, INT64_C(16))), INT64_C(2)))) || (v_epiRows == INT64_C(1))))) return false;  // epi_rows_useful
-    {
-        const int64_t cores = v_blockDim;  // cube_cores_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const int64_t cores = (INT64_C(2) * v_blockDim);  // vector_cores_within_chip
-        if (cores < 1 || cores > aivNum) return false;
-    }
-    {
-        const int64_t cores = v_blockDim;  // block_dim_within_chip
-        if (cores < 1 || cores > aicNum) return false;
-    }
-    {
-        const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(v_passRows);  // epilogueRows_fits_uint32_t
-        if (!(value >= 0.0 && value <= 4294967295.0)) return false;
-    }
-    {
-        const double value = static_cast<double>(((((v_blockDim * INT64_C(2)) * v_m1) * v_n1) * sizeof_acc));  // workspace_bytes_fits_int64_t
-        if (!(value >= 0.0 && value <= 9.22337203685477581e+18)) return false;
-    }
-    return true;
+    out.v_M = shape.M;
+    out.v_K = shape.K;
+    out.v_G = shape.G;
+    out.v_N = shape.N;
+    out.v_m1 = config.m1;
+    out.v_n1 = config.n1;
+    out.v_k1 = config.k1;
+    out.v_k0 = config.k0;
+    out.v_blockDim = config.blockDim;
+    out.v_epiRows = config.epiRows;
+    return CheckStep(0, out, true);
 }
 
 inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
@@ -976,11 +671,36 @@ inline Config Baseline(const Shape& shape, int64_t aicNum, int64_t aivNum) {
     return config;
 }
 
-// The last-resort fallback: depth-first over the parameters in spec order, each trying the
-// baseline's value first and then its domain for this shape, checks applied as soon as their
-// inputs are bound; the first configuration that passes every check.
-inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
-                         Config& out) {
+// Each parameter's domain for this shape, ascending, as the spec declares it; false where one
+// is empty or bad.
+inline bool DomainValues(std::vector<int64_t>& dom, std::initializer_list<int64_t> values) {
+    dom.assign(values.begin(), values.end());
+    std::sort(dom.begin(), dom.end());
+    dom.erase(std::unique(dom.begin(), dom.end()), dom.end());
+    return !dom.empty();
+}
+inline bool DomainPow2(std::vector<int64_t>& dom, int64_t lo, int64_t hi) {
+    dom.clear();
+    int64_t p = 1;
+    for (int n = 0; p <= hi && n < 63; ++n, p *= 2) {
+        if (p >= lo) dom.push_back(p);
+    }
+    return !dom.empty();
+}
+inline bool DomainRange(std::vector<int64_t>& dom, int64_t lo, int64_t hi, int64_t step,
+                        int64_t mult, bool stepGiven) {
+    dom.clear();
+    if (step <= 0 || mult < 0) return false;
+    if (mult != 0) {
+        lo = at_ceil_div(lo, mult) * mult;
+        if (!stepGiven) step = mult;
+    }
+    if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
+    for (int64_t v = lo; v <= hi; v += step) dom.push_back(v);
+    return !dom.empty();
+}
+inline bool Domains(const Shape& shape, int64_t aicNum, int64_t aivNum,
+                    std::vector<int64_t>* doms) {
     const int64_t hw_cube_cores = aicNum;
     (void)hw_cube_cores;
     const int64_t hw_vector_cores = aivNum;
@@ -993,234 +713,13 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
     (void)v_G;
     const int64_t v_N = shape.N;
     (void)v_N;
-    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::stable_sort(dom0.begin(), dom0.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.m1 ? a - base.m1 : base.m1 - a;
-        const int64_t db = b > base.m1 ? b - base.m1 : base.m1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::stable_sort(dom1.begin(), dom1.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.n1 ? a - base.n1 : base.n1 - a;
-        const int64_t db = b > base.n1 ? b - base.n1 : base.n1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::stable_sort(dom2.begin(), dom2.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k1 ? a - base.k1 : base.k1 - a;
-        const int64_t db = b > base.k1 ? b - base.k1 : base.k1 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::stable_sort(dom3.begin(), dom3.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.k0 ? a - base.k0 : base.k0 - a;
-        const int64_t db = b > base.k0 ? b - base.k0 : base.k0 - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom4;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
-    }
-    if (dom4.empty()) return false;
-    std::stable_sort(dom4.begin(), dom4.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.blockDim ? a - base.blockDim : base.blockDim - a;
-        const int64_t db = b > base.blockDim ? b - base.blockDim : base.blockDim - b;
-        return da != db ? da < db : a < b;
-    });
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    std::stable_sort(dom5.begin(), dom5.end(), [&](int64_t a, int64_t b) {
-        const int64_t da = a > base.epiRows ? a - base.epiRows : base.epiRows - a;
-        const int64_t db = b > base.epiRows ? b - base.epiRows : base.epiRows - b;
-        return da != db ? da < db : a < b;
-    });
-    int64_t visits = 0;
-    int64_t found = 0;
-    double bestUs = 0.0;
-    bool gaveUp = false;
-    for (int64_t k0 = -1; k0 < static_cast<int64_t>(dom0.size()); ++k0) {
-        const int64_t v_m1 = k0 < 0 ? base.m1 : dom0[k0];
-        if (k0 >= 0 && v_m1 == base.m1) continue;
-        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-        const int64_t v_c0 = at_floordiv(INT64_C(32), sizeof_a);
-        (void)v_c0;
-        const int64_t v_groupM = at_ceil_div(v_M, v_G);
-        (void)v_groupM;
-        const int64_t v_mTiles = at_ceil_div(v_groupM, v_m1);
-        (void)v_mTiles;
-        const int64_t v_tileM = at_min(v_m1, at_align_up(v_groupM, INT64_C(16)));
-        (void)v_tileM;
-        const int64_t v_aivRows = at_ceil_div(v_tileM, INT64_C(2));
-        (void)v_aivRows;
-        const int64_t v_uniqueBytes = (((v_M * v_K) * sizeof_a) + (((v_G * v_K) * v_N) * sizeof_b));
-        (void)v_uniqueBytes;
-        if (!(((v_m1 < (INT64_C(2) * v_groupM)) || (v_m1 == INT64_C(16))))) continue;  // m1_not_oversized
-        {
-            const double value = static_cast<double>(v_M);  // M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_N);  // N_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_K);  // K_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_G);  // groupNum_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        {
-            const double value = static_cast<double>(v_m1);  // l1M_fits_uint32_t
-            if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-        }
-        for (int64_t k1 = -1; k1 < static_cast<int64_t>(dom1.size()); ++k1) {
-            const int64_t v_n1 = k1 < 0 ? base.n1 : dom1[k1];
-            if (k1 >= 0 && v_n1 == base.n1) continue;
-            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-            const int64_t v_nTiles = at_ceil_div(v_N, v_n1);
-            (void)v_nTiles;
-            const int64_t v_tiles = ((v_G * v_mTiles) * v_nTiles);
-            (void)v_tiles;
-            const int64_t v_tileN = at_min(v_n1, at_align_up(v_N, INT64_C(16)));
-            (void)v_tileN;
-            const int64_t v_readBytes = ((v_tiles * v_K) * ((v_tileM * sizeof_a) + (v_tileN * sizeof_b)));
-            (void)v_readBytes;
-            const double v_l2Hit = (((v_uniqueBytes <= hw_l2_bytes)) ? (at_max(0.0, (1.0 - at_fdiv(static_cast<double>(v_uniqueBytes), static_cast<double>(at_max(v_readBytes, INT64_C(1))))))) : (0.0));
-            (void)v_l2Hit;
-            if (!((((v_m1 * v_n1) * sizeof_acc) <= hw_l0c_bytes))) continue;  // l0c_fits
-            if (!(((v_n1 < (INT64_C(2) * v_N)) || (v_n1 == INT64_C(32))))) continue;  // n1_not_oversized
-            {
-                const double value = static_cast<double>(v_n1);  // l1N_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            {
-                const double value = static_cast<double>(v_nTiles);  // nTiles_fits_uint32_t
-                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-            }
-            for (int64_t k2 = -1; k2 < static_cast<int64_t>(dom2.size()); ++k2) {
-                const int64_t v_k1 = k2 < 0 ? base.k1 : dom2[k2];
-                if (k2 >= 0 && v_k1 == base.k1) continue;
-                if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                const int64_t v_sliceK = at_min(v_k1, at_align_up(v_K, v_c0));
-                (void)v_sliceK;
-                const int64_t v_kL1Iters = at_ceil_div(v_K, v_k1);
-                (void)v_kL1Iters;
-                const double v_kSlices = at_fdiv(static_cast<double>(at_align_up(v_K, v_c0)), static_cast<double>(v_sliceK));
-                (void)v_kSlices;
-                if (!((((INT64_C(2) * v_k1) * ((v_m1 * sizeof_a) + (v_n1 * sizeof_b))) <= hw_l1_bytes))) continue;  // l1_fits
-                if (!(((v_k1 < (INT64_C(2) * v_K)) || (v_k1 == INT64_C(64))))) continue;  // k1_not_oversized
-                {
-                    const double value = static_cast<double>(v_k1);  // l1K_fits_uint32_t
-                    if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                }
-                for (int64_t k3 = -1; k3 < static_cast<int64_t>(dom3.size()); ++k3) {
-                    const int64_t v_k0 = k3 < 0 ? base.k0 : dom3[k3];
-                    if (k3 >= 0 && v_k0 == base.k0) continue;
-                    if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                    const int64_t v_kL0Iters = at_ceil_div(v_sliceK, v_k0);
-                    (void)v_kL0Iters;
-                    if (!(((((INT64_C(2) * v_m1) * v_k0) * sizeof_a) <= hw_l0a_bytes))) continue;  // l0a_fits
-                    if (!(((((INT64_C(2) * v_n1) * v_k0) * sizeof_b) <= hw_l0b_bytes))) continue;  // l0b_fits
-                    if (!((at_mod(v_k0, v_c0) == INT64_C(0)))) continue;  // k0_fractal
-                    if (!((at_mod(v_k1, v_k0) == INT64_C(0)))) continue;  // k0_divides_k1
-                    {
-                        const double value = static_cast<double>(v_k0);  // l0K_fits_uint32_t
-                        if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                    }
-                    for (int64_t k4 = -1; k4 < static_cast<int64_t>(dom4.size()); ++k4) {
-                        const int64_t v_blockDim = k4 < 0 ? base.blockDim : dom4[k4];
-                        if (k4 >= 0 && v_blockDim == base.blockDim) continue;
-                        if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                        const int64_t v_tilesPerCore = at_ceil_div(v_tiles, v_blockDim);
-                        (void)v_tilesPerCore;
-                        if (!((v_blockDim <= v_tiles))) continue;  // every_core_busy
-                        {
-                            const int64_t cores = v_blockDim;  // cube_cores_within_chip
-                            if (cores < 1 || cores > aicNum) continue;
-                        }
-                        {
-                            const int64_t cores = (INT64_C(2) * v_blockDim);  // vector_cores_within_chip
-                            if (cores < 1 || cores > aivNum) continue;
-                        }
-                        {
-                            const int64_t cores = v_blockDim;  // block_dim_within_chip
-                            if (cores < 1 || cores > aicNum) continue;
-                        }
-                        {
-                            const double value = static_cast<double>(((((v_blockDim * INT64_C(2)) * v_m1) * v_n1) * sizeof_acc));  // workspace_bytes_fits_int64_t
-                            if (!(value >= 0.0 && value <= 9.22337203685477581e+18)) continue;
-                        }
-                        for (int64_t k5 = -1; k5 < static_cast<int64_t>(dom5.size()); ++k5) {
-                            const int64_t v_epiRows = k5 < 0 ? base.epiRows : dom5[k5];
-                            if (k5 >= 0 && v_epiRows == base.epiRows) continue;
-                            if (++visits > INT64_C(1048576)) { gaveUp = true; break; }
-                            const int64_t v_passRows = at_min(v_epiRows, v_aivRows);
-                            (void)v_passRows;
-                            const int64_t v_epiPasses = at_ceil_div(v_aivRows, v_passRows);
-                            (void)v_epiPasses;
-                            if (!(((((((INT64_C(2) * v_epiRows) * v_n1) * ((sizeof_acc + sizeof_work) + sizeof_c)) + (v_n1 * sizeof_scale)) + (INT64_C(32) * v_epiRows)) <= hw_ub_bytes))) continue;  // ub_fits
-                            if (!(((v_epiRows < (INT64_C(2) * at_ceil_div(at_min(v_m1, at_align_up(v_groupM, INT64_C(16))), INT64_C(2)))) || (v_epiRows == INT64_C(1))))) continue;  // epi_rows_useful
-                            {
-                                const double value = static_cast<double>(v_passRows);  // epilogueRows_fits_uint32_t
-                                if (!(value >= 0.0 && value <= 4294967295.0)) continue;
-                            }
-                            {
-                                const int64_t values[6] = {v_m1, v_n1, v_k1, v_k0, v_blockDim, v_epiRows};
-                                const double us = PredictUs(dims, values, aicNum, aivNum);
-                                if (found == 0 || us < bestUs) {
-                                    bestUs = us;
-                                    out.m1 = v_m1;
-                                    out.n1 = v_n1;
-                                    out.k1 = v_k1;
-                                    out.k0 = v_k0;
-                                    out.blockDim = v_blockDim;
-                                    out.epiRows = v_epiRows;
-                                }
-                                if (++found >= 16) break;
-                            }
-                        }
-                    if (gaveUp || found >= 16) break;
-                    }
-                if (gaveUp || found >= 16) break;
-                }
-            if (gaveUp || found >= 16) break;
-            }
-        if (gaveUp || found >= 16) break;
-        }
-    if (gaveUp || found >= 16) break;
-    }
-    (void)gaveUp;
-    return found > 0;
+    if (!DomainValues(doms[0], {INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(96), INT64_C(128), INT64_C(192), INT64_C(256)})) return false;  // m1
+    if (!DomainValues(doms[1], {INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(192), INT64_C(256), INT64_C(512)})) return false;  // n1
+    if (!DomainValues(doms[2], {INT64_C(64), INT64_C(128), INT64_C(256), INT64_C(512), INT64_C(1024)})) return false;  // k1
+    if (!DomainValues(doms[3], {INT64_C(32), INT64_C(64), INT64_C(128), INT64_C(256)})) return false;  // k0
+    if (!DomainRange(doms[4], INT64_C(1), static_cast<int64_t>(hw_cube_cores), INT64_C(1), INT64_C(0), false)) return false;  // blockDim
+    if (!DomainValues(doms[5], {INT64_C(1), INT64_C(2), INT64_C(4), INT64_C(8), INT64_C(16), INT64_C(32), INT64_C(64), INT64_C(128)})) return false;  // epiRows
+    return true;
 }
 
 inline Config ConfigOf(const int64_t* v) {
@@ -1233,6 +732,67 @@ inline Config ConfigOf(const int64_t* v) {
     config.epiRows = v[5];
     (void)v;
     return config;
+}
+
+// The last-resort fallback: depth-first over the parameters in spec order, each trying the
+// baseline's value first and then its domain for this shape nearest that value (ties to the
+// smaller), a step's checks applied once its parameter is bound; the fastest by the model of
+// the first 16 configurations that pass every check (1048576 values tried at most).
+inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, const Config& base,
+                         Config& out) {
+    const int32_t n = 6;
+    std::vector<int64_t> doms[6];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
+    const int64_t baseValues[6] = { base.m1, base.n1, base.k1, base.k0, base.blockDim, base.epiRows };
+    for (int32_t j = 0; j < n; ++j) {
+        const int64_t b = baseValues[j];
+        std::stable_sort(doms[j].begin(), doms[j].end(), [b](int64_t x, int64_t y) {
+            const int64_t dx = x > b ? x - b : b - x;
+            const int64_t dy = y > b ? y - b : b - y;
+            return dx != dy ? dx < dy : x < y;
+        });
+    }
+    const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    Values w = Values();
+    w.aicNum = aicNum;
+    w.aivNum = aivNum;
+    w.v_M = shape.M;
+    w.v_K = shape.K;
+    w.v_G = shape.G;
+    w.v_N = shape.N;
+    int64_t cur[6] = {};
+    int64_t* const slots[6] = { &w.v_m1, &w.v_n1, &w.v_k1, &w.v_k0, &w.v_blockDim, &w.v_epiRows };
+    int64_t k[6] = {};
+    int32_t depth = 0;
+    k[0] = -2;  // -2: nothing tried at this depth yet; -1: the baseline's value
+    int64_t visits = 0;
+    int64_t found = 0;
+    double bestUs = 0.0;
+    while (depth >= 0) {
+        const int32_t d = depth;
+        if (++k[d] >= static_cast<int64_t>(doms[d].size())) {
+            --depth;
+            continue;
+        }
+        const int64_t value = k[d] < 0 ? baseValues[d] : doms[d][static_cast<size_t>(k[d])];
+        if (k[d] >= 0 && value == baseValues[d]) continue;
+        if (++visits > INT64_C(1048576)) break;
+        cur[d] = value;
+        *slots[d] = value;
+        if (!CheckStep(d, w, false)) continue;
+        if (d + 1 < n) {
+            depth = d + 1;
+            k[depth] = -2;
+            continue;
+        }
+        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        if (found == 0 || us < bestUs) {
+            bestUs = us;
+            out = ConfigOf(cur);
+        }
+        if (++found >= 16) break;
+    }
+    return found > 0;
 }
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
@@ -1271,73 +831,30 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
-    const int64_t hw_cube_cores = aicNum;
-    (void)hw_cube_cores;
-    const int64_t hw_vector_cores = aivNum;
-    (void)hw_vector_cores;
-    const int64_t v_M = shape.M;
-    (void)v_M;
-    const int64_t v_K = shape.K;
-    (void)v_K;
-    const int64_t v_G = shape.G;
-    (void)v_G;
-    const int64_t v_N = shape.N;
-    (void)v_N;
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
-    std::vector<int64_t> dom0;
-    dom0 = {static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(96)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom0.begin(), dom0.end());
-    dom0.erase(std::unique(dom0.begin(), dom0.end()), dom0.end());
-    if (dom0.empty()) return false;
-    std::vector<int64_t> dom1;
-    dom1 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(192)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512))};
-    std::sort(dom1.begin(), dom1.end());
-    dom1.erase(std::unique(dom1.begin(), dom1.end()), dom1.end());
-    if (dom1.empty()) return false;
-    std::vector<int64_t> dom2;
-    dom2 = {static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256)), static_cast<int64_t>(INT64_C(512)), static_cast<int64_t>(INT64_C(1024))};
-    std::sort(dom2.begin(), dom2.end());
-    dom2.erase(std::unique(dom2.begin(), dom2.end()), dom2.end());
-    if (dom2.empty()) return false;
-    std::vector<int64_t> dom3;
-    dom3 = {static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128)), static_cast<int64_t>(INT64_C(256))};
-    std::sort(dom3.begin(), dom3.end());
-    dom3.erase(std::unique(dom3.begin(), dom3.end()), dom3.end());
-    if (dom3.empty()) return false;
-    std::vector<int64_t> dom4;
-    {
-        int64_t lo = static_cast<int64_t>(INT64_C(1)); const int64_t hi = static_cast<int64_t>(hw_cube_cores);
-        int64_t step = INT64_C(1); const int64_t mult = INT64_C(0);
-        if (step <= 0 || mult < 0) return false;
-        if (mult != 0) {
-            lo = at_ceil_div(lo, mult) * mult;
-            step = mult;
-        }
-        if (hi >= lo && (hi - lo) / step + 1 > INT64_C(100000)) return false;
-        for (int64_t v = lo; v <= hi; v += step) dom4.push_back(v);
-    }
-    if (dom4.empty()) return false;
-    std::vector<int64_t> dom5;
-    dom5 = {static_cast<int64_t>(INT64_C(1)), static_cast<int64_t>(INT64_C(2)), static_cast<int64_t>(INT64_C(4)), static_cast<int64_t>(INT64_C(8)), static_cast<int64_t>(INT64_C(16)), static_cast<int64_t>(INT64_C(32)), static_cast<int64_t>(INT64_C(64)), static_cast<int64_t>(INT64_C(128))};
-    std::sort(dom5.begin(), dom5.end());
-    dom5.erase(std::unique(dom5.begin(), dom5.end()), dom5.end());
-    if (dom5.empty()) return false;
-    const std::vector<int64_t>* doms[6] = {&dom0, &dom1, &dom2, &dom3, &dom4, &dom5};
+    std::vector<int64_t> doms[6];
+    if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 6;
     static const int32_t kPairSteps[4][2] = {{-1, -1}, {-1, 1}, {1, -1}, {1, 1}};
+    // Parameters some constraint reads together, the pairs the pair moves try.
+    const int32_t kPairCount = 10;
+    static const int32_t kPairs[10][2] = { { 0, 1 }, { 0, 2 }, { 0, 3 }, { 0, 4 }, { 0, 5 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 1, 5 }, { 2, 3 } };
     int64_t cur[6] = { config.m1, config.n1, config.k1, config.k0, config.blockDim, config.epiRows };
     double best = us;
     int64_t evals = 0;
     bool changed = false;
     bool spent = false;
+    bool swept[6] = {};  // swept since any other parameter last moved
     while (!spent) {
         bool improved = false;
         for (int32_t j = 0; j < n && !spent; ++j) {
+            if (swept[j]) continue;
+            swept[j] = true;
             const int64_t was = cur[j];
             int64_t pick = was;
             bool moved = false;
-            for (size_t k = 0; k < doms[j]->size(); ++k) {
-                const int64_t v = (*doms[j])[k];
+            for (size_t k = 0; k < doms[j].size(); ++k) {
+                const int64_t v = doms[j][k];
                 if (v == was) continue;
                 if (evals >= kRefineEvals) { spent = true; break; }
                 ++evals;
@@ -1350,7 +867,10 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 }
             }
             cur[j] = moved ? pick : was;
-            if (moved) improved = true;
+            if (moved) {
+                improved = true;
+                for (int32_t k = 0; k < n; ++k) swept[k] = k == j;
+            }
         }
         if (improved) {
             changed = true;
@@ -1359,12 +879,13 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (spent) break;
         int64_t moved[6];
         bool pairMoved = false;
-        for (int32_t i = 0; i < n && !spent; ++i) {
-            for (int32_t j = i + 1; j < n && !spent; ++j) {
+        for (int32_t q = 0; q < kPairCount && !spent; ++q) {
+            const int32_t i = kPairs[q][0], j = kPairs[q][1];
+            {
                 for (int32_t s = 0; s < 4; ++s) {
                     int64_t a = 0, b = 0;
-                    if (!DomainStep(*doms[i], cur[i], kPairSteps[s][0], a) ||
-                        !DomainStep(*doms[j], cur[j], kPairSteps[s][1], b)) continue;
+                    if (!DomainStep(doms[i], cur[i], kPairSteps[s][0], a) ||
+                        !DomainStep(doms[j], cur[j], kPairSteps[s][1], b)) continue;
                     if (evals >= kRefineEvals) { spent = true; break; }
                     ++evals;
                     int64_t trial[6];
@@ -1383,6 +904,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
         if (!pairMoved) break;
         std::copy(moved, moved + n, cur);
         changed = true;
+        for (int32_t k = 0; k < n; ++k) swept[k] = false;
     }
     if (!changed) return false;
     config = ConfigOf(cur);
@@ -1525,7 +1047,8 @@ inline uint64_t TilingKey(const Values& v) {
     return static_cast<uint64_t>(INT64_C(0));
 }
 
-// The kernel's own workspace; ApplyTuning adds the system part (GetLibApiWorkSpaceSize).
+// The kernel's own workspace; ApplyTuning adds the high-level API library's system workspace
+// (GetLibApiWorkSpaceSize) to it (system_workspace: lib_api).
 inline int64_t UserWorkspaceBytes(const Values& v) {
     (void)v;
     return static_cast<int64_t>(((((v.v_blockDim * INT64_C(2)) * v.v_m1) * v.v_n1) * sizeof_acc));
