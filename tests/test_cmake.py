@@ -142,6 +142,8 @@ def old(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tree]:
     root = tmp / "AddCustom"
     shutil.copytree(PROJECTS / "msopgen_old", root)
     (root / "build.sh").write_text(recipe("msopgen_old/build.sh"))
+    # op_host/ holds only what the recipe and emit write: git keeps no empty folder.
+    (root / "op_host").mkdir(exist_ok=True)
     (root / "op_host" / "CMakeLists.txt").write_text(recipe("msopgen_old/op_host/CMakeLists.txt"))
     _tuning(root, OPS)
     env = _env(tmp)
