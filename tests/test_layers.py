@@ -134,3 +134,67 @@ def test_packages_show_the_architecture() -> None:
     for init in PACKAGE.glob("*/__init__.py"):
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and len(doc.split()) >= 20, f"{init.relative_to(PACKAGE)} has no contract"
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports anywhere in its text (top level, inside a
+    function, under TYPE_CHECKING); ``from pkg import sub`` counts as importing ``pkg.sub``."""
+    names = {".".join(_module_name(p)): p for p in _sources()}
+    graph: dict[str, set[str]] = {m: set() for m in names}
+    for module, path in names.items():
+        here = module.split(".")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = here if path.name == "__init__.py" else here[:-1]
+                    kept = parent[: len(parent) - node.level + 1]
+                    base = ".".join(kept + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in names else base
+                           for a in node.names]
+            graph[module].update(t for t in targets if t in names and t != module)
+    return graph
+
+
+def test_no_import_circles() -> None:
+    """A newcomer reads a package bottom-up: no module imports (even only for types) a module
+    that imports it back, directly or round a longer circle."""
+    graph = _module_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                circles.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, circles
+
+
+def test_the_module_graph_sees_submodule_imports() -> None:
+    # ``from ascend_tune.cli import console`` is an edge to cli.console, not to cli.
+    graph = _module_graph()
+    assert "ascend_tune.cli.app" in graph["ascend_tune.cli.search"]
+    assert "ascend_tune.cli.search" in graph["ascend_tune.cli"]

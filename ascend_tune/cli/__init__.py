@@ -15,41 +15,14 @@ from __future__ import annotations
 import os
 import sys
 
-import typer
-
-from ascend_tune import __version__
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import console
+from ascend_tune.cli.app import ExitWith, app
 
-# -h as well as --help on every command; --install-completion / --show-completion for bash,
-# zsh, fish and PowerShell (typer's own). pyproject pins typer below 0.27: later versions show
-# "<bool>" after flags and "<str>" after values (tests/test_cli_help.py holds the help to that).
-app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
-                  context_settings={"help_option_names": ["-h", "--help"]},
-                  help="Tiling auto-tuner for Huawei Ascend NPUs (no NPU needed).")
+__all__ = ["ExitWith", "app", "main"]
 
-
-class ExitWith(Exception):
-    """Leave with ``code`` after the command printed what it has to say."""
-
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-
-def _version(value: bool) -> None:
-    if value:
-        console.line(f"ascend-tune {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """ascend-tune: search tiling parameters with an analytical NPU pipeline model."""
-
-
-# The command modules import ``app`` and ``ExitWith`` from here; the order is the help order.
-from ascend_tune.cli import search, explain, emit, measure, hil, probe, report, check, hw, cmake, db  # noqa: E402, F401, I001
+# Every command module registers on ``app`` when imported; the order is the help order.
+from ascend_tune.cli import search, explain, emit, measure, hil, probe, report, check, hw, cmake, db  # noqa: F401, I001
 
 
 def main() -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import typer
 
 from ascend_tune import api
-from ascend_tune.cli import ExitWith, app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import ExitWith, app
 
 
 @app.command()

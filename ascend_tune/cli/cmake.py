@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ascend_tune.api import build
-from ascend_tune.cli import app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import app
 
 
 @app.command("cmake-dir")

@@ -11,7 +11,8 @@ import typer
 from ascend_tune import api
 from ascend_tune.api import database as dbapi
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.cli import app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import app
 
 DB_HELP = ("Tuning database: a URL (postgresql://USER@HOST/DB, sqlite:///PATH) or a SQLite "
            "file. (default: $ASCEND_TUNE_DB, else tuning.sqlite in the user's data folder)")

@@ -12,7 +12,8 @@ import typer
 from ascend_tune import api
 from ascend_tune.api import build
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.cli import ExitWith, app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import ExitWith, app
 from ascend_tune.cli.db import db_option, results_for_emit
 
 

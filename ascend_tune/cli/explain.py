@@ -11,7 +11,8 @@ import typer
 from ascend_tune import api
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.base.vocabulary import PIPE_COLUMNS
-from ascend_tune.cli import app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import app
 
 _SOURCES = {"exact": "the tuned winner", "model": "the fastest tuned candidate by the model",
             "baseline": "the spec's baseline", "walk": "the fallback walk",

@@ -14,7 +14,8 @@ import typer
 from ascend_tune import api
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.cli import ExitWith, app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import ExitWith, app
 from ascend_tune.cli.db import database, db_option, no_db_option
 
 

@@ -8,7 +8,8 @@ import sys
 import typer
 
 from ascend_tune import api
-from ascend_tune.cli import app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import app
 
 hw_app = typer.Typer(no_args_is_help=True, help="List and show hardware profiles.")
 app.add_typer(hw_app, name="hw")

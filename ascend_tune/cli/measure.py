@@ -12,7 +12,8 @@ import typer
 from ascend_tune import api
 from ascend_tune.api import database as dbapi
 from ascend_tune.base.errors import AscendTuneError
-from ascend_tune.cli import app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import app
 from ascend_tune.cli.db import database, db_option, required
 
 _MANIFEST_HELP = "YAML: config, free, files, shapes, where."

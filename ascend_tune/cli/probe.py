@@ -10,7 +10,8 @@ from pathlib import Path
 import typer
 
 from ascend_tune import api
-from ascend_tune.cli import app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import app
 
 # A coefficient planned wider than this is reported as weakly determined.
 WEAK_PERCENT = 10.0

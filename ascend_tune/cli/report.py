@@ -7,7 +7,8 @@ from pathlib import Path
 import typer
 
 from ascend_tune import api
-from ascend_tune.cli import app, console
+from ascend_tune.cli import console
+from ascend_tune.cli.app import app
 from ascend_tune.cli.db import database, db_option, no_db_option
 
 
