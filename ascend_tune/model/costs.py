@@ -14,6 +14,7 @@ import numpy as np
 
 from ascend_tune.base.vocabulary import GM_PATHS, TWO_SOURCE_CLASSES
 from ascend_tune.hardware import HardwareProfile
+from ascend_tune.hardware.profile import TransferPath
 
 AIC_GM_PATHS = frozenset({"gm_to_l1", "l0c_to_gm"})  # the others are the AIV's
 ND_LAYOUTS = ("row_major", "column_major")  # converted by ND2NZ on the way into L1
@@ -47,6 +48,59 @@ class TransferCost:
 # it instead of repeating its three array powers. The value holds the key arrays, so their
 # ids cannot pass to other arrays while the cache lives; the arrays must not change in it.
 ShareCache = dict[tuple[str, int, int], tuple[Any, Any, np.ndarray]]
+
+
+def _gm_efficiency(hw: HardwareProfile, path: str, row_bytes: np.ndarray,
+                   aligned: np.ndarray | None, pitch: np.ndarray | None, layout: str | None,
+                   element_bytes: int) -> tuple[Any, Any, np.ndarray | None]:
+    """A GM-side copy's rate factors: this core's (run length, declared alignment, pitch),
+    the chip's (None: unaffected, only a declared or pitch misalignment touches it), and where
+    the pitch is the only misalignment (None without a pitch)."""
+    pitch_only: np.ndarray | None = None
+    unaligned = float(hw["gm_unaligned_efficiency"])
+    declared = aligned
+    if aligned is None:
+        # mod(x, a) == 0 exactly where fmod(x, a) == 0 (numpy's mod adds a to a nonzero
+        # fmod of the other sign, which cannot reach 0), and fmod skips mod's division.
+        aligned = np.fmod(row_bytes, float(hw["gm_align_bytes"])) == 0
+    efficiency = np.where(aligned, 1.0, unaligned)
+    chip_efficiency = None if declared is None else np.where(declared, 1.0, unaligned)
+    if pitch is not None:
+        # Runs a misaligned pitch apart start misaligned whatever their length (the
+        # 12288 x 12287 reads in transfer's note are exactly that): S10's rate at the core and the
+        # chip, or for an ND2NZ copy the grade of the pitch's own alignment (CATLASS's
+        # stride grades, per-core rates with every core reading; the hw leaves name the
+        # sources), never above what the runs alone get.
+        pitch_bytes = np.multiply(pitch, float(element_bytes))
+        starts = np.fmod(pitch_bytes, float(hw["gm_align_bytes"])) == 0
+        # Where the pitch is the only misalignment (for explain: padding would help).
+        pitch_only = np.logical_and(aligned, np.logical_not(starts))
+        off: Any = (nd2nz_pitch_grade(hw, pitch_bytes)
+                    if path == "gm_to_l1" and layout in ND_LAYOUTS else unaligned)
+        efficiency = np.where(starts, efficiency, np.minimum(efficiency, off))
+        chip_base: Any = 1.0 if chip_efficiency is None else chip_efficiency
+        chip_efficiency = np.where(starts, chip_base, np.minimum(chip_base, off))
+    return efficiency, chip_efficiency, pitch_only
+
+
+def _nd2nz(hw: HardwareProfile, spec: TransferPath, per_transfer: np.ndarray, runs: np.ndarray,
+           pitch: np.ndarray | None) -> tuple[np.ndarray, Any, np.ndarray | None]:
+    """An ND -> NZ GM->L1 copy's time per transfer before its latency, the latency (per run
+    where the copy splits) and where it splits (None: no pitch given)."""
+    latency: Any = spec.latency_cycles
+    split: np.ndarray | None = None
+    # DataCopy ND2NZ scatters every ND run into 16-row fractals on MTE2 (S10 data_copy),
+    # overlapped with the stream: a single-AIC 8192^3 matmul reads 128 B runs at ~4.5-5
+    # cycles each (asc-devkit matmul_high_performance cases 0-1), and 1-2 KiB runs no
+    # slower than the curve (cases 4-5), so the limit is a max, not a sum.
+    per_transfer = np.maximum(per_transfer, runs * float(hw["nd2nz_row_cycles"]))
+    if pitch is not None:
+        # The ND2NZ pitch field is 16 bits of elements: a longer pitch takes one copy
+        # per run, each with its own latency (hw leaf nd2nz_max_pitch_elements).
+        split = np.asarray(pitch > float(hw["nd2nz_max_pitch_elements"]))
+        if split.any():
+            latency = np.where(split, runs * spec.latency_cycles, spec.latency_cycles)
+    return per_transfer, latency, split
 
 
 def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarray,
@@ -99,30 +153,9 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
         # (GM->L1) slower than 12288^2 at full-chip, chip-bound core counts). Short runs from
         # aligned starts do not (128 B runs: 1.08x), so the run-length rule stays a per-core
         # effect.
-        unaligned = float(hw["gm_unaligned_efficiency"])
-        declared = aligned
-        if aligned is None:
-            # mod(x, a) == 0 exactly where fmod(x, a) == 0 (numpy's mod adds a to a nonzero
-            # fmod of the other sign, which cannot reach 0), and fmod skips mod's division.
-            aligned = np.fmod(row_bytes, float(hw["gm_align_bytes"])) == 0
+        efficiency, chip_efficiency, pitch_only = _gm_efficiency(
+            hw, path, row_bytes, aligned, pitch, layout, element_bytes)
         del row_bytes  # temporaries go before the chip share makes its own (a lower peak)
-        efficiency = np.where(aligned, 1.0, unaligned)
-        chip_efficiency = None if declared is None else np.where(declared, 1.0, unaligned)
-        if pitch is not None:
-            # Runs a misaligned pitch apart start misaligned whatever their length (the
-            # 12288 x 12287 reads above are exactly that): S10's rate at the core and the
-            # chip, or for an ND2NZ copy the grade of the pitch's own alignment (CATLASS's
-            # stride grades, per-core rates with every core reading; the hw leaves name the
-            # sources), never above what the runs alone get.
-            pitch_bytes = np.multiply(pitch, float(element_bytes))
-            starts = np.fmod(pitch_bytes, float(hw["gm_align_bytes"])) == 0
-            # Where the pitch is the only misalignment (for explain: padding would help).
-            pitch_only = np.logical_and(aligned, np.logical_not(starts))
-            off: Any = (nd2nz_pitch_grade(hw, pitch_bytes)
-                        if path == "gm_to_l1" and layout in ND_LAYOUTS else unaligned)
-            efficiency = np.where(starts, efficiency, np.minimum(efficiency, off))
-            chip_base: Any = 1.0 if chip_efficiency is None else chip_efficiency
-            chip_efficiency = np.where(starts, chip_base, np.minimum(chip_base, off))
         bandwidth = np.multiply(bandwidth, efficiency, out=_into(bandwidth, bandwidth,
                                                                  efficiency))
         del efficiency
@@ -143,17 +176,7 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     latency: Any = spec.latency_cycles
     split: np.ndarray | None = None
     if path == "gm_to_l1" and layout in ND_LAYOUTS:
-        # DataCopy ND2NZ scatters every ND run into 16-row fractals on MTE2 (S10 data_copy),
-        # overlapped with the stream: a single-AIC 8192^3 matmul reads 128 B runs at ~4.5-5
-        # cycles each (asc-devkit matmul_high_performance cases 0-1), and 1-2 KiB runs no
-        # slower than the curve (cases 4-5), so the limit is a max, not a sum.
-        per_transfer = np.maximum(per_transfer, runs * float(hw["nd2nz_row_cycles"]))
-        if pitch is not None:
-            # The ND2NZ pitch field is 16 bits of elements: a longer pitch takes one copy
-            # per run, each with its own latency (hw leaf nd2nz_max_pitch_elements).
-            split = np.asarray(pitch > float(hw["nd2nz_max_pitch_elements"]))
-            if split.any():
-                latency = np.where(split, runs * spec.latency_cycles, spec.latency_cycles)
+        per_transfer, latency, split = _nd2nz(hw, spec, per_transfer, runs, pitch)
     per_transfer = np.add(latency, per_transfer, out=_into(per_transfer, latency, per_transfer))
     cycles = count * per_transfer
     return TransferCost(cycles, gm_cycles, moved, bandwidth, per_transfer, capped, peak,
