@@ -103,13 +103,15 @@ def _align(offset: int, size: int) -> int:
 
 
 def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Everything a template reads for one operator on one profile."""
+    return {**_identity_context(bundle, style), **_expression_context(bundle),
+            **_selection_context(bundle), **_op_host_context(bundle, socs)}
+
+
+def _identity_context(bundle: Bundle, style: str) -> dict[str, Any]:
+    """Names, digests, kernel mode and the TilingData layout."""
     spec, hw = bundle.spec, bundle.hw
-    shapes = bundle.sorted_shapes()
-    model = dispatch_model(spec, hw)
     snake = spec.snake_name
-    runtime = set(RUNTIME_CORES)
-    hw_used = sorted({n for e in _all_exprs(spec) for n in e.names if n.startswith("hw.")})
-    sizeof = spec.sizeof_env()
     slots, size = layout(spec)
     mode = spec.mode
     return {
@@ -137,6 +139,17 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
                    [{"name": f.name, "type": f.ctype, "expr": cpp_member(f.value)}
                     for f in s.nested.fields]} for s in slots],
         "has_nested": bool(spec.tiling_nested),
+    }
+
+
+def _expression_context(bundle: Bundle) -> dict[str, Any]:
+    """The spec's expressions as C++: shape and parameter names, derived values, checks,
+    the hardware numbers they read, the baseline, block dim, tiling key and workspace."""
+    spec, hw = bundle.spec, bundle.hw
+    runtime = set(RUNTIME_CORES)
+    hw_used = sorted({n for e in _all_exprs(spec) for n in e.names if n.startswith("hw.")})
+    sizeof = spec.sizeof_env()
+    return {
         "shape_vars": [{"name": v, "cpp": cpp_name(v), "min": spec.shape_min[v],
                         "max": spec.shape_max.get(v)} for v in spec.shape_vars],
         "params": [{"name": p, "cpp": cpp_name(p)} for p in spec.params],
@@ -159,13 +172,21 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
                        if spec.tiling_key is not None else "INT64_C(0)"),
         "workspace": (cpp_member(spec.workspace_bytes)
                       if spec.workspace_bytes is not None else "INT64_C(0)"),
-        "tuned": [{"shape": ", ".join(_literal(v) for v in shape.values()),
-                   "config": ", ".join(_literal(best[p]) for p in spec.params),
-                   "comment": shape_key(shape)}
-                  for shape, best in shapes],
         "kernel_constants": [{"name": n, "type": _ctype(e.kind),
                               "value": _literal(scalar_value(e.evaluate({**hw.env(), **sizeof})))}
                              for n, e in spec.kernel_constants],
+    }
+
+
+def _selection_context(bundle: Bundle) -> dict[str, Any]:
+    """The tuned table, the candidates and the run-time selection's model, walk and descent."""
+    spec = bundle.spec
+    model = dispatch_model(spec, bundle.hw)
+    return {
+        "tuned": [{"shape": ", ".join(_literal(v) for v in shape.values()),
+                   "config": ", ".join(_literal(best[p]) for p in spec.params),
+                   "comment": shape_key(shape)}
+                  for shape, best in bundle.sorted_shapes()],
         "runtime": CPP_RUNTIME + CPP_DISPATCH_RUNTIME,
         "candidates": [", ".join(_literal(c[p]) for p in spec.params)
                        for c in bundle.candidates()],
@@ -178,6 +199,13 @@ def context(bundle: Bundle, style: str, socs: tuple[str, ...] = ()) -> dict[str,
         "refine_evals": refine.MAX_EVALS,
         "refine_pairs": refine.coupled_pairs(spec),
         "shape_from": host_shape.shape_from(spec),
+    }
+
+
+def _op_host_context(bundle: Bundle, socs: tuple[str, ...]) -> dict[str, Any]:
+    """The op_host source's inputs, outputs, attributes, accepted shapes and SoCs."""
+    spec = bundle.spec
+    return {
         "inputs": [{"name": n, "dtype": cann.GE_DTYPES[spec.dtypes[n]]} for n in spec.io_inputs],
         "outputs": [{"name": o.name, "dtype": cann.GE_DTYPES[spec.dtypes[o.name]],
                      "like": None if o.like is None else spec.io_inputs.index(o.like),
