@@ -27,6 +27,36 @@ def no_db_option() -> bool:
     return typer.Option(False, "--no-db", help=NO_DB_HELP)  # type: ignore[no-any-return]
 
 
+# calibrate's and validate's --from-db and the filters that go with it (one definition, so the
+# two commands cannot drift apart).
+def from_db_option() -> bool:
+    return typer.Option(  # type: ignore[no-any-return]
+        False, "--from-db", help="Also every measurement the tuning database holds of this "
+                                 "chip and spec (--hw and --spec digests).")
+
+
+def db_shape_option() -> list[str] | None:
+    return typer.Option(  # type: ignore[no-any-return]
+        None, "--db-shape", metavar="SHAPE",
+        help="With --from-db: only this shape (K=V,...; repeatable).")
+
+
+def db_host_option() -> str | None:
+    return typer.Option(  # type: ignore[no-any-return]
+        None, "--db-host", metavar="HOST", help="With --from-db: only rows measured on HOST.")
+
+
+def since_option() -> str | None:
+    return typer.Option(  # type: ignore[no-any-return]
+        None, "--since", metavar="DATE",
+        help="With --from-db: rows recorded on or after DATE (YYYY-MM-DD or an ISO time, UTC).")
+
+
+def until_option() -> str | None:
+    return typer.Option(  # type: ignore[no-any-return]
+        None, "--until", metavar="DATE", help="With --from-db: rows recorded before DATE.")
+
+
 def database(url: str | None, no_db: bool, quiet: bool = False) -> api.Database | None:
     """The command's database, its schema checked (None: --no-db); the default file that
     cannot be used is a warning (unless quiet), a chosen one an error."""

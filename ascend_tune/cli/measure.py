@@ -14,7 +14,16 @@ from ascend_tune.api import database as dbapi
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import console
 from ascend_tune.cli.app import app
-from ascend_tune.cli.db import database, db_option, required
+from ascend_tune.cli.db import (
+    database,
+    db_host_option,
+    db_option,
+    db_shape_option,
+    from_db_option,
+    required,
+    since_option,
+    until_option,
+)
 
 _MANIFEST_HELP = "YAML: config, free, files, shapes, where."
 _WHERE_HELP = "Use rows with COLUMN=VALUE,..."
@@ -121,19 +130,11 @@ def calibrate(
     force: bool = typer.Option(False, "--force",
                                help="Write the profile even with a fitted scale at its bound "
                                     "or a number beyond a physical limit (refused otherwise)."),
-    from_db: bool = typer.Option(False, "--from-db",
-                                 help="Also every measurement the tuning database holds of "
-                                      "this chip and spec (--hw and --spec digests)."),
-    db_shape: list[str] | None = typer.Option(None, "--db-shape", metavar="SHAPE",
-                                              help="With --from-db: only this shape "
-                                                   "(K=V,...; repeatable)."),
-    db_host: str | None = typer.Option(None, "--db-host", metavar="HOST",
-                                       help="With --from-db: only rows measured on HOST."),
-    since: str | None = typer.Option(None, "--since", metavar="DATE",
-                                     help="With --from-db: rows recorded on or after DATE "
-                                          "(YYYY-MM-DD or an ISO time, UTC)."),
-    until: str | None = typer.Option(None, "--until", metavar="DATE",
-                                     help="With --from-db: rows recorded before DATE."),
+    from_db: bool = from_db_option(),
+    db_shape: list[str] | None = db_shape_option(),
+    db_host: str | None = db_host_option(),
+    since: str | None = since_option(),
+    until: str | None = until_option(),
     db_url: str | None = db_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     as_json: bool = typer.Option(False, "--json",
@@ -241,19 +242,11 @@ def validate(
     exclude: list[str] | None = typer.Option(None, "--exclude", metavar="COEFFICIENT",
                                              help=_EXCLUDE_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print errors and every row as JSON."),
-    from_db: bool = typer.Option(False, "--from-db",
-                                 help="Also every measurement the tuning database holds of "
-                                      "this chip and spec (--hw and --spec digests)."),
-    db_shape: list[str] | None = typer.Option(None, "--db-shape", metavar="SHAPE",
-                                              help="With --from-db: only this shape "
-                                                   "(K=V,...; repeatable)."),
-    db_host: str | None = typer.Option(None, "--db-host", metavar="HOST",
-                                       help="With --from-db: only rows measured on HOST."),
-    since: str | None = typer.Option(None, "--since", metavar="DATE",
-                                     help="With --from-db: rows recorded on or after DATE "
-                                          "(YYYY-MM-DD or an ISO time, UTC)."),
-    until: str | None = typer.Option(None, "--until", metavar="DATE",
-                                     help="With --from-db: rows recorded before DATE."),
+    from_db: bool = from_db_option(),
+    db_shape: list[str] | None = db_shape_option(),
+    db_host: str | None = db_host_option(),
+    since: str | None = since_option(),
+    until: str | None = until_option(),
     db_url: str | None = db_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No notes about skipped rows."),
 ) -> None:
