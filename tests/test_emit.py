@@ -86,7 +86,7 @@ int main() {{
         std::printf("%d %d", static_cast<int>(sel.source), sel.index);
         if (sel.source != kNone) {{
             {struct} tiling;
-            FillTiling(values, tiling);
+{fill}
 {prints}
             std::printf(" %lld %llu", static_cast<long long>(BlockDim(values)),
                         static_cast<unsigned long long>(TilingKey(values)));
@@ -109,10 +109,17 @@ def _driver(spec: OperatorSpec, style: str) -> str:
             prints.append(f"            std::printf(\" %.17g\", "
                           f"static_cast<double>(tiling.{n.name}.{get(f.name)}));")
     struct = spec.tiling_struct if style == "struct" else f"optiling::{spec.tiling_struct}"
+    if spec.attrs:  # the attribute values the results file records, as ReadAttrs reads them
+        fill = "\n".join(["            Attrs attrs = Attrs();",
+                          *(f"            attrs.{a} = {float(v)!r};"
+                            for a, v in spec.attr_values.items()),
+                          "            FillTiling(values, attrs, tiling);"])
+    else:
+        fill = "            FillTiling(values, tiling);"
     return DRIVER.format(select=f"{spec.snake_name}_tiling_select.h",
                          ns=f"{spec.snake_name}_tiling",
                          nshape=len(spec.shape_vars), assign=assign, prints="\n".join(prints),
-                         struct=struct)
+                         struct=struct, fill=fill)
 
 
 def _python_line(bundle: emit.Bundle, shape: dict[str, int], cores: tuple[int, int],
