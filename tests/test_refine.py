@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
 from ascend_tune.emit import refine as refine_mod
 from ascend_tune.emit.refine import domains, neighbour, refine
@@ -159,3 +160,60 @@ def test_batched_validity_is_derive_one_by_one(hw: HardwareProfile) -> None:
     env = runtime_env(spec, hw, 20, 40)
     huge = [1 << 61, 256, 64, 1, 1, 4, 4, 2, 2, 2, 1, 0, 4, 10, 1]  # baseM * baseK overflows
     assert valid_rows(spec, env, {"M": 300, "N": 5000, "K": 700}, [huge]) is None
+
+
+def test_splits_are_the_products_that_fill_the_bound() -> None:
+    doms = [[1, 2, 4], [1, 2, 3], [7], [1, 2, 4, 8]]
+    got = refine_mod.splits(doms, (0, 1, 3), [2, 2, 7, 1], 8)
+    # Every combination (first parameter slowest) with product <= 8 that no parameter can
+    # grow in without passing 8; the current (2, 2, 1) fills nothing, so it is not one.
+    want = [(1, 1, 8), (1, 2, 4), (1, 3, 2), (2, 1, 4), (2, 2, 2), (2, 3, 1), (4, 1, 2),
+            (4, 2, 1)]
+    assert [(c[0], c[1], c[3]) for c in got] == want
+    assert all(c[2] == 7 for c in got)
+    assert refine_mod.splits(doms, (0, 1, 3), [2, 2, 7, 2], 8) == [
+        c for c in got if (c[0], c[1], c[3]) != (2, 2, 2)]  # the current split is left out
+    # Fewer than three parameters with a choice (matmul's kDim is fixed at 1): no move.
+    assert refine_mod.splits([[1, 2], [1, 2], [1]], (0, 1, 2), [1, 1, 1], 4) == []
+    assert refine_mod.splits([[0, 1], [1, 2], [1, 2]], (0, 1, 2), [1, 1, 1], 4) == []
+
+
+def test_the_core_split_group_is_read_from_the_cores_constraint() -> None:
+    bmm = load_spec("batch_matmul")
+    group = refine_mod.split_group(bmm)
+    assert group is not None
+    assert [bmm.params[i] for i in group[0]] == ["mDim", "nDim", "kDim", "bDim"]
+    assert group[1] == "issuerCores"
+    assert refine_mod.split_group(load_spec("layernorm")) is None
+
+
+def test_a_batch_that_changes_rebalances_the_split_jointly(
+        hw: HardwareProfile, monkeypatch: pytest.MonkeyPatch) -> None:
+    """batch_matmul B=41, M=N=K=1024 from the candidate tuned for another batch (the 4x4x2
+    split): no single parameter and no pair one step each is faster (the descent without the
+    joint move returns None), but the 2x4x5 split (40 of 40 issuers, 9 batches per group
+    instead of 21) is: mDim and bDim change together, which the joint move looks at."""
+    spec = load_spec("batch_matmul")
+    shape = {"B": 41, "M": 1024, "N": 1024, "K": 1024}
+    seen: list[list[int]] = []
+    env, score = _scorer(spec, hw, shape, 20, 40, seen)
+    start = dict(baseM=128, baseN=256, baseK=64, stepM=1, stepN=1, stepKa=8, stepKb=2, dbL1=2,
+                 dbL0A=2, dbL0B=2, dbL0C=1, iterateOrder=0, mDim=4, nDim=4, kDim=1, bDim=2)
+    start_us = score([start[p] for p in spec.params])
+    got = refine(spec, env, shape, start, start_us, score)
+    assert got is not None and got[1] < start_us * 0.95
+    assert (got[0]["mDim"], got[0]["nDim"], got[0]["bDim"]) == (2, 4, 5)
+    seen.clear()
+    with monkeypatch.context() as m:
+        m.setattr(refine_mod, "split_group", lambda _spec: None)
+        assert refine(spec, env, shape, start, start_us, score) is None
+    # The joint move's configurations are looked at right after the single and pair ones.
+    doms = domains(spec, env, shape)
+    assert doms is not None
+    cur = [start[p] for p in spec.params]
+    joint = refine_mod.splits(doms, (12, 13, 14, 15), cur, 40)
+    assert len(joint) > 0 and all(c[:12] == cur[:12] for c in joint)
+    seen.clear()
+    refine(spec, env, shape, start, start_us, score)
+    first_joint = next(k for k, c in enumerate(seen) if c == joint[0])
+    assert seen[first_joint:first_joint + len(joint)] == joint

@@ -15,7 +15,15 @@ ranked, the pick is improved by a descent that reaches exactly those:
    constraint reads, :func:`coupled_pairs`), each moved one step up or down its domain (the
    moves that keep a product fixed, e.g. ``mDim``/``nDim`` or a larger tile with fewer
    buffers, which a constraint ties together; two parameters no constraint ties can each
-   move alone, which step 1 looks at); the best strictly faster is taken, then back to 1.
+   move alone, which step 1 looks at); the best strictly faster is taken, then back to 1;
+3. when no pair improves either: the core split re-balanced jointly (:func:`split_group`, a
+   constraint ``p1 * p2 * p3 ... <= bound`` over three or more parameters, at least three of
+   them with a choice on this shape): every combination of their domains, the others kept,
+   whose product fits the bound and which no single one of them can grow in (the splits that
+   fill the cores; 47 for batch_matmul's mDim x nDim x bDim on 48 issuers). A batch that
+   changes moves the best split along three parameters at once (B=41: mDim 4->1, nDim 4->8,
+   bDim 2->5), which no one- or two-parameter step reaches; the best strictly faster is
+   taken, then back to 1.
 
 Every configuration looked at counts towards :data:`MAX_EVALS`, so the host time is bounded;
 when the budget runs out, the best move found so far is kept. Each step only ever accepts a
@@ -29,8 +37,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ascend_tune.base.errors import SpecError
 from ascend_tune.emit.walk import _param_reads
+from ascend_tune.expr.arith import Kind
+from ascend_tune.expr.nodes import Binary, Compare, Node, Var
 from ascend_tune.spec import OperatorSpec
 
 # Configurations one refinement may look at: 256 takes every example family to a mean within
@@ -56,6 +68,111 @@ def coupled_pairs(spec: OperatorSpec) -> list[tuple[int, int]]:
         read = sorted(position[p] for p in reads(e))
         pairs.update((a, b) for k, a in enumerate(read) for b in read[k + 1:])
     return sorted(pairs)
+
+
+# Core limits a split group's bound may name directly (else a derived value of the model).
+HW_CORES = ("hw.cube_cores", "hw.vector_cores")
+
+
+def _factors(node: Node) -> list[str] | None:
+    """The names of a product of plain names, or None if ``node`` is anything else."""
+    if isinstance(node, Var):
+        return [node.name]
+    if isinstance(node, Binary) and node.op == "*":
+        left, right = _factors(node.left), _factors(node.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def split_group(spec: OperatorSpec) -> tuple[tuple[int, ...], str] | None:
+    """The core split the joint move re-balances: parameter positions (in the constraint's
+    order) and the bound's name, from the first constraint ``p1 * p2 * ... <= bound`` over
+    three or more distinct parameters whose bound is a derived value of the model or a core
+    count (``hw.cube_cores`` / ``hw.vector_cores``); None if no constraint is one."""
+    position = {p: i for i, p in enumerate(spec.params)}
+    derived = {n for n, d in spec.model_derive if d.kind is Kind.INT}
+    for _name, e in spec.constraints:
+        root = e.root
+        if not (isinstance(root, Compare) and root.op == "<=" and isinstance(root.right, Var)):
+            continue
+        bound = root.right.name
+        factors = _factors(root.left)
+        if (bound in derived or bound in HW_CORES) and factors is not None \
+                and len(factors) >= 3 and len(set(factors)) == len(factors) \
+                and all(f in position for f in factors):
+            return tuple(position[f] for f in factors), bound
+    return None
+
+
+def split_cpp(spec: OperatorSpec, cpp_name: Callable[[str], str]) -> dict[str, Any] | None:
+    """The template's view of :func:`split_group`: the positions and the C++ of the bound
+    (a field of the ``Values`` that ``Derive`` fills for the current configuration, or the
+    run-time core count)."""
+    group = split_group(spec)
+    if group is None:
+        return None
+    positions, bound = group
+    cores = {"hw.cube_cores": "aicNum", "hw.vector_cores": "aivNum"}
+    return {"group": list(positions),
+            "bound": cores.get(bound) or f"derived.{cpp_name(bound)}"}
+
+
+def split_bound(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
+                config: Sequence[int], bound: str) -> int | None:
+    """The value of a split group's bound for ``config`` on this shape (the C++ reads the
+    field its ``Derive`` filled), None if it is not an integer."""
+    local: dict[str, Any] = {**env, **shape, **dict(zip(spec.params, config, strict=True))}
+    if bound not in local:
+        for name, e in spec.model_derive:
+            try:
+                local[name] = e.evaluate(local)
+            except (SpecError, ArithmeticError, ValueError, OverflowError):
+                return None
+            if name == bound:
+                break
+    value = local.get(bound)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        return None
+    return int(value)
+
+
+def splits(doms: Sequence[Sequence[int]], group: Sequence[int], cur: Sequence[int],
+           bound: int) -> list[list[int]]:
+    """The joint move's configurations: ``cur`` with the group's values replaced by every
+    combination (the first parameter slowest) whose product is at most ``bound`` and which
+    no single one of them can grow in (its next domain value would exceed the bound),
+    except ``cur``'s own; none unless three of the group have a choice and every value is
+    positive."""
+    gdoms = [doms[g] for g in group]
+    if sum(len(d) > 1 for d in gdoms) < 3 or any(v < 1 for d in gdoms for v in d):
+        return []
+    out: list[list[int]] = []
+    idx = [0] * len(group)
+    while True:
+        vals = [d[k] for d, k in zip(gdoms, idx, strict=True)]
+        prod = 1
+        for v in vals:  # stops past the bound, as the C++ does (no int64 overflow there)
+            prod *= v
+            if prod > bound:
+                break
+        if prod <= bound and vals != [cur[g] for g in group]:
+            full = True
+            for d, k, v in zip(gdoms, idx, vals, strict=True):
+                if k + 1 < len(d) and prod // v * d[k + 1] <= bound:
+                    full = False
+                    break
+            if full:
+                trial = list(cur)
+                for g, v in zip(group, vals, strict=True):
+                    trial[g] = v
+                out.append(trial)
+        q = len(group) - 1
+        while q >= 0 and idx[q] + 1 == len(gdoms[q]):
+            idx[q] = 0
+            q -= 1
+        if q < 0:
+            return out
+        idx[q] += 1
 
 
 def domains(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int]
@@ -103,6 +220,7 @@ def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
     changed = spent = False
     swept = [False] * len(doms)  # swept since any other parameter last moved
     pairs = coupled_pairs(spec)
+    group = split_group(spec)
     while not spent:
         improved = False
         for j, dom in enumerate(doms):
@@ -148,6 +266,16 @@ def refine(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],
         for trial, us in zip(moves, batch(moves), strict=True):
             if us < best:
                 best, moved = us, trial
+        if moved is None and not spent and group is not None:
+            limit = split_bound(spec, env, shape, cur, group[1])
+            joint = [] if limit is None else splits(doms, group[0], cur, limit)
+            if len(joint) > max_evals - evals:
+                joint = joint[:max_evals - evals]
+                spent = True
+            evals += len(joint)
+            for trial, us in zip(joint, batch(joint), strict=True):
+                if us < best:
+                    best, moved = us, trial
         if moved is None:
             break
         cur, changed = moved, True

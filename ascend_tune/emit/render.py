@@ -198,6 +198,7 @@ def _selection_context(bundle: Bundle) -> dict[str, Any]:
         "walk_visits": walk.MAX_VISITS,
         "refine_evals": refine.MAX_EVALS,
         "refine_pairs": refine.coupled_pairs(spec),
+        "refine_split": refine.split_cpp(spec, cpp_name),
         "shape_from": host_shape.shape_from(spec),
     }
 

@@ -525,8 +525,9 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 
 // A short descent from the pick by the model on this shape (ascend_tune/emit/refine.py, the
 // same steps in the same order): each parameter over its whole domain, then pairs of
-// parameters one step each; at most kRefineEvals configurations looked at. True (config and
-// us replaced) only for a strictly faster valid configuration.
+// parameters one step each, then the core split jointly; at most kRefineEvals
+// configurations looked at. True (config and us replaced) only for a strictly faster valid
+// configuration.
 #ifndef ASCEND_TUNE_REFINE_EVALS
 #define ASCEND_TUNE_REFINE_EVALS 256  // -DASCEND_TUNE_REFINE_EVALS=0: no descent
 #endif

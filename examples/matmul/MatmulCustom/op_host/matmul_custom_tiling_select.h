@@ -855,8 +855,9 @@ inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t s
 
 // A short descent from the pick by the model on this shape (ascend_tune/emit/refine.py, the
 // same steps in the same order): each parameter over its whole domain, then pairs of
-// parameters one step each; at most kRefineEvals configurations looked at. True (config and
-// us replaced) only for a strictly faster valid configuration.
+// parameters one step each, then the core split jointly; at most kRefineEvals
+// configurations looked at. True (config and us replaced) only for a strictly faster valid
+// configuration.
 #ifndef ASCEND_TUNE_REFINE_EVALS
 #define ASCEND_TUNE_REFINE_EVALS 256  // -DASCEND_TUNE_REFINE_EVALS=0: no descent
 #endif
@@ -931,6 +932,64 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                         pairMoved = true;
                     }
                 }
+            }
+        }
+        if (!pairMoved && !spent) {
+            // The core split re-balanced jointly: every combination of these parameters'
+            // domains, the others kept, whose product fits the bound and which none of
+            // them can grow in (refine.py splits, the first parameter slowest).
+            const int32_t g = 3;
+            static const int32_t kSplit[3] = { 12, 13, 14 };
+            bool usable = true;
+            int32_t choices = 0;
+            for (int32_t q = 0; q < g; ++q) {
+                if (doms[kSplit[q]].size() > 1) ++choices;
+                for (size_t k = 0; k < doms[kSplit[q]].size(); ++k) {
+                    if (doms[kSplit[q]][k] < 1) usable = false;
+                }
+            }
+            Values derived = Values();
+            usable = usable && choices >= 3 &&
+                     Derive(shape, ConfigOf(cur), aicNum, aivNum, derived);
+            const int64_t limit = derived.v_issuerCores;
+            size_t idx[3] = {};
+            while (usable) {
+                int64_t prod = 1;
+                for (int32_t q = 0; q < g; ++q) {
+                    prod *= doms[kSplit[q]][idx[q]];
+                    if (prod > limit) break;
+                }
+                bool same = true;
+                for (int32_t q = 0; q < g; ++q) {
+                    if (doms[kSplit[q]][idx[q]] != cur[kSplit[q]]) same = false;
+                }
+                bool full = prod <= limit && !same;
+                for (int32_t q = 0; q < g && full; ++q) {
+                    const std::vector<int64_t>& d = doms[kSplit[q]];
+                    if (idx[q] + 1 < d.size() && prod / d[idx[q]] * d[idx[q] + 1] <= limit) {
+                        full = false;
+                    }
+                }
+                if (full) {
+                    if (evals >= kRefineEvals) { spent = true; break; }
+                    ++evals;
+                    int64_t trial[15];
+                    std::copy(cur, cur + n, trial);
+                    for (int32_t q = 0; q < g; ++q) trial[kSplit[q]] = doms[kSplit[q]][idx[q]];
+                    double t = 0.0;
+                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                        best = t;
+                        std::copy(trial, trial + n, moved);
+                        pairMoved = true;
+                    }
+                }
+                int32_t q = g - 1;
+                while (q >= 0 && idx[q] + 1 == doms[kSplit[q]].size()) {
+                    idx[q] = 0;
+                    --q;
+                }
+                if (q < 0) break;
+                ++idx[q];
             }
         }
         if (!pairMoved) break;
