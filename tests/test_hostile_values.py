@@ -196,6 +196,16 @@ def test_shape_file_with_huge_value(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+
+def test_check_names_a_shape_without_max() -> None:
+    # The baseline check samples each shape variable up to its max: one missing is the spec's
+    # gap, not the profile's.
+    proc = cli("check", str(HOSTILE / "spec_no_shape_max.yaml"))
+    assert proc.returncode == 2
+    first = proc.stderr.splitlines()[0]
+    assert "shape variable totalLength has no max" in first, proc.stderr
+    assert "profile" not in first, first
+
 @pytest.mark.parametrize("seed", ["-1", str(2**64)])
 def test_bad_seed(seed: str) -> None:
     proc = cli("search", "add", "--hw", "ascend910b3", "--shape", SHAPE, "--seed", seed)

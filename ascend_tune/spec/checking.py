@@ -109,10 +109,15 @@ def _check_variants(path: Path, data: dict[str, Any], spec: OperatorSpec,
         except AscendTuneError as exc:
             report.problems.append(str(exc))
             continue
-        except KeyError as exc:  # a hw.* value the profile does not give
-            report.problems.append(f"{_origin(path, [variant])}: the baseline check needs "
-                                   f"{exc.args[0]}, which the {BASELINE_PROFILE} profile "
-                                   "does not give")
+        except KeyError as exc:  # a shape without max, or a hw.* value the profile lacks
+            name = exc.args[0]
+            if name in spec.shape_vars:
+                why = (f"shape variable {name} has no max, so the baseline check cannot sample "
+                       f"its domain: give it one (shape: {name}: {{min: ..., max: ...}})")
+            else:
+                why = (f"the baseline check needs {name}, which the {BASELINE_PROFILE} "
+                       "profile does not give")
+            report.problems.append(f"{_origin(path, [variant])}: {why}")
             continue
         for key in [(True, p) for p in problems] + [(False, n) for n in notes]:
             found.setdefault(key, []).append(variant)
