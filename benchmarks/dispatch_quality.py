@@ -554,15 +554,22 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=1,
                     help="range mode: runners-up kept per tuned shape (candidates of the table)")
     ap.add_argument("--dims", metavar="OP=VAR,...", default="",
-                    help="the shape variable to redraw per operator (its spec name, e.g. "
-                         "BatchMatmulCustom=B) instead of the token-like one")
+                    help="the shape variable to redraw per operator (its example or spec "
+                         "name, e.g. batch_matmul=B) instead of the token-like one")
     args = ap.parse_args()
     global TOP_K
     TOP_K = args.top_k
-    for item in filter(None, (t.strip() for t in args.dims.split(","))):
-        op, _, var = item.partition("=")
-        DIMS[op.strip()] = var.strip()
     available = example_names()
+    for item in filter(None, (t.strip() for t in args.dims.split(","))):
+        op, _, var = (t.strip() for t in item.partition("="))
+        if op in available:  # an example's name (batch_matmul) stands for its spec's
+            op = load_example(op).spec.name
+        spec_names = {load_example(n).spec.name: n for n in available}
+        if op not in spec_names:
+            ap.error(f"--dims {item}: no example or spec named {op!r}")
+        if var not in load_example(spec_names[op]).spec.shape_vars:
+            ap.error(f"--dims {item}: {op} has no shape variable {var!r}")
+        DIMS[op] = var
     names = available
     if args.specs:
         names = [n.strip() for n in args.specs.split(",") if n.strip()]
