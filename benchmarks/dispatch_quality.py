@@ -560,16 +560,17 @@ def main() -> None:
     global TOP_K
     TOP_K = args.top_k
     available = example_names()
-    for item in filter(None, (t.strip() for t in args.dims.split(","))):
+    items = [t.strip() for t in args.dims.split(",") if t.strip()]
+    # Each example's spec, by its example name and by its spec name (loaded once, only if asked).
+    specs = {k: s for n in (available if items else ())
+             for s in [load_example(n).spec] for k in (n, s.name)}
+    for item in items:
         op, _, var = (t.strip() for t in item.partition("="))
-        if op in available:  # an example's name (batch_matmul) stands for its spec's
-            op = load_example(op).spec.name
-        spec_names = {load_example(n).spec.name: n for n in available}
-        if op not in spec_names:
+        if op not in specs:
             ap.error(f"--dims {item}: no example or spec named {op!r}")
-        if var not in load_example(spec_names[op]).spec.shape_vars:
-            ap.error(f"--dims {item}: {op} has no shape variable {var!r}")
-        DIMS[op] = var
+        if var not in specs[op].shape_vars:
+            ap.error(f"--dims {item}: {specs[op].name} has no shape variable {var!r}")
+        DIMS[specs[op].name] = var
     names = available
     if args.specs:
         names = [n.strip() for n in args.specs.split(",") if n.strip()]
