@@ -28,6 +28,7 @@ from ascend_tune.results import format as results
 from ascend_tune.results.store import ResultsStore, survey
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
+from ascend_tune.tune import batch
 from ascend_tune.tune.shape import (
     DEFAULT_BUDGET,
     Seeds,
@@ -242,8 +243,7 @@ def _run_shapes(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProf
     seeds = seeds or {}
     if executor is None:
         if jobs == 1 or len(todo) <= 1:
-            for s in todo:
-                finish(*_tune_worker(spec, hw, s, settings, seeds.get(shape_key(s))))
+            _run_in_batches(todo, spec, hw, settings, finish, seeds)
             return
         executor = LocalExecutor([None] * jobs, processes=True, initializer=_worker_init)
     # Local processes (--jobs) or e.g. a Ray cluster for a long shape list; leaving the block
@@ -253,6 +253,38 @@ def _run_shapes(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProf
                                                          seeds.get(shape_key(s)))
                                                         for s in todo]):
             finish(*result)
+
+
+def _run_in_batches(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProfile,
+                    settings: TuneSettings, finish: Finish, seeds: Mapping[str, Seeds]) -> None:
+    """Tune ``todo`` in this process, in order: shapes whose spaces allow it in batches
+    (:mod:`ascend_tune.tune.batch`, the entries ``tune_shape`` gives), the rest (and a shape
+    the database seeds) one by one. Each shape is finished (saved) as soon as its batch is."""
+    seeded = {k for k, v in seeds.items() if v.configs}
+    size = 0
+    if len(todo) > 1:
+        model = ShapeModel(spec, hw, todo[0])
+        if batch.batchable(spec, settings, model):
+            size = batch.batch_size(model)
+    if not size:
+        for s in todo:
+            finish(*_tune_worker(spec, hw, s, settings, seeds.get(shape_key(s))))
+        return
+    i = 0
+    while i < len(todo):
+        group: list[dict[str, int]] = []
+        while i < len(todo) and len(group) < size:
+            group.append(todo[i])
+            i += 1
+        start = time.perf_counter()
+        entries = batch.tune_batch(model, group, settings)
+        each = (time.perf_counter() - start) / len(group)
+        for s, entry in zip(group, entries, strict=True):
+            key = shape_key(s)
+            if entry is None or key in seeded:
+                finish(*_tune_worker(spec, hw, s, settings, seeds.get(key)))
+            else:
+                finish(key, entry, each)
 
 
 # ---- --locked -------------------------------------------------------------------------------
