@@ -6,6 +6,9 @@ through the driver (batches, a shape left to the per-shape search, an interrupt 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -152,3 +155,23 @@ def test_interrupted_batched_run_keeps_what_it_tuned_and_no_temp(
     run.run_search(spec, hw, shapes, settings, _head(spec, hw, 50), output=out)
     run.run_search(spec, hw, shapes, settings, _head(spec, hw, 50), output=tmp_path / "w.json")
     assert out.read_bytes() == (tmp_path / "w.json").read_bytes()
+
+
+def test_progress_bar_changes_neither_stdout_nor_the_results(tmp_path: Path) -> None:
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("totalLength\n" + "".join(f"{100 + 37 * i}\n" for i in range(30)))
+    env = {**os.environ, "ASCEND_TUNE_DB": "off", "COLUMNS": "120"}
+    runs = {}
+    for flag in ([], ["--progress"]):
+        out = tmp_path / f"r{len(flag)}.json"
+        runs[len(flag)] = subprocess.run(
+            [sys.executable, "-m", "ascend_tune", "search", "add", "--hw", "ascend910b3",
+             "--shapes", str(shapes), "--budget", "50", "-o", str(out), *flag],
+            capture_output=True, text=True, env=env, check=True)
+    assert runs[0].stdout == runs[1].stdout
+    assert (tmp_path / "r0.json").read_bytes() == (tmp_path / "r1.json").read_bytes()
+    # Without a terminal: a line per shape; with --progress: the bar (drawn with control
+    # codes, shapes done of the total), no per-shape lines.
+    assert runs[0].stderr.count("\n") >= 30 and "[30/30]" in runs[0].stderr
+    assert "[30/30]" not in runs[1].stderr and "30/30" in runs[1].stderr
+    assert "\x1b[" in runs[1].stderr

@@ -85,12 +85,16 @@ class Reporter:
     """Progress for a multi-shape run: a bar with ETA on a terminal, plain lines otherwise,
     nothing when quiet."""
 
-    def __init__(self, total: int, quiet: bool, label: str = "tuning") -> None:
+    def __init__(self, total: int, quiet: bool, label: str = "tuning",
+                 bar: bool = False) -> None:
         self.total = total
         self.label = label  # what the bar says it is doing
         self.quiet = quiet
         self.done = 0
-        self.interactive = stderr.is_terminal and not quiet
+        # ``bar``: the bar even where stderr is no terminal (a CI log that renders it).
+        self.interactive = (stderr.is_terminal or bar) and not quiet
+        self._console = stderr if stderr.is_terminal or not bar else _Console(
+            stderr=True, highlight=False, soft_wrap=True, force_terminal=True)
         self._progress: Progress | None = None
         self._task: Any = None
 
@@ -99,7 +103,8 @@ class Reporter:
         if self.interactive:
             self._progress = Progress(TextColumn(f"[bold]{self.label}"), BarColumn(),
                                       MofNCompleteColumn(), TimeRemainingColumn(),
-                                      TextColumn("{task.description}"), console=stderr,
+                                      TextColumn("{task.description}"),
+                                      console=self._console,
                                       transient=True)
             with self._progress:
                 self._task = self._progress.add_task("", total=self.total)

@@ -71,6 +71,10 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q",
                                help="No progress lines, notes or summary table."),
+    progress_bar: bool = typer.Option(False, "--progress",
+                                      help="The progress bar (shapes done, time left) on "
+                                           "stderr even where it is no terminal, instead "
+                                           "of a line per shape."),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="Print search spaces and baselines; tune nothing."),
     db_url: str | None = db_option(),
@@ -114,7 +118,7 @@ def search(
     options: dict[str, Any] = {
         "strategy": strategy, "budget": budget, "seed": seed, "top_k": top_k, "jobs": jobs,
         "output": output, "fresh": fresh, "prune": prune,
-        "progress": _Progress(quiet or as_json),
+        "progress": _Progress(quiet or as_json, progress_bar),
         "executor": engine, "db": database(db_url, no_db, quiet or as_json)}
     if shape_range:
         run, outcome = api.search_range(spec, hw, shape_range, shapes=shapes, target=target,
@@ -169,8 +173,9 @@ def _executor(name: str, address: str | None) -> executors.Executor | None:
 class _Progress(api.Progress):
     """Notes about the results file and a progress bar or lines on stderr."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, bar: bool = False) -> None:
         self.quiet = quiet
+        self.bar = bar  # --progress: the bar even where stderr is no terminal
         self.reporter = console.Reporter(0, quiet)
 
     def opened(self, cache: api.CacheReport) -> None:
@@ -207,7 +212,7 @@ class _Progress(api.Progress):
 
     @contextlib.contextmanager
     def running(self, todo: int) -> Iterator[None]:
-        self.reporter = console.Reporter(todo, self.quiet)
+        self.reporter = console.Reporter(todo, self.quiet, bar=self.bar)
         with self.reporter.running():
             yield
 
