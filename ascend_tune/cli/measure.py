@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -75,6 +75,20 @@ _SPEC_HELP = ("Spec file or built-in name (default: the spec the first --from-re
               "file embeds).")
 _HW_DEFAULT = "(default: the profile the first --from-results file embeds)."
 
+# The inputs calibrate and validate share, defined once: the measurements (files, results of
+# `measure`, a manifest and a row filter), the spec, and which coefficients to fit.
+Files = Annotated[list[Path] | None, typer.Argument(metavar="MEASUREMENTS...", help=_FILES_HELP)]
+FromResults = Annotated[list[Path] | None, typer.Option("--from-results", metavar="RESULTS",
+                                                        help=_FROM_RESULTS_HELP)]
+SpecRef = Annotated[str | None, typer.Option("--spec", metavar="SPEC", help=_SPEC_HELP)]
+Manifest = Annotated[Path | None, typer.Option("--manifest", help=_MANIFEST_HELP)]
+Where = Annotated[str | None, typer.Option("--where", metavar="COL=VAL,..", help=_WHERE_HELP)]
+FitAll = Annotated[bool, typer.Option("--fit-all", help=_FIT_ALL_HELP)]
+Include = Annotated[list[str] | None, typer.Option("--include", metavar="COEFFICIENT",
+                                                   help=_INCLUDE_HELP)]
+Exclude = Annotated[list[str] | None, typer.Option("--exclude", metavar="COEFFICIENT",
+                                                   help=_EXCLUDE_HELP)]
+
 
 def _inputs(spec_ref: str | None, hw_ref: str | None, from_results: list[Path] | None
             ) -> tuple[api.OperatorSpec, api.HardwareProfile]:
@@ -104,16 +118,14 @@ def _builtin_base(hw: api.HardwareProfile, from_results: list[Path] | None) -> s
 
 @app.command()
 def calibrate(
-    files: list[Path] | None = typer.Argument(None, metavar="MEASUREMENTS...",
-                                              help=_FILES_HELP),
-    from_results: list[Path] | None = typer.Option(None, "--from-results", metavar="RESULTS",
-                                                   help=_FROM_RESULTS_HELP),
-    spec_ref: str | None = typer.Option(None, "--spec", metavar="SPEC", help=_SPEC_HELP),
+    files: Files = None,
+    from_results: FromResults = None,
+    spec_ref: SpecRef = None,
     hw_ref: str | None = typer.Option(None, "--hw", metavar="CHIP",
                                       help="Hardware profile to start from " + _HW_DEFAULT),
     output: Path = typer.Option(..., "-o", "--output", help="Calibrated profile YAML."),
-    manifest: Path | None = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
-    where: str | None = typer.Option(None, "--where", metavar="COL=VAL,..", help=_WHERE_HELP),
+    manifest: Manifest = None,
+    where: Where = None,
     name: str | None = typer.Option(None, "--name", metavar="PROFILE",
                                     help="Name of the calibrated profile (default: the base "
                                          "profile's name + _calibrated)."),
@@ -122,11 +134,9 @@ def calibrate(
                                        "enough) held out of the fit to judge it; 0 fits every "
                                        "row."),
     seed: int = typer.Option(0, "--seed", help="Seed of the held-out split."),
-    fit_all: bool = typer.Option(False, "--fit-all", help=_FIT_ALL_HELP),
-    include: list[str] | None = typer.Option(None, "--include", metavar="COEFFICIENT",
-                                             help=_INCLUDE_HELP),
-    exclude: list[str] | None = typer.Option(None, "--exclude", metavar="COEFFICIENT",
-                                             help=_EXCLUDE_HELP),
+    fit_all: FitAll = False,
+    include: Include = None,
+    exclude: Exclude = None,
     force: bool = typer.Option(False, "--force",
                                help="Write the profile even with a fitted scale at its bound "
                                     "or a number beyond a physical limit (refused otherwise)."),
@@ -167,8 +177,14 @@ def calibrate(
             "rows": len(report.rows), "skipped": len(report.skipped), **fit.document(),
             "scales": fit.scales}, indent=1) + "\n")
         return
-    if quiet:
-        return
+    if not quiet:
+        _print_calibration(spec, hw, fit, output)
+
+
+def _print_calibration(spec: api.OperatorSpec, hw: api.HardwareProfile, fit: api.FitResult,
+                       output: Path) -> None:
+    """calibrate's report: warnings, the held-out and in-sample errors before and after,
+    what was fitted (with its interval) and what not."""
     for warning in fit.warnings:
         console.warn(warning)
     title = spec.display_name
@@ -220,27 +236,23 @@ def _within(fit: api.FitResult, name: str) -> str:
 
 @app.command()
 def validate(
-    files: list[Path] | None = typer.Argument(None, metavar="MEASUREMENTS...",
-                                              help=_FILES_HELP),
-    from_results: list[Path] | None = typer.Option(None, "--from-results", metavar="RESULTS",
-                                                   help=_FROM_RESULTS_HELP),
-    spec_ref: str | None = typer.Option(None, "--spec", metavar="SPEC", help=_SPEC_HELP),
+    files: Files = None,
+    from_results: FromResults = None,
+    spec_ref: SpecRef = None,
     hw_ref: str | None = typer.Option(None, "--hw", metavar="CHIP",
                                       help="Hardware profile file or built-in name " +
                                            _HW_DEFAULT),
-    manifest: Path | None = typer.Option(None, "--manifest", help=_MANIFEST_HELP),
-    where: str | None = typer.Option(None, "--where", metavar="COL=VAL,..", help=_WHERE_HELP),
+    manifest: Manifest = None,
+    where: Where = None,
     holdout: float | None = typer.Option(None, "--holdout", metavar="SHARE",
                                          help="Calibrate on the rest, report on this share. "
                                               "(default: no calibration, every row)"),
     kfold: int | None = typer.Option(None, "--kfold", metavar="K",
                                      help="K-fold cross-validation of the calibration."),
     seed: int = typer.Option(0, "--seed", help="Seed of the row shuffle for --holdout/--kfold."),
-    fit_all: bool = typer.Option(False, "--fit-all", help=_FIT_ALL_HELP),
-    include: list[str] | None = typer.Option(None, "--include", metavar="COEFFICIENT",
-                                             help=_INCLUDE_HELP),
-    exclude: list[str] | None = typer.Option(None, "--exclude", metavar="COEFFICIENT",
-                                             help=_EXCLUDE_HELP),
+    fit_all: FitAll = False,
+    include: Include = None,
+    exclude: Exclude = None,
     as_json: bool = typer.Option(False, "--json", help="Print errors and every row as JSON."),
     from_db: bool = from_db_option(),
     db_shape: list[str] | None = db_shape_option(),
@@ -259,10 +271,17 @@ def validate(
                    rows_db)
     result = api.validate(spec, hw, report, holdout=holdout, kfold=kfold, seed=seed,
                           fit_all=fit_all, include=include or (), exclude=exclude or ())
-    out = result.document
     if as_json:
-        sys.stdout.write(json.dumps(out, indent=1) + "\n")
+        sys.stdout.write(json.dumps(result.document, indent=1) + "\n")
         return
+    _print_validation(spec, hw, result, quiet)
+
+
+def _print_validation(spec: api.OperatorSpec, hw: api.HardwareProfile, result: api.Validation,
+                      quiet: bool) -> None:
+    """validate's report: every row's error, with a split the held-out and in-sample errors
+    of the calibrations and what they fitted, then the uncalibrated error on every row."""
+    out = result.document
     table_rows = [[p["row"], api.shape_key(p["shape"]), f"{p['measured_us']:.2f}",
                    f"{p['predicted_us']:.2f}",
                    f"{(p['predicted_us'] - p['measured_us']) / p['measured_us']:+.1%}"]

@@ -9,107 +9,64 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import typer
-
 from ascend_tune import api
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
 from ascend_tune.cli import console
+from ascend_tune.cli import search_options as opt
 from ascend_tune.cli.app import ExitWith, app
 from ascend_tune.cli.db import database, db_option, no_db_option
 
 
 @app.command()
 def search(
-    spec_ref: str = typer.Argument(..., metavar="SPEC", help="Spec file or built-in name."),
-    hw_ref: str = typer.Option(..., "--hw", metavar="CHIP",
-                               help="Hardware profile file or built-in name."),
-    shapes_files: list[Path] = typer.Option([], "--shapes",
-                                          help="YAML, JSON or CSV shapes; an entry may be a "
-                                               "range (M: \"1:8192\" or M: {min: 1, max: 8192})."),
-    shape: list[str] = typer.Option([], "--shape", metavar="K=V,...",
-                                    help="One shape as K=V,... (repeatable)."),
-    shape_range: list[str] = typer.Option(
-        [], "--shape-range", metavar="RANGE",
-        help="Shapes the tuner picks itself, e.g. M=1:8192,N=4096,K=4096 (repeatable): a log "
-             "grid, then rounds of unseen shapes until the dispatch's held-out mean regret "
-             "is within --target."),
-    target: float = typer.Option(1.03, "--target",
-                                 help="With --shape-range: held-out mean dispatched / optimum "
-                                      "latency to reach."),
-    max_shapes: int = typer.Option(48, "--max-shapes",
-                                   help="With --shape-range: shapes to tune at most per run."),
-    strategy: str = typer.Option("auto", "--strategy", metavar="STRATEGY",
-                                 help="ga | ils | exhaustive | random | auto (exhaustive "
-                                      "where the exact search is cheaper than the "
-                                      "heuristic, else the memetic ga)."),
-    budget: int = typer.Option(api.DEFAULT_BUDGET, "--budget",
-                               help="Configurations looked at per shape (scored or ruled out)."),
-    seed: int = typer.Option(api.DEFAULT_SEED, "--seed", help="Random seed (0 .. 2**63-1)."),
-    jobs: int = typer.Option(1, "--jobs", help="Processes (results do not depend on it)."),
-    top_k: int = typer.Option(1, "--top-k", metavar="K",
-                              help="Keep the K best distinct configurations per shape as "
-                                   "'candidates' (for `measure`); 1 keeps the winner only."),
-    executor: str = typer.Option("local", "--executor", metavar="EXECUTOR",
-                                 help="local (--jobs processes) | ray (spread the shapes over "
-                                      "a Ray cluster)."),
-    address: str | None = typer.Option(None, "--address", metavar="ADDRESS",
-                                       help="Ray cluster address for --executor ray "
-                                            "(default: start a local one)."),
-    output: Path | None = typer.Option(None, "-o", "--output",
-                                       help="Results file (also the cache); without it the "
-                                            "results are printed, not saved."),
-    fresh: bool = typer.Option(False, "--fresh",
-                               help="Retune every shape, reusing nothing from -o."),
-    prune: bool = typer.Option(False, "--prune",
-                               help="Drop entries of -o whose shape is not in this run's "
-                                    "list (by default they are kept: the run-time dispatch "
-                                    "uses every tuned shape)."),
-    locked: bool = typer.Option(False, "--locked",
-                                help="CI: exit 1 if any shape would be tuned (or pruned, "
-                                     "with --prune); write nothing."),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
-    quiet: bool = typer.Option(False, "--quiet", "-q",
-                               help="No progress lines, notes or summary table."),
-    progress_bar: bool = typer.Option(False, "--progress",
-                                      help="The progress bar (shapes done, time left) on "
-                                           "stderr even where it is no terminal, instead "
-                                           "of a line per shape."),
-    dry_run: bool = typer.Option(False, "--dry-run",
-                                 help="Print search spaces and baselines; tune nothing."),
+    spec_ref: opt.Spec,
+    hw_ref: opt.Chip,
+    shapes_files: opt.ShapeFiles = None,
+    shape: opt.Shapes = None,
+    shape_range: opt.ShapeRanges = None,
+    target: opt.Target = 1.03,
+    max_shapes: opt.MaxShapes = 48,
+    strategy: opt.Strategy = "auto",
+    budget: opt.Budget = opt.DEFAULT_BUDGET,
+    seed: opt.Seed = opt.DEFAULT_SEED,
+    jobs: opt.Jobs = 1,
+    top_k: opt.TopK = 1,
+    executor: opt.Executor = "local",
+    address: opt.Address = None,
+    output: opt.Output = None,
+    fresh: opt.Fresh = False,
+    prune: opt.Prune = False,
+    locked: opt.Locked = False,
+    as_json: opt.AsJson = False,
+    quiet: opt.Quiet = False,
+    progress_bar: opt.ProgressBar = False,
+    dry_run: opt.DryRun = False,
     db_url: str | None = db_option(),
     no_db: bool = no_db_option(),
-    attr: list[str] = typer.Option([], "--attr", metavar="ATTR=VALUE",
-                                   help="An operator attribute's value (repeatable; the "
-                                        "others keep their default): checked and recorded."),
-    force: bool = typer.Option(False, "--force",
-                               help="Tune a spec `check` refuses (its message becomes a "
-                                    "warning)."),
+    attr: opt.Attrs = None,
+    force: opt.Force = False,
 ) -> None:
     """Tune every shape; save each one as it finishes."""
     api.check_search_options(strategy=strategy, budget=budget, seed=seed, jobs=jobs,
                              top_k=top_k)
     engine = _executor(executor, address)
-    spec = api.with_attrs(api.load_spec(spec_ref), attr)
+    spec = api.with_attrs(api.load_spec(spec_ref), attr or [])
     hw = api.load_profile(hw_ref)
     shadow = api.shadowing_spec(spec_ref, spec)
     if shadow is not None and not quiet:
         console.note(f"'{spec_ref}' is the built-in spec {spec.origin}; {shadow} differs from "
                      f"it: pass {shadow} to tune that file")
-    shapes, file_ranges = api.collect_shape_sources(spec, shapes_files, shape)
-    shape_range = [*shape_range, *file_ranges]
-    if not shapes and not shape_range:
-        raise AscendTuneError("no shapes: pass --shapes FILE, --shape K=V,... or "
-                              "--shape-range K=LO:HI,...")
-    ranges = api.parse_ranges(spec, shape_range)
+    shapes, ranges_given = _shapes(spec, shapes_files or [], shape or [], shape_range or [])
     if dry_run:
+        ranges = api.parse_ranges(spec, ranges_given)
         _print_plan(spec, hw.name, api.plan(spec, hw, [*shapes, *(
             g for r in ranges for g in r.grid())], strategy, budget))
         return
     if locked:
         _print_lock_check(output, api.check_locked(
             spec, hw, shapes, output, strategy=strategy, budget=budget, seed=seed, top_k=top_k,
-            fresh=fresh, prune=prune, ranges=shape_range, target=target,
+            fresh=fresh, prune=prune, ranges=ranges_given, target=target,
             max_shapes=max_shapes))
         return
     # After every shape and value error: those name the input; this names the spec.
@@ -120,12 +77,34 @@ def search(
         "output": output, "fresh": fresh, "prune": prune,
         "progress": _Progress(quiet or as_json, progress_bar),
         "executor": engine, "db": database(db_url, no_db, quiet or as_json)}
-    if shape_range:
-        run, outcome = api.search_range(spec, hw, shape_range, shapes=shapes, target=target,
+    outcome = None
+    if ranges_given:
+        run, outcome = api.search_range(spec, hw, ranges_given, shapes=shapes, target=target,
                                         max_shapes=max_shapes, on_round=None if quiet else
                                         _print_round, **options)
     else:
         run = api.search(spec, hw, shapes, **options)
+    _report(spec, run, outcome, output, as_json, quiet)
+
+
+def _shapes(spec: api.OperatorSpec, files: list[Path], shape: list[str],
+            shape_range: list[str]) -> tuple[list[dict[str, int]], list[str]]:
+    """The shapes to tune (--shapes files, --shape) and the ranges to sample (--shape-range
+    and the ranges of the files), checked: ranges parse, and there is something to tune."""
+    shapes, file_ranges = api.collect_shape_sources(spec, files, shape)
+    ranges = [*shape_range, *file_ranges]
+    if not shapes and not ranges:
+        raise AscendTuneError("no shapes: pass --shapes FILE, --shape K=V,... or "
+                              "--shape-range K=LO:HI,...")
+    api.parse_ranges(spec, ranges)
+    return shapes, ranges
+
+
+def _report(spec: api.OperatorSpec, run: api.SearchResult, outcome: api.RangeOutcome | None,
+            output: Path | None, as_json: bool, quiet: bool) -> None:
+    """What a search prints when it ends: interrupted (exit 130), the results (JSON or the
+    summary table), the range's verdict, and one error per shape without a valid
+    configuration (exit 1)."""
     if run.interrupted:
         where = f"saved to {output}" if output is not None else "not saved (no -o)"
         console.interrupted(f"{run.saved} shape(s) tuned by this run {where}")
@@ -136,7 +115,7 @@ def search(
         sys.stdout.write(json.dumps(doc, indent=1) + "\n")
     elif not quiet:
         _print_summary(spec, run.entries(), run.times)
-    if shape_range and not quiet:
+    if outcome is not None and not quiet:
         _print_range(outcome)
     for message in run.failures:
         console.error(message)
