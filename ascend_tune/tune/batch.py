@@ -299,21 +299,41 @@ def tune_batch(model: ShapeModel, shapes: Sequence[Mapping[str, int]], settings:
     """The results entry of each shape (as ``tune_shape`` gives it), None for a shape the
     per-shape search must tune; ``model``: a shape model of one of them, with
     :func:`batchable`."""
+    if not batchable(model.spec, settings, model):
+        raise ValueError(f"{model.spec.name}: these settings are searched shape by shape")
     keep_batch_memory()
     batch = _Batch(model, shapes)
     base = _baselines(batch)
     if base is None or not batch.proven(base):
         return [None] * batch.s
     with expr_mod.unchecked():
-        return _tune(batch, base, settings)
+        return _tune(batch, base)
 
 
-def _tune(batch: _Batch, base: np.ndarray, settings: TuneSettings) -> list[Entry | None]:
-    model, spec, s = batch.model, batch.spec, batch.s
-    space = model.space_size
-    genomes = decode_flat(np.arange(space, dtype=np.int64), model.sizes)
-    grid = model.values(genomes)  # every configuration, in configuration-number order
-    # The checks broadcast: shapes down (column arrays), configurations across (row arrays).
+def _tune(batch: _Batch, base: np.ndarray) -> list[Entry | None]:
+    model = batch.model
+    grid = model.values(decode_flat(np.arange(model.space_size, dtype=np.int64), model.sizes))
+    valid, config, latency = _valid_rows(batch, grid)
+    found = _Found(batch, base, valid, config, latency)
+    # The described baseline (its own values, perhaps outside the domains) replaces the
+    # search's winner where it is faster to the 6 digits the results file keeps.
+    baselines = _Rows(batch, base)
+    base_us = np.full(batch.s, math.inf)
+    base_us[baselines.rows] = baselines.latency
+    b6 = _rounded(base_us, 6)
+    w6 = _rounded(found.best, 6)
+    faster = np.array([b < w for b, w in zip(b6, w6, strict=True)], dtype=bool)
+    final = np.where(faster[:, None], base, grid[found.winner])
+    described = _Rows(batch, final).describe(_rooflines(batch))
+    return _entries(batch, found, described, baselines, b6)
+
+
+def _valid_rows(batch: _Batch, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every configuration (``grid``, in configuration-number order) of every shape checked,
+    broadcast (shapes down as column arrays, configurations across as row arrays): the
+    (shapes x configurations) valid mask, and the configuration number and latency of each
+    valid cell, shape-major (a shape's valid set as the pruned enumeration sorts it)."""
+    spec, s, space = batch.spec, batch.s, len(grid)
     env: dict[str, Any] = dict(batch.fixed)
     for v, col in batch.shape_cols.items():
         env[v] = col[:, None]
@@ -324,10 +344,10 @@ def _tune(batch: _Batch, base: np.ndarray, settings: TuneSettings) -> list[Entry
     valid = np.ones((s, space), dtype=bool)
     for check in batch.checks:
         valid &= np.broadcast_to(check.passes(env), (s, space))
-    shape_of, config = np.nonzero(valid)  # shape-major, configuration numbers ascending
+    shape_of, config = np.nonzero(valid)
     latency = np.empty(0)
     if shape_of.size:
-        # The valid rows' values gathered from the broadcast ones (the same integers, no
+        # The valid cells' values gathered from the broadcast ones (the same integers, no
         # second evaluation).
         cost_env: dict[str, Any] = dict(batch.fixed)
         for name in [*batch.shape_cols, *spec.params, *(n for n, _ in spec.derive)]:
@@ -335,53 +355,59 @@ def _tune(batch: _Batch, base: np.ndarray, settings: TuneSettings) -> list[Entry
             cost_env[name] = (np.broadcast_to(v, (s, space))[valid]
                               if isinstance(v, np.ndarray) and v.ndim else v)
         latency = batch_cost(spec, batch.hw, cost_env, shape_of.size, False)[0]
-    counts = valid.sum(axis=1)
-    starts = np.concatenate([[0], np.cumsum(counts)])
-    # Each shape's fastest valid configuration, the first of equal ones in configuration
-    # order (np.argmin's), and whether its latencies are all finite.
-    filled = np.flatnonzero(counts)
-    seg_min = np.full(s, math.inf)
-    first = np.zeros(s, dtype=np.int64)
-    finite = np.zeros(s, dtype=bool)
-    if filled.size:
-        lo = starts[filled]
-        seg_min[filled] = np.minimum.reduceat(latency, lo)
-        finite[filled] = np.logical_and.reduceat(np.isfinite(latency), lo)
-        hits = np.flatnonzero(latency == np.repeat(seg_min[filled], counts[filled]))
-        first[filled] = hits[np.minimum(np.searchsorted(hits, lo), hits.size - 1)]
-    # The baseline genome (the search's first evaluation) and, where valid, its latency.
-    base_number = _numbers(_nearest(model.grids, base), model.sizes)
-    base_valid = valid[np.arange(s), base_number]
-    base_at = starts[:-1] + np.cumsum(valid, axis=1)[np.arange(s), base_number] - 1
-    base_lat = np.where(base_valid, latency[np.clip(base_at, 0, max(latency.size - 1, 0))]
-                        if latency.size else math.inf, math.inf)
-    keeps_base = base_valid & (base_lat <= seg_min)
-    winner = np.where(keeps_base, base_number, config[np.clip(first, 0, max(config.size - 1, 0))]
-                      if config.size else 0)
-    usable = (counts > 0) & finite
-    # The described baseline (its own values, perhaps outside the domains) replaces the
-    # search's winner where it is faster to the 6 digits the results file keeps.
-    baselines = _Rows(batch, base)
-    base_us = np.full(s, math.inf)
-    base_us[baselines.rows] = baselines.latency
-    b6 = _rounded(base_us, 6)
-    w6 = _rounded(seg_min, 6)
-    faster = np.array([b < w for b, w in zip(b6, w6, strict=True)], dtype=bool)
-    final = np.where(faster[:, None], base, grid[winner])
-    described = _Rows(batch, final).describe(_rooflines(batch))
-    names = model.constraint_names
+    return valid, config, latency
+
+
+class _Found:
+    """What the exhaustive search of each shape finds, as ``search.problem`` counts it: the
+    baseline genome scored first (the history's first point where it is valid), then the
+    valid set; the winner is the first fastest in configuration order (np.argmin's), the
+    baseline genome where nothing beats it."""
+
+    def __init__(self, batch: _Batch, base: np.ndarray, valid: np.ndarray, config: np.ndarray,
+                 latency: np.ndarray) -> None:
+        s, model = batch.s, batch.model
+        counts = valid.sum(axis=1)
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        filled = np.flatnonzero(counts)
+        best = np.full(s, math.inf)
+        first = np.zeros(s, dtype=np.int64)
+        finite = np.zeros(s, dtype=bool)
+        if filled.size:
+            lo = starts[filled]
+            best[filled] = np.minimum.reduceat(latency, lo)
+            finite[filled] = np.logical_and.reduceat(np.isfinite(latency), lo)
+            hits = np.flatnonzero(latency == np.repeat(best[filled], counts[filled]))
+            first[filled] = hits[np.minimum(np.searchsorted(hits, lo), hits.size - 1)]
+        number = _numbers(_nearest(model.grids, base), model.sizes)
+        self.base_valid = valid[np.arange(s), number]
+        at = starts[:-1] + np.cumsum(valid, axis=1)[np.arange(s), number] - 1
+        last = max(latency.size - 1, 0)
+        self.base_latency = np.where(self.base_valid, latency[np.clip(at, 0, last)]
+                                     if latency.size else math.inf, math.inf)
+        self.keeps_base = self.base_valid & (self.base_latency <= best)
+        self.winner = np.where(self.keeps_base, number,
+                               config[np.clip(first, 0, last)] if config.size else 0)
+        self.best = best
+        self.counts = counts
+        # Shapes the batch answers: some valid configuration, every latency finite.
+        self.usable = (counts > 0) & finite
+
+
+def _entries(batch: _Batch, found: _Found, described: list[dict[str, Any]], baselines: _Rows,
+             b6: list[float]) -> list[Entry | None]:
+    """The results entries, as ``tune_shape`` assembles them (None: left to it)."""
+    space = batch.model.space_size
+    names = batch.model.constraint_names
     base_configs = _configs(baselines)
     out: list[Entry | None] = []
-    rows = zip(counts.tolist(), usable.tolist(), base_valid.tolist(), keeps_base.tolist(),
-               base_lat.tolist(), seg_min.tolist(), baselines.at.tolist(),
-               baselines.failed.tolist(), strict=True)
+    rows = zip(found.counts.tolist(), found.usable.tolist(), found.base_valid.tolist(),
+               found.keeps_base.tolist(), found.base_latency.tolist(), found.best.tolist(),
+               baselines.at.tolist(), baselines.failed.tolist(), strict=True)
     for i, (count, ok, bvalid, kept, blat, best, bat, bfail) in enumerate(rows):
-        if not ok:
-            out.append(None)
-            continue
         entry = described[i]
-        if not entry["valid"]:
-            out.append(None)  # cannot happen (the checks are the same): the search decides
+        if not ok or not entry["valid"]:  # (an invalid winner cannot happen: same checks)
+            out.append(None)
             continue
         history = [(1, blat)] if bvalid else []
         if not kept:
