@@ -175,3 +175,15 @@ def test_progress_bar_changes_neither_stdout_nor_the_results(tmp_path: Path) -> 
     assert runs[0].stderr.count("\n") >= 30 and "[30/30]" in runs[0].stderr
     assert "[30/30]" not in runs[1].stderr and "30/30" in runs[1].stderr
     assert "\x1b[" in runs[1].stderr
+
+
+def test_batches_on_worker_processes_give_the_same_file(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    spec, hw = load_spec("add"), load_profile("ascend910b3")
+    settings = TuneSettings("auto", 50, 0)
+    shapes = [{"totalLength": 5 + 1013 * i} for i in range(40)]
+    head = _head(spec, hw, 50)
+    monkeypatch.setattr(batch, "BATCH_CELLS", 640 * 9)  # 5 batches, one task each
+    run.run_search(spec, hw, shapes, settings, head, jobs=2, output=tmp_path / "two.json")
+    run.run_search(spec, hw, shapes, settings, head, output=tmp_path / "one.json")
+    assert (tmp_path / "two.json").read_bytes() == (tmp_path / "one.json").read_bytes()

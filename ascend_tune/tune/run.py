@@ -240,51 +240,78 @@ def _run_shapes(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProf
                 settings: TuneSettings, jobs: int, finish: Finish,
                 executor: Executor | None = None,
                 seeds: Mapping[str, Seeds] | None = None) -> None:
+    """Tune ``todo``: in this process (``jobs`` 1, no executor) or on the executor's workers,
+    in batches where the shapes' spaces allow it (:mod:`ascend_tune.tune.batch`: one task
+    per batch), else one task per shape. Each shape is finished as its task ends."""
     seeds = seeds or {}
+    size = _batch_size(todo, spec, hw, settings)
+    groups = [todo[i:i + size] for i in range(0, len(todo), size)] if size else []
     if executor is None:
-        if jobs == 1 or len(todo) <= 1:
-            _run_in_batches(todo, spec, hw, settings, finish, seeds)
+        if jobs == 1 or len(todo) <= 1 or len(groups) == 1:
+            for group in groups:
+                for result in _tune_group(spec, hw, group, settings, seeds):
+                    finish(*result)
+            if not size:
+                for s in todo:
+                    finish(*_tune_worker(spec, hw, s, settings, seeds.get(shape_key(s))))
             return
         executor = LocalExecutor([None] * jobs, processes=True, initializer=_worker_init)
     # Local processes (--jobs) or e.g. a Ray cluster for a long shape list; leaving the block
     # early (Ctrl-C, SIGTERM, an error) stops the workers: they would finish for nothing.
     with executor:
+        if size:
+            tasks = ((spec, hw, g, settings, _seeds_of(g, seeds)) for g in groups)
+            for _index, results in executor.run(_batch_task, tasks):
+                for result in results:
+                    finish(*result)
+            return
         for _index, result in executor.run(_tune_task, [(spec, hw, s, settings,
                                                          seeds.get(shape_key(s)))
                                                         for s in todo]):
             finish(*result)
 
 
-def _run_in_batches(todo: list[dict[str, int]], spec: OperatorSpec, hw: HardwareProfile,
-                    settings: TuneSettings, finish: Finish, seeds: Mapping[str, Seeds]) -> None:
-    """Tune ``todo`` in this process, in order: shapes whose spaces allow it in batches
-    (:mod:`ascend_tune.tune.batch`, the entries ``tune_shape`` gives), the rest (and a shape
-    the database seeds) one by one. Each shape is finished (saved) as soon as its batch is."""
-    seeded = {k for k, v in seeds.items() if v.configs}
-    size = 0
-    if len(todo) > 1:
-        model = ShapeModel(spec, hw, todo[0])
-        if batch.batchable(spec, settings, model):
-            size = batch.batch_size(model)
-    if not size:
-        for s in todo:
-            finish(*_tune_worker(spec, hw, s, settings, seeds.get(shape_key(s))))
-        return
-    i = 0
-    while i < len(todo):
-        group: list[dict[str, int]] = []
-        while i < len(todo) and len(group) < size:
-            group.append(todo[i])
-            i += 1
-        start = time.perf_counter()
-        entries = batch.tune_batch(model, group, settings)
-        each = (time.perf_counter() - start) / len(group)
-        for s, entry in zip(group, entries, strict=True):
-            key = shape_key(s)
-            if entry is None or key in seeded:
-                finish(*_tune_worker(spec, hw, s, settings, seeds.get(key)))
-            else:
-                finish(key, entry, each)
+def _batch_size(todo: Sequence[dict[str, int]], spec: OperatorSpec, hw: HardwareProfile,
+                settings: TuneSettings) -> int:
+    """Shapes per batch where ``todo`` can be tuned in batches, else 0."""
+    if len(todo) <= 1:
+        return 0
+    model = ShapeModel(spec, hw, todo[0])
+    return batch.batch_size(model) if batch.batchable(spec, settings, model) else 0
+
+
+def _tune_group(spec: OperatorSpec, hw: HardwareProfile, group: list[dict[str, int]],
+                settings: TuneSettings, seeds: Mapping[str, Seeds]
+                ) -> list[tuple[str, Entry | str, float]]:
+    """One batch (:mod:`ascend_tune.tune.batch`, the entries ``tune_shape`` gives), in order;
+    a shape the batch leaves, or one the tuning database seeds, is tuned on its own."""
+    start = time.perf_counter()
+    entries = batch.tune_batch(ShapeModel(spec, hw, group[0]), group, settings)
+    each = (time.perf_counter() - start) / len(group)
+    out: list[tuple[str, Entry | str, float]] = []
+    for s, entry in zip(group, entries, strict=True):
+        key = shape_key(s)
+        seeded = seeds.get(key)
+        if entry is None or (seeded is not None and seeded.configs):
+            out.append(_tune_worker(spec, hw, s, settings, seeded))
+        else:
+            out.append((key, entry, each))
+    return out
+
+
+def _seeds_of(group: Sequence[dict[str, int]], seeds: Mapping[str, Seeds]
+              ) -> dict[str, Seeds]:
+    """The seeds of the shapes of ``group`` (what its task needs, not every shape's)."""
+    if not seeds:
+        return {}
+    keys = (shape_key(s) for s in group)
+    return {k: seeds[k] for k in keys if k in seeds}
+
+
+def _batch_task(spec: OperatorSpec, hw: HardwareProfile, group: list[dict[str, int]],
+                settings: TuneSettings, seeds: Mapping[str, Seeds], *, slot: str | None = None
+                ) -> list[tuple[str, Entry | str, float]]:
+    return _tune_group(spec, hw, group, settings, seeds)
 
 
 # ---- --locked -------------------------------------------------------------------------------
