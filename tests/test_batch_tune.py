@@ -20,8 +20,9 @@ from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from ascend_tune.spec import load_spec
 from ascend_tune.spec.library import spec_paths
+from ascend_tune.spec.shapes import shape_key
 from ascend_tune.tune import batch, run
-from ascend_tune.tune.shape import TuneSettings, tune_shape
+from ascend_tune.tune.shape import Seeds, TuneSettings, tune_shape
 
 ONE_VARIABLE_VALUES = [1, 2, 3, 7, 15, 16, 17, 31, 64, 100, 255, 1000, 4096, 4097, 65536,
                        100_003, 2**20 + 3, 12_345_678, 2**31 - 1]
@@ -187,3 +188,21 @@ def test_batches_on_worker_processes_give_the_same_file(tmp_path: Path,
     run.run_search(spec, hw, shapes, settings, head, jobs=2, output=tmp_path / "two.json")
     run.run_search(spec, hw, shapes, settings, head, output=tmp_path / "one.json")
     assert (tmp_path / "two.json").read_bytes() == (tmp_path / "one.json").read_bytes()
+
+
+def test_seeded_shapes_in_a_batch_get_what_tune_shape_gives_them(tmp_path: Path) -> None:
+    # The tuning database's seeds (its nearest recorded shapes' winners): the exhaustive
+    # search a batch stands for starts from none, so the entries are tune_shape's with seeds.
+    spec, hw = load_spec("add"), load_profile("ascend910b3")
+    settings = TuneSettings("auto", 50, 0)
+    shapes = [{"totalLength": 77 + 4099 * i} for i in range(12)]
+    seeds = Seeds(configs=((("blockDim", 8), ("tileLength", 1024), ("bufferNum", 2)),),
+                  shapes=("totalLength=4096",))
+
+    def seeds_for(todo):  # type: ignore[no-untyped-def]
+        return {shape_key(s): seeds for s in todo}
+
+    outcome = run.run_search(spec, hw, shapes, settings, _head(spec, hw, 50),
+                             seeds_for=seeds_for)
+    assert [results.entry_line(e) for e in outcome.entries()] == [
+        results.entry_line(tune_shape(spec, hw, s, settings, seeds)) for s in shapes]

@@ -26,6 +26,7 @@ from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
 from ascend_tune.results.store import ResultsStore, survey
+from ascend_tune.search.strategies import STRATEGIES
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
 from ascend_tune.tune import batch
@@ -284,7 +285,9 @@ def _tune_group(spec: OperatorSpec, hw: HardwareProfile, group: list[dict[str, i
                 settings: TuneSettings, seeds: Mapping[str, Seeds]
                 ) -> list[tuple[str, Entry | str, float]]:
     """One batch (:mod:`ascend_tune.tune.batch`, the entries ``tune_shape`` gives), in order;
-    a shape the batch leaves, or one the tuning database seeds, is tuned on its own."""
+    a shape the batch leaves is tuned on its own, and so is one the tuning database seeds
+    where its strategy starts from seeds (the exhaustive search a batch runs does not:
+    ``tune_shape`` gives it no seeds)."""
     start = time.perf_counter()
     entries = batch.tune_batch(ShapeModel(spec, hw, group[0]), group, settings)
     each = (time.perf_counter() - start) / len(group)
@@ -292,7 +295,8 @@ def _tune_group(spec: OperatorSpec, hw: HardwareProfile, group: list[dict[str, i
     for s, entry in zip(group, entries, strict=True):
         key = shape_key(s)
         seeded = seeds.get(key)
-        if entry is None or (seeded is not None and seeded.configs):
+        if entry is None or (seeded is not None and seeded.configs
+                             and STRATEGIES[entry["strategy"]].builds_valid):
             out.append(_tune_worker(spec, hw, s, settings, seeded))
         else:
             out.append((key, entry, each))
