@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_tune.api import database as _database
+from ascend_tune.api import fleet as _fleet
 from ascend_tune.api.paths import PathLike
 from ascend_tune.base import executors
 from ascend_tune.base.errors import AscendTuneError
@@ -65,13 +66,26 @@ def measure(plan: MeasurePlan, executor: executors.Executor | None = None, *,
     it instead of run again, unless ``remeasure`` (or ``fresh``)."""
     engine = executor if executor is not None else executors.make("local", slots=[None])
     prior = None
+    hw = plan.hw if plan.hw is not None else _hil.load(plan.results).hw
+    task: dict[str, Any] = {}
+    if isinstance(engine, executors.RayExecutor) and "NPU" in engine.resources:
+        # A device of the results file's chip only (api.fleet): a mixed fleet never mixes.
+        engine.resources.setdefault(_fleet.soc_resource(hw), engine.resources["NPU"])
     if db is not None:
-        hw = plan.hw if plan.hw is not None else _hil.load(plan.results).hw
-        prior, progress = _database.measure_hooks(db, plan.spec, hw, plan.command, progress,
-                                                  remeasure or fresh)
+        prior, recording = _database.measure_hooks(db, plan.spec, hw, plan.command, progress,
+                                                   remeasure or fresh)
+        if isinstance(engine, executors.RayExecutor):
+            # Each node records its own measurements; the driver journals the results file.
+            engine.check = _fleet.refuse_sqlite_fleet(db)
+            engine.max_retries = max(engine.max_retries, _fleet.RETRIES_AFTER_WORKER_LOSS)
+            task = {"task": _fleet.measure_on_node,
+                    "task_extra": _fleet.node_records(db, _database.keys(plan.spec, hw),
+                                                      _database.protocol(plan.command))}
+        else:
+            progress = recording
     return _hil.run_measure(plan.results, plan.command, engine, fresh=fresh,
                             retry_failed=retry_failed, style=plan.style, progress=progress,
-                            baseline=baseline, prior=prior)
+                            baseline=baseline, prior=prior, **task)
 
 
 def measure_summary(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ import concurrent.futures as cf
 import concurrent.futures.process as cf_process
 import contextlib
 import importlib
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from multiprocessing import get_context
@@ -233,10 +234,17 @@ class RayExecutor(Executor):
     cluster's total of the scarcest resource asked for, read when entering. ``address`` None
     joins the cluster this process is connected to, else starts a local one."""
 
-    def __init__(self, address: str | None, resources: Mapping[str, float]) -> None:
+    def __init__(self, address: str | None, resources: Mapping[str, float],
+                 check: Callable[[list[dict[str, Any]]], None] | None = None,
+                 max_retries: int = 0) -> None:
         super().__init__([None])
         self.address = address
         self.resources = dict(resources)
+        # Called with the cluster's live nodes (``ray.nodes()``) once joined: may refuse it.
+        self.check = check
+        # Tries of a task whose worker died (killed, its host lost) on another worker: only
+        # for tasks that are safe to run again (measure's node-side recording is).
+        self.max_retries = int(max_retries)
         self._ray: Any = None
         self._started = False
         self._remote: dict[Callable[..., Any], Any] = {}
@@ -245,13 +253,18 @@ class RayExecutor(Executor):
         ray = _import_ray()
         if not ray.is_initialized():
             try:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+                # Ray's INFO lines ("Connecting to existing Ray cluster ...") would come
+                # before a one-line refusal on stderr.
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.WARNING)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise AscendTuneError(f"--address {self.address}: cannot join the Ray "
                                       f"cluster: {str(exc).splitlines()[0][:200]}") from None
             self._started = True
         self._ray = ray
         try:
+            if self.check is not None:
+                self.check([n for n in ray.nodes() if n.get("Alive")])
             self._slot_ids = [None] * self._capacity(ray.cluster_resources())
         except BaseException:
             self.close()
@@ -267,9 +280,14 @@ class RayExecutor(Executor):
                 raise AscendTuneError(
                     f"the Ray cluster has {have:g} '{name}' resource(s); each task needs "
                     f"{amount:g} (start each worker host with ray start --resources "
-                    f"'{{\"{name}\": N}}', N its devices)")
+                    f"'{{{self._start_resources()}}}', N its devices)")
             counts.append(int(have // amount))
         return max(1, min(counts) if counts else 1)
+
+    def _start_resources(self) -> str:
+        """What a worker host advertises for these tasks, for the refusal's hint."""
+        names = [name for name in self.resources if name != "CPU"] or list(self.resources)
+        return ", ".join(f'"{name}": N' for name in names)
 
     def close(self, abort: bool = True) -> None:
         if self._ray is not None and self._started:
@@ -285,7 +303,7 @@ class RayExecutor(Executor):
             remote = self._ray.remote(fn).options(
                 resources={k: v for k, v in self.resources.items() if k != "CPU"},
                 # A task that waits on a device needs no CPU of its own.
-                num_cpus=self.resources.get("CPU", 0), max_retries=0)
+                num_cpus=self.resources.get("CPU", 0), max_retries=self.max_retries)
             self._remote[fn] = remote
         return remote.remote(*task, slot=slot)
 

@@ -211,10 +211,12 @@ class Protocol:
 def record_measurement(db: Database, keys: Keys, protocol: Protocol, shape: Mapping[str, int],
                        config: Mapping[str, int], measured: Mapping[str, Any], *,
                        baseline: bool = False, predicted_us: float | None = None,
-                       device: str | None = None) -> None:
-    """Append one measured candidate (``measured``: time_us, runs_us, attempts; or error)."""
+                       device: str | None = None, uid: str | None = None) -> bool:
+    """Append one measured candidate (``measured``: time_us, runs_us, attempts; or error).
+    ``uid`` (default: a fresh one) names the record: a uid the database holds already is
+    not written again (a retried task's second try). False when it was held."""
     time_us = measured.get("time_us")
-    row = {**keys.row(), "uid": uuid.uuid4().hex, "recorded_at": now(),
+    row = {**keys.row(), "uid": uid or uuid.uuid4().hex, "recorded_at": now(),
            "shape_key": shape_text(shape), "shape_json": _ordered(shape),
            "config_key": config_text(config), "config_json": _ordered(config),
            "baseline": baseline, "protocol_sha256": protocol.sha256,
@@ -223,8 +225,19 @@ def record_measurement(db: Database, keys: Keys, protocol: Protocol, shape: Mapp
            "time_us": float(time_us) if isinstance(time_us, (int, float)) else None,
            "error": None if time_us is not None else str(measured.get("error", "failed")),
            "measured_json": _json(dict(measured)), "predicted_us": predicted_us}
+    if uid is not None:
+        return _insert_new(db, measurements, [row]) == 1
     with db.connect() as conn:
         conn.execute(measurements.insert().values(**row))
+    return True
+
+
+def measurement_by_uid(db: Database, uid: str) -> tuple[dict[str, Any], str | None] | None:
+    """(measured, device) of the measurement recorded under ``uid``; None when none is."""
+    with db.reading() as conn:
+        row = conn.execute(sa.select(measurements.c.measured_json, measurements.c.device)
+                           .where(measurements.c.uid == uid)).first()
+    return None if row is None else (json.loads(row[0]), row[1])
 
 
 def measured_under(db: Database, keys: Keys, protocol: Protocol

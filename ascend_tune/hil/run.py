@@ -142,14 +142,17 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 def run_measure(path: Path, command: Command, executor: Executor, *, fresh: bool = False,
                 retry_failed: bool = False, style: str = "macro",
                 progress: Progress | None = None, baseline: bool = True,
-                prior: Callable[[str, Mapping[str, int]], Mapping[str, Any] | None] | None = None
-                ) -> MeasureOutcome:
+                prior: Callable[[str, Mapping[str, int]], Mapping[str, Any] | None] | None = None,
+                task: Callable[..., Outcome] = run_job,
+                task_extra: Callable[[Entry, int, Job], Any] | None = None) -> MeasureOutcome:
     """Measure every candidate of ``path`` that has no measurement yet (all of them with
     ``fresh``; failed ones again with ``retry_failed``), saving each as it finishes; with
     ``baseline`` each shape's baseline configuration too (unless it is a candidate), so the
     winner's measured speedup over it is known. ``prior`` (the tuning database) gives the
     measurement of a (shape key, configuration) already measured the same way: it is
-    recorded without running."""
+    recorded without running. ``task`` runs each job on the executor (``run_job``: the
+    command), with ``task_extra(entry, index, job)`` as a third argument when given (what a
+    Ray node records the outcome with)."""
     progress = progress or Progress()
     bundle = load(path)
     head = results.read_head(path)
@@ -197,12 +200,13 @@ def run_measure(path: Path, command: Command, executor: Executor, *, fresh: bool
             progress.opened(total, total - len(todo))
             # Blob and headers just in time: preparing thousands up front would delay the
             # first measurement by minutes.
-            jobs = ((command, job(bundle, model, entry, i, style))
+            jobs = (_task_args(command, job(bundle, model, entry, i, style), entry, i,
+                               task_extra)
                     for _key, i, model, entry in _with_models(bundle, todo, entries))
             try:
                 with progress.running(len(todo)):
                     if todo:
-                        _run_jobs(jobs, executor, entries, store, progress, out)
+                        _run_jobs(jobs, executor, entries, store, progress, out, task)
             except KeyboardInterrupt:
                 out.interrupted = True
             out.entries = list(store.entries())
@@ -222,11 +226,16 @@ def _with_models(bundle: emit.Bundle, todo: Sequence[tuple[str, int]],
         yield key, i, model, entry
 
 
-def _run_jobs(jobs: Iterable[tuple[Command, Job]], executor: Executor,
+def _task_args(command: Command, one: Job, entry: Entry, index: int,
+               extra: Callable[[Entry, int, Job], Any] | None) -> tuple[Any, ...]:
+    return (command, one) if extra is None else (command, one, extra(entry, index, one))
+
+
+def _run_jobs(jobs: Iterable[tuple[Any, ...]], executor: Executor,
               entries: dict[str, Entry], store: ResultsStore, progress: Progress,
-              out: MeasureOutcome) -> None:
+              out: MeasureOutcome, task: Callable[..., Outcome] = run_job) -> None:
     try:
-        for _index, outcome in executor.run(run_job, jobs):
+        for _index, outcome in executor.run(task, jobs):
             key = outcome.key
             is_base = outcome.index == cands.BASELINE
             entry = (cands.record_baseline(entries[key], _measured(outcome)) if is_base

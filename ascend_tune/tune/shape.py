@@ -26,6 +26,8 @@ from ascend_tune.search.strategies import (
 )
 from ascend_tune.spec import OperatorSpec
 from ascend_tune.spec.shapes import shape_key
+from ascend_tune.tune.seeding import Seeds as Seeds  # re-exported: callers import it here
+from ascend_tune.tune.seeding import transfer
 
 DEFAULT_BUDGET = 2000
 DEFAULT_SEED = 0
@@ -88,29 +90,13 @@ def describe_evaluation(model: ShapeModel, ev: Evaluation) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class Seeds:
-    """Configurations of the nearest recorded shapes (the tuning database) to start from."""
-
-    configs: tuple[tuple[tuple[str, int], ...], ...] = ()
-    shapes: tuple[str, ...] = ()  # the recorded shapes they come from
-
-
 def seed_genomes(model: ShapeModel, problem: Problem, seeds: Seeds, seed: int
                  ) -> np.ndarray:
-    """The seeds as index genomes of this shape's domains (nearest values), repaired inside
-    its valid set where they break a constraint (re-sampling only the genes the broken checks
-    read); seeds that cannot be repaired, and duplicates, are dropped."""
-    from ascend_tune.search import construct
-
+    """The seeds as valid index genomes of this shape, moved onto its domains and constraints
+    with the fewest changes (:func:`~ascend_tune.tune.seeding.transfer`), best first."""
     if not seeds.configs:
         return problem.seeds
-    genomes = np.array([model.nearest_indices({**model.baseline_values(), **dict(c)})
-                        for c in seeds.configs], dtype=np.int64)
-    rng = np.random.default_rng([seed, zlib.crc32(shape_key(model.shape).encode()), 1])
-    repaired, ok = construct.repair(problem.feasible, problem.sizes, genomes, rng)
-    kept = np.unique(repaired[ok], axis=0) if ok.any() else repaired[:0]
-    return kept
+    return transfer(model, problem, [dict(c) for c in seeds.configs], seed)
 
 
 def tune_shape(spec: OperatorSpec, hw: HardwareProfile, shape: Mapping[str, int],

@@ -104,7 +104,7 @@ class Genetic:
                  stall: int = 8, rate_floor: float = 0.1, memory: float = 0.2,
                  descent_floor: float = 0.75, operators: tuple[str, ...] = OPERATORS,
                  tiers: tuple[int, ...] = DESCENT_TIERS, escape: bool = True,
-                 keep_fails: bool = True) -> None:
+                 keep_fails: bool = True, seed_descents: int = 6) -> None:
         self.population = int(population)  # members: the best distinct local optima found
         self.pool = int(pool)  # configurations sampled per immigrant, the best kept
         self.chunk = int(chunk)  # moves scored at a time by the descent
@@ -117,6 +117,9 @@ class Genetic:
         self.tiers = tuple(int(t) for t in tiers)  # the descent's move tiers (descent.TIERS)
         self.escape = bool(escape)  # a converged parent's trade neighbourhood before a restart
         self.keep_fails = bool(keep_fails)  # a parent's failed offspring kept for its return
+        # Descents from the first pool when the tuning database seeded the search (its best
+        # start, then the best seeds): the population starts from their local optima.
+        self.seed_descents = int(seed_descents)
 
     def search(self, problem: Problem, budget: int, rng: np.random.Generator) -> None:
         del budget  # problem.left says what remains
@@ -223,6 +226,9 @@ class _Run:
     def _restart(self) -> None:
         """A new parent: a fresh immigrant (the best of ``pool`` samples) descended, entered
         into the population by crowding."""
+        if self.first and len(self.problem.seeds):
+            self._seeded_start()
+            return
         child = self._immigrant()
         if child is None:
             self.fails = 0
@@ -232,6 +238,37 @@ class _Run:
                              self.ga.tiers)
         self._insert(child, lat)
         self._adopt(child, lat)
+
+    def _seeded_start(self) -> None:
+        """The first parent of a search the tuning database seeded: the first pool (the
+        baseline, the seeds, ``pool`` fresh samples) scored, then descents from its best and
+        from the best seeds after it (``seed_descents`` in all, each start not already
+        reached by an earlier descent), every local optimum entered into the population; the
+        fastest becomes the parent."""
+        problem = self.problem
+        fresh = problem.sample(self.ga.pool, self.rng)
+        starts = problem.first_pool(fresh)
+        self.first = False
+        fit = problem.evaluate(starts)
+        order = [int(i) for i in np.argsort(fit, kind="stable") if np.isfinite(fit[i])]
+        n_known = len(starts) - len(fresh)
+        first_known = 1 if problem.baseline is not None else 0
+        chosen = order[:1] + [i for i in range(first_known, n_known)
+                              if np.isfinite(fit[i]) and i != order[0]]
+        descents = 0
+        for i in chosen:
+            if descents >= self.ga.seed_descents or problem.left <= 0:
+                break
+            if len(self.members) and (self.members == starts[i]).all(axis=1).any():
+                continue
+            child, lat = descend(problem, starts[i].copy(), float(fit[i]), self.rng,
+                                 self.ga.chunk, self.moves, self.ga.tiers)
+            descents += 1
+            self._insert(child, lat)
+            if self.parent is None or lat < self.parent[1]:
+                self._adopt(child, lat)
+        if self.parent is None:
+            self.fails = 0
 
     def _credit(self, op: str, reward: float) -> None:
         self.success[op] += self.ga.memory * (reward - self.success[op])
