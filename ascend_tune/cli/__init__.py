@@ -16,6 +16,7 @@ import os
 import sys
 
 from ascend_tune.base.errors import AscendTuneError
+from ascend_tune.base.memory import keep_batch_memory
 from ascend_tune.cli import console
 from ascend_tune.cli.app import ExitWith, app
 
@@ -28,6 +29,7 @@ from ascend_tune.cli import search, explain, emit, measure, hil, probe, report, 
 def main() -> None:
     # Standalone mode: typer/click own usage errors (one message, exit 2) and --help; our own
     # errors propagate out of app() and become one line with the contract's exit code.
+    keep_batch_memory()  # the command line owns its process: batches reuse their memory
     try:
         app()
     except ExitWith as exc:

@@ -24,11 +24,7 @@ expressions are not proven free of int64 overflow is left whole.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import math
-import platform
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -82,28 +78,6 @@ def batchable(spec: OperatorSpec, settings: TuneSettings, model: ShapeModel) -> 
 def batch_size(model: ShapeModel) -> int:
     """Shapes per batch for this space."""
     return max(1, BATCH_CELLS // max(model.space_size, 1))
-
-
-# glibc's malloc options (mallopt): arrays of a batch (a few MB) are taken from and given
-# back to the heap instead of mapped afresh, and the heap is not trimmed after each batch.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-@functools.cache
-def keep_batch_memory() -> bool:
-    """Let the process reuse the memory of one batch's arrays for the next (glibc only).
-    By default glibc maps every array of more than 128 kB anew and unmaps it when freed, so
-    each batch paid a page fault per 4 kB it touched: 10 s of system time on 100 000 add
-    shapes (benchmarks/many_shapes.py). Arrays up to 32 MB now come from the heap, which
-    keeps up to 256 MB free at its top. True where the options were set."""
-    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        libc = ctypes.CDLL(None)
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-                    and libc.mallopt(_M_TRIM_THRESHOLD, 256 << 20))
-    except (OSError, AttributeError):
-        return False
 
 
 def _num_list(value: Any, n: int) -> list[int | float]:
@@ -301,7 +275,6 @@ def tune_batch(model: ShapeModel, shapes: Sequence[Mapping[str, int]], settings:
     :func:`batchable`."""
     if not batchable(model.spec, settings, model):
         raise ValueError(f"{model.spec.name}: these settings are searched shape by shape")
-    keep_batch_memory()
     batch = _Batch(model, shapes)
     base = _baselines(batch)
     if base is None or not batch.proven(base):

@@ -22,6 +22,7 @@ from typing import Any
 
 from ascend_tune.base.errors import AscendTuneError, NoValidConfigError
 from ascend_tune.base.executors import Executor, LocalExecutor
+from ascend_tune.base.memory import keep_batch_memory
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model.engine import ShapeModel
 from ascend_tune.results import format as results
@@ -213,6 +214,7 @@ def _tune_worker(spec: OperatorSpec, hw: HardwareProfile, shape: dict[str, int],
 def _worker_init() -> None:
     """Workers leave Ctrl-C to the parent and die with it (Linux: parent-death signal)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep_batch_memory()
     if sys.platform.startswith("linux"):
         import ctypes
 
