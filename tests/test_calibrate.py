@@ -180,7 +180,9 @@ def test_calibration_recovers_a_perturbed_chip(tmp_path: Path, hw: HardwareProfi
     fit_rows = [rows[i] for i in result.split.fit]
     again = cal.error_stats(cal.predict(add_spec, calibrated, fit_rows).time_us,
                             np.array([r.time_us for r in fit_rows]))
-    assert again.mape == pytest.approx(result.after.mape, abs=1e-9)
+    # The written curve points are rounded to 6 decimals (coefficients._scale_value): up to
+    # ~1e-6 of a rate, a few 1e-7 of a prediction, so the MAPE agrees to 1e-7, not exactly.
+    assert again.mape == pytest.approx(result.after.mape, abs=1e-7)
 
 
 def test_fit_rows_are_named_compactly() -> None:

@@ -17,7 +17,9 @@ paper:
     Mmad; vector: 256 B repeats, at most 255 per instruction, 20 cycles per instruction,
     binary 1 cycle per repeat times a bank-conflict factor 2, unary 3; loop iteration 10
     cycles, flag handoff 2 cycles; head 2 us + 1 us * cores / chip cores, cube floor 5 us,
-    MIX launch 1 us; 20 AIC, 40 AIV.
+    MIX launch 1 us; 20 AIC, 40 AIV. A GM DataCopy (GM <-> UB, GM -> L1) holds its pipe for
+    its bytes, at least 10 cycles (the issue cost), and its latency is waited for once after
+    the copies queued with it: by the chain, and on the pipe when a flag hands the data on.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def _hand_profile(contention: float = 1.0, nd2nz_cycles: float = 0) -> HardwareP
                    "nd2nz_pitch_128b_efficiency": _leaf(0.5),
                    "nd2nz_pitch_32b_efficiency": _leaf(0.25),
                    "aiv_gm_port_bytes_per_cycle": _leaf(100),
-                   "aic_gm_port_bytes_per_cycle": _leaf(200)})
+                   "aic_gm_port_bytes_per_cycle": _leaf(200),
+                   "copy_issue_cycles": _leaf(10)})
     transfers = data["transfers"]
     transfers["gm_to_ub"] = {"latency_cycles": _leaf(100),
                              "bandwidth_curve": _leaf([[1024, 32.0], [3072, 64.0]])}
@@ -86,6 +89,12 @@ def _one(x: float) -> np.ndarray:
     return np.array([float(x)])
 
 
+def _chain(t: costs.TransferCost) -> float:
+    """One execution of a stage's copies as its consumer sees it: the pipe's cycles, then the
+    latency of the last copy."""
+    return float(t.cycles[0]) + float(np.asarray(t.wait_cycles).reshape(-1)[0])
+
+
 def _gm_to_ub(hw: HardwareProfile, nbytes: float, rows: float = 1, count: float = 1,
               hit: float = 0.0, cores: float = 1, **kw: object) -> costs.TransferCost:
     return costs.transfer(hw, "gm_to_ub", _one(nbytes), _one(rows), _one(count), _one(hit),
@@ -99,11 +108,14 @@ def test_transfer_one_aligned_row_alone_on_the_chip(hand: HardwareProfile) -> No
     # Curve at 2048 B: halfway between (1024, 32) and (3072, 64) -> 48 B/cycle.
     # Chip share, 1 core, no L2 hit: softmin(1 * 100, 1000) = 1 / (1/100 + 1/1000)
     #   = 1000 / 11 = 90.909 B/cycle, all of it this core's: 48 < 90.9, not capped.
-    # cycles = 100 + 2048 / 48 = 142.667; GM cycles = 2048 / (1000/11) = 22.528.
+    # pipe cycles = max(2048 / 48, 10) = 42.667, then the latency 100 waited for: 142.667;
+    # GM cycles = 2048 / (1000/11) = 22.528.
     t = _gm_to_ub(hand, 2048)
     assert t.bytes_per_transfer[0] == 2048
     assert t.bandwidth[0] == pytest.approx(48.0)
-    assert t.cycles[0] == pytest.approx(100 + 2048 / 48)
+    assert t.cycles[0] == pytest.approx(2048 / 48)
+    assert t.wait_cycles == pytest.approx(100.0)
+    assert _chain(t) == pytest.approx(100 + 2048 / 48)
     assert t.gm_cycles[0] == pytest.approx(22.528)
     assert not t.share_capped[0]
     assert t.peak_bandwidth[0] == 64.0  # the curve's best point
@@ -113,27 +125,45 @@ def test_transfer_one_aligned_row_alone_on_the_chip(hand: HardwareProfile) -> No
 def test_transfer_rounds_every_row_to_whole_blocks(hand: HardwareProfile) -> None:
     # 2000 B in 4 rows of 500 B: each row ceil(500 / 32) = 16 blocks = 512 B -> moved 2048 B.
     # 500 % 512 != 0: unaligned, 0.5 x the curve at 2048 B = 24 B/cycle (share 90.9 above).
-    # cycles = 100 + 2048 / 24 = 185.333; GM cycles on the moved bytes: 2048 * 11 / 1000.
+    # cycles = 2048 / 24 = 85.333 (+ the 100 waited); GM cycles on the moved bytes:
+    # 2048 * 11 / 1000.
     t = _gm_to_ub(hand, 2000, rows=4)
     assert t.bytes_per_transfer[0] == 2048
     assert t.bandwidth[0] == pytest.approx(24.0)
-    assert t.cycles[0] == pytest.approx(100 + 2048 / 24)
+    assert t.cycles[0] == pytest.approx(2048 / 24)
     assert t.gm_cycles[0] == pytest.approx(22.528)
 
 
 def test_transfer_count_repeats_the_whole_transfer(hand: HardwareProfile) -> None:
-    # count 3 of the first case: 3 * 142.667 = 428; GM cycles 3 * 22.528 = 67.584.
+    # count 3 of the first case, queued back to back: the pipe 3 * 42.667 = 128, the latency
+    # waited for once after the last (100); GM cycles 3 * 22.528 = 67.584.
     t = _gm_to_ub(hand, 2048, count=3)
-    assert t.cycles[0] == pytest.approx(3 * (100 + 2048 / 48))
+    assert t.cycles[0] == pytest.approx(3 * 2048 / 48)
+    assert t.wait_cycles == pytest.approx(100.0)
     assert t.gm_cycles[0] == pytest.approx(67.584)
-    assert t.per_transfer_cycles[0] == pytest.approx(100 + 2048 / 48)
+    assert t.per_transfer_cycles[0] == pytest.approx(2048 / 48)
+    # A fractional count (a copy on half the trips) waits on that share: 0.5 * 100.
+    assert _gm_to_ub(hand, 2048, count=0.5).wait_cycles == pytest.approx(50.0)
+
+
+def test_a_small_copy_holds_its_pipe_for_the_issue_cost(hand: HardwareProfile) -> None:
+    # 64 B: 64 / 32 = 2 cycles of bytes, below the 10-cycle issue cost: 10 on the pipe; 1000
+    # of them queued hold it 10 000 cycles, and wait 100 once.
+    t = _gm_to_ub(hand, 64, count=1000)
+    assert t.cycles[0] == pytest.approx(10_000.0)
+    assert t.wait_cycles == pytest.approx(100.0)
+    # L1 -> L0A is not a GM copy: its own latency stays on the pipe, nothing is waited.
+    spec = hand.transfers["l1_to_l0a"]
+    t = costs.transfer(hand, "l1_to_l0a", _one(64), _one(1), _one(1), _one(0.0), _one(1))
+    assert t.cycles[0] == pytest.approx(spec.latency_cycles + 64 / float(spec.bandwidth(64)))
+    assert t.wait_cycles == 0.0
 
 
 def test_transfer_curve_is_clamped_at_its_ends(hand: HardwareProfile) -> None:
     # 512 B (below the first point): 32 B/cycle; 8192 B (past the last): 64 B/cycle.
     # 512 B: 100 + 512 / 32 = 116 cycles; 8192 B: 100 + 8192 / 64 = 228 cycles.
-    assert _gm_to_ub(hand, 512).cycles[0] == pytest.approx(116.0)
-    assert _gm_to_ub(hand, 8192).cycles[0] == pytest.approx(228.0)
+    assert _chain(_gm_to_ub(hand, 512)) == pytest.approx(116.0)
+    assert _chain(_gm_to_ub(hand, 8192)) == pytest.approx(228.0)
 
 
 def test_a_declared_misaligned_stage_slows_the_chip_share_too(hand: HardwareProfile) -> None:
@@ -142,7 +172,7 @@ def test_a_declared_misaligned_stage_slows_the_chip_share_too(hand: HardwareProf
     # 11.111 per core < 24: capped; cycles = 100 + 2048 / 11.111 = 284.32.
     t = _gm_to_ub(hand, 2048, cores=40, aligned=np.array([False]))
     assert t.bandwidth[0] == pytest.approx(4000 / 9 / 40)
-    assert t.cycles[0] == pytest.approx(100 + 2048 * 9 * 40 / 4000)
+    assert _chain(t) == pytest.approx(100 + 2048 * 9 * 40 / 4000)
     assert t.share_capped[0]
     # Declared aligned: full curve and chip rate although the row is not a multiple of 512.
     # Share: softmin(4000, 1000) = 800 -> 20 per core < 48: capped; 100 + 2048 / 20 = 202.4.
@@ -204,7 +234,7 @@ def test_the_share_caps_a_transfer_and_counts_its_gm_cycles(hand: HardwareProfil
     t = _gm_to_ub(hand, 2048, hit=0.5, cores=40)
     assert t.share_capped[0]
     assert t.bandwidth[0] == pytest.approx(share)
-    assert t.cycles[0] == pytest.approx(100 + 2048 / share)
+    assert _chain(t) == pytest.approx(100 + 2048 / share)
     assert t.gm_cycles[0] == pytest.approx(71.68)
 
 
@@ -270,18 +300,20 @@ def test_head_us(hand: HardwareProfile, side: str, cores: int, us: float) -> Non
 #   blockLength = align_up(ceil_div(65536, 4), 16) = 16 384; tileElems = 4096; 4 trips.
 #   Chip share, 4 AIV cores, no hit: softmin(400, 1000) = 1 / (1/400 + 1/1000) = 285.71,
 #   71.43 B/cycle per core (above the 64 of the curve: not capped).
-#   copy_in_x, copy_in_y: 8192 B (aligned), 100 + 8192 / 64 = 228 cycles each, GM cycles
-#     8192 / 71.43 = 114.688 each.
+#   copy_in_x, copy_in_y: 8192 B (aligned), 8192 / 64 = 128 cycles each on MTE2, GM cycles
+#     8192 / 71.43 = 114.688 each; each hands its data to the add by its own flag, which
+#     holds MTE2 for its latency: 2 * 100 on MTE2 and in the chain.
 #   add: 8192 B = 32 repeats, 1 instruction: 20 + 32 * 1 * 2 = 84 cycles.
-#   copy_out_z: 50 + 8192 / 64 = 178 cycles; GM cycles 114.688.
+#   copy_out_z: 8192 / 64 = 128 cycles on MTE3; GM cycles 114.688; its latency (50) is
+#     waited for at the trip's end, not on the pipe.
 #   The tile loop (4 trips > 1): iteration 10 cycles on scalar; handoffs mte2 -> vector ->
-#     mte3: 2 * 2 = 4 cycles. Sequential trip 10 + 228 + 228 + 84 + 178 + 4 = 732.
+#     mte3: 2 * 2 = 4 cycles. Sequential trip 10 + 128 + 128 + 84 + 200 + 128 + 50 + 4 = 732.
 #     Steady trip: max(mte2 456, vector 84, mte3 178, scalar 14, GM 3 * 114.688 = 344.064)
 #     = 456. Two buffers: 732 + (4 - 1) * 456 = 2100 cycles.
 #   One item per core: the core loop has one trip, 2100 cycles = 2.1 us at 1000 MHz.
 #   Head: 2 + 1 * 4 / 40 = 2.1 us. Latency 4.2 us.
 #   Pipes over the 4 trips: mte2 4 * 456 = 1824 cycles (1.824 us), vector 0.336 us, mte3
-#   0.712 us, scalar 4 * 14 = 56 cycles (0.056 us); GM 4 * 344.064 = 1376.256 cycles.
+#   0.512 us, scalar 4 * 14 = 56 cycles (0.056 us); GM 4 * 344.064 = 1376.256 cycles.
 #   Bound: the largest of those and the head: head 2.1 us.
 #   Roofline: 65 536 * 6 B = 393 216 B at 1000 B/ns = 0.393216 us (vector: 131 072 B at
 #   256 B * 40 cores per ns = 0.0128 us). Efficiency 0.393216 / 4.2 = 0.093623.
@@ -298,7 +330,7 @@ def test_add_kernel_by_hand(hand: HardwareProfile) -> None:
     assert e.head_us[0] == pytest.approx(2.1)
     assert e.pipes_us["aiv_mte2_time_us"][0] == pytest.approx(1.824)
     assert e.pipes_us["aiv_vec_time_us"][0] == pytest.approx(0.336)
-    assert e.pipes_us["aiv_mte3_time_us"][0] == pytest.approx(0.712)
+    assert e.pipes_us["aiv_mte3_time_us"][0] == pytest.approx(0.512)
     assert e.pipes_us["aiv_scalar_time_us"][0] == pytest.approx(0.056)
     assert e.gm_us[0] == pytest.approx(1.376256)
     assert e.roofline_us == pytest.approx(0.393216)
@@ -321,18 +353,19 @@ def test_add_kernel_unaligned_one_trip_tiles(hand: HardwareProfile) -> None:
     #   16) = 112, tileElems = min(256, 112) = 112, 112 / 112 = 1 trip (no iteration cost).
     # 224 B per copy, one row of 7 whole blocks, 224 % 512 != 0: unaligned, the curve clamped
     #   at 32 B/cycle * 0.5 = 16; share softmin(3200, 1000) / 32 = 761.9 / 32 = 23.81 > 16:
-    #   copy in 100 + 224 / 16 = 114 cycles (twice); copy out: the curve gives
-    #   64 * 0.5 = 32 B/cycle, above the share: capped at 23.81, 50 + 224 / 23.81 = 59.408;
+    #   copy in 224 / 16 = 14 cycles (twice), each flag holding MTE2 100 more; copy out: the
+    #   curve gives 64 * 0.5 = 32 B/cycle, above the share: capped at 23.81, 224 / 23.81 =
+    #   9.408, below the issue cost: 10, then its latency 50 waited for at the end;
     #   add: 224 B = 1 repeat, 20 + 1 * 2 = 22; handoffs 2 * 2 = 4.
-    # Sequential trip 114 + 114 + 22 + 59.408 + 4 = 313.408 cycles; one trip: no steady term.
-    # Head 2 + 1 * 32 / 40 = 2.8 us. Latency 2.8 + 0.313408 = 3.113408 us.
+    # Sequential trip 14 + 14 + 22 + 200 + 10 + 50 + 4 = 314 cycles; one trip: no steady term.
+    # Head 2 + 1 * 32 / 40 = 2.8 us. Latency 2.8 + 0.314 = 3.114 us.
     # GM: 3 * 224 / 23.81 = 28.224 cycles = 0.028224 us.
     model = ShapeModel(load_spec("add"), hand, {"totalLength": 3584})
     config = {"blockDim": 32, "tileLength": 256, "bufferNum": 2}
     e = model.evaluate(np.array([[config[p] for p in model.spec.params]]))
     assert e.valid[0]
-    assert e.latency_us[0] == pytest.approx(3.113408)
-    assert e.pipes_us["aiv_mte3_time_us"][0] == pytest.approx(0.059408)
+    assert e.latency_us[0] == pytest.approx(3.114)
+    assert e.pipes_us["aiv_mte3_time_us"][0] == pytest.approx(0.010)
     assert e.gm_us[0] == pytest.approx(0.028224)
     assert e.pipes_us["aiv_scalar_time_us"][0] == pytest.approx(0.004)
 
@@ -426,7 +459,7 @@ def test_nd_to_nz_copies_pay_per_run_on_gm_to_l1_only() -> None:
     def gm_to_l1(layout: str | None, path: str = "gm_to_l1") -> float:
         t = costs.transfer(hw, path, _one(4096), _one(16), _one(1), _one(0.0), _one(1),
                            layout=layout, element_bytes=2)
-        return float(t.cycles[0])
+        return _chain(t)
 
     # GM -> L1 latency 200, flat 128 B/cycle; 1 AIC: share softmin(200, 1000) = 166.7.
     # Row-major 4096 B in 16 rows of 256 B: unaligned, 64 B/cycle: streaming 4096 / 64 = 64
@@ -454,30 +487,30 @@ def test_a_misaligned_pitch_costs_as_a_declared_misalignment() -> None:
     # 8192 B in 16 rows of 512 B (aligned runs); GM -> L1 200 cycles + 128 B/cycle flat.
     # Pitch 4096 elements = 8192 B, a multiple of 512: aligned. 1 AIC: share
     # softmin(200, 1000) = 166.7 > 128: 200 + 8192 / 128 = 264.
-    assert transfer(4096).cycles[0] == pytest.approx(264.0)
+    assert _chain(transfer(4096)) == pytest.approx(264.0)
     # Misaligned pitches: every row starts misaligned although each is 512 B long, and an
     # ND2NZ copy streams at the grade of the pitch's own alignment:
     # 3968 elements = 7936 B, 256 B-aligned: 0.75 x 128 = 96 B/cycle: 200 + 8192 / 96;
-    assert transfer(3968).cycles[0] == pytest.approx(200 + 8192 / 96)
+    assert _chain(transfer(3968)) == pytest.approx(200 + 8192 / 96)
     # 4032 elements = 8064 B, 128 B-aligned: 0.5 x 128 = 64 B/cycle: 200 + 128 = 328;
-    assert transfer(4032).cycles[0] == pytest.approx(328.0)
+    assert _chain(transfer(4032)) == pytest.approx(328.0)
     # 4000 elements = 8000 B, 64 B-aligned: 0.25 x 128 = 32 B/cycle: 200 + 256 = 456.
-    assert transfer(4000).cycles[0] == pytest.approx(456.0)
+    assert _chain(transfer(4000)) == pytest.approx(456.0)
     # GM -> UB has no ND2NZ: 0.5 x its curve (64 B/cycle at 8192 B) = 32: 100 + 256 = 356.
-    assert transfer(4000, path="gm_to_ub").cycles[0] == pytest.approx(356.0)
+    assert _chain(transfer(4000, path="gm_to_ub")) == pytest.approx(356.0)
     # The chip's rate takes the same grade (CATLASS's grades are rates with every core
     # reading), on 20 AIC: softmin(20 * 200, 0.25 * 1000) = 1 / (1/4000 + 1/250) = 235.29,
     # 11.765 per core < 32: capped; 200 + 8192 / 11.765 = 896.32; GM cycles 696.32.
     t = transfer(4000, cores=20)
     assert t.share_capped[0]
-    assert t.cycles[0] == pytest.approx(200 + 8192 * 17 * 20 / 4000)
+    assert _chain(t) == pytest.approx(200 + 8192 * 17 * 20 / 4000)
     assert t.gm_cycles[0] == pytest.approx(8192 * 17 * 20 / 4000)
     # Other paths take gm_unaligned_efficiency at the chip (as gm_aligned: false): GM -> UB on
     # 40 AIV: softmin(40 * 100, 0.5 * 1000) = 444.4, 11.11 per core: 100 + 8192 / 11.11.
     t = transfer(4000, cores=40, path="gm_to_ub")
-    assert t.cycles[0] == pytest.approx(100 + 8192 * 9 * 40 / 4000)
+    assert _chain(t) == pytest.approx(100 + 8192 * 9 * 40 / 4000)
     # The aligned pitch on 20 AIC: softmin(4000, 1000) = 800, 40 per core: 200 + 8192 / 40.
-    assert transfer(4096, cores=20).cycles[0] == pytest.approx(200 + 8192 / 40)
+    assert _chain(transfer(4096, cores=20)) == pytest.approx(200 + 8192 / 40)
 
 
 def test_a_pitch_beyond_the_nd2nz_field_copies_run_by_run() -> None:
@@ -486,23 +519,24 @@ def test_a_pitch_beyond_the_nd2nz_field_copies_run_by_run() -> None:
     def gm_to_l1(pitch: float, layout: str = "row_major", path: str = "gm_to_l1") -> float:
         t = costs.transfer(hw, path, _one(8192), _one(16), _one(3), _one(0.0), _one(1),
                            layout=layout, element_bytes=2, pitch=_one(pitch))
-        return float(t.cycles[0])
+        return _chain(t)
 
     # 3 transfers of 8192 B in 16 rows of 512 B, pitch 65 535 elements (131 070 B, 2 B
     # aligned): the lowest grade, 0.25 x 128 = 32 B/cycle, streaming 8192 / 32 = 256 cycles,
-    # ND2NZ 16 * 5 = 80 alongside: 3 * (200 + 256) = 1368. One copy per transfer: the pitch
-    # fits the 16-bit field.
-    assert gm_to_l1(65535) == pytest.approx(3 * (200 + 256))
-    # Pitch 65 536 (131 072 B, aligned): one copy per row, 16 latencies a transfer, and the
-    # conversion (16 * 5 = 80) outlasts the stream (8192 / 128 = 64): 3 * (16 * 200 + 80).
+    # ND2NZ 16 * 5 = 80 alongside: 3 * 256 on the pipe, queued, then one latency: 968. One
+    # copy per transfer: the pitch fits the 16-bit field.
+    assert gm_to_l1(65535) == pytest.approx(3 * 256 + 200)
+    # Pitch 65 536 (131 072 B, aligned): one copy per row, 16 latencies a transfer on the pipe
+    # (none waited after), and the conversion (16 * 5 = 80) outlasts the stream
+    # (8192 / 128 = 64): 3 * (16 * 200 + 80).
     assert gm_to_l1(65536) == pytest.approx(3 * (16 * 200 + 80))
     # Column-major: runs are the 16-element columns (32 B; 256 of them, unaligned, 64 B/cycle),
     # the pitch the operand's rows: 256 copies, 3 * (256 * 200 + max(128, 256 * 5)) = 157 440.
     assert gm_to_l1(131072, "column_major") == pytest.approx(3 * (256 * 200 + 1280))
     # NZ has no ND2NZ copy (and no pitch); GM -> UB neither: a long pitch costs them nothing
-    # beyond its alignment (131 072 B is aligned): 3 * (100 + 8192 / 64) = 684 on GM -> UB.
+    # beyond its alignment (131 072 B is aligned): 3 * 8192 / 64 + 100 = 484 on GM -> UB.
     assert gm_to_l1(131072, "nz") == gm_to_l1(4096, "nz")
-    assert gm_to_l1(65536, "row_major", "gm_to_ub") == pytest.approx(3 * (100 + 8192 / 64))
+    assert gm_to_l1(65536, "row_major", "gm_to_ub") == pytest.approx(3 * 8192 / 64 + 100)
 
 
 def test_contention_exponent_two() -> None:
@@ -534,7 +568,7 @@ def test_chip_share_of_odd_inputs(hand: HardwareProfile) -> None:
 
 def test_rows_below_one_count_as_one(hand: HardwareProfile) -> None:
     # rows 0 is one row: 2048 B, aligned, as the first case: 100 + 2048 / 48.
-    assert _gm_to_ub(hand, 2048, rows=0).cycles[0] == pytest.approx(100 + 2048 / 48)
+    assert _chain(_gm_to_ub(hand, 2048, rows=0)) == pytest.approx(100 + 2048 / 48)
 
 
 def test_runs_of_tiles_smaller_than_one_run(hand: HardwareProfile) -> None:
@@ -569,7 +603,7 @@ def test_a_misaligned_pitch_is_never_cheaper_than_an_aligned_one() -> None:
         t = costs.transfer(hw, "gm_to_l1", _one(4096), _one(16), _one(1), _one(0.0), _one(1),
                            None if aligned is None else np.array([aligned]), "row_major", 2,
                            pitch=_one(pitch))
-        return float(t.cycles[0])
+        return _chain(t)
 
     # 16 runs of 256 B: misaligned by their length (0.5 x 128 = 64 B/cycle): 200 + 64.
     assert gm_to_l1(4096) == pytest.approx(264.0)

@@ -53,8 +53,8 @@ BROKEN = {
     "ub_bytes, bt_bytes, fb_bytes, l2_bytes, hbm_bytes, hbm_bandwidth_gbps, l2_bandwidth_gbps, "
     "gm_align_bytes, gm_unaligned_efficiency, gm_contention_exponent, "
     "aic_gm_port_bytes_per_cycle, aiv_gm_port_bytes_per_cycle, nd2nz_row_cycles, "
-    "nd2nz_max_pitch_elements, nd2nz_pitch_256b_efficiency, nd2nz_pitch_128b_efficiency, "
-    "nd2nz_pitch_32b_efficiency, ub_block_bytes",
+    "copy_issue_cycles, nd2nz_max_pitch_elements, nd2nz_pitch_256b_efficiency, "
+    "nd2nz_pitch_128b_efficiency, nd2nz_pitch_32b_efficiency, ub_block_bytes",
 }
 
 

@@ -62,6 +62,9 @@ SCALARS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         "aiv_gm_port_bytes_per_cycle": (_NUM, "GM bytes/cycle one AIV's MTE2 and MTE3 "
                                               "offer together"),
         "nd2nz_row_cycles": (_NUM, "MTE2 cycles per ND row a GM->L1 ND2NZ copy converts"),
+        "copy_issue_cycles": (_NUM, "MTE2/MTE3 cycles one GM DataCopy holds its queue for "
+                                    "besides its bytes (its GM latency overlaps the copies "
+                                    "behind it)"),
         "nd2nz_max_pitch_elements": (_INT, "largest ND row pitch (elements) one GM->L1 ND2NZ "
                                            "copy takes; beyond it each row is its own copy"),
         "nd2nz_pitch_256b_efficiency": (_NUM, "bandwidth fraction of a GM->L1 ND2NZ copy whose "

@@ -87,6 +87,7 @@ LIMITS: dict[str, Limit] = {
     "aic_gm_port_bytes_per_cycle": BYTES_PER_CYCLE,
     "aiv_gm_port_bytes_per_cycle": BYTES_PER_CYCLE,
     "nd2nz_row_cycles": CYCLES,
+    "copy_issue_cycles": CYCLES,
     "nd2nz_max_pitch_elements": SIZE,
     "nd2nz_pitch_256b_efficiency": FRACTION,
     "nd2nz_pitch_128b_efficiency": FRACTION,

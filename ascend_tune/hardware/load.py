@@ -92,7 +92,7 @@ ADDED_LEAVES = (("memory", "gm_contention_exponent"), ("memory", "aic_gm_port_by
                 ("launch", "cube_kernel_floor_us"), ("memory", "nd2nz_max_pitch_elements"),
                 ("memory", "nd2nz_pitch_256b_efficiency"),
                 ("memory", "nd2nz_pitch_128b_efficiency"),
-                ("memory", "nd2nz_pitch_32b_efficiency"))
+                ("memory", "nd2nz_pitch_32b_efficiency"), ("memory", "copy_issue_cycles"))
 REFERENCE_PROFILE = "ascend910b3"
 
 

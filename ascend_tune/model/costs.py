@@ -17,12 +17,15 @@ from ascend_tune.hardware import HardwareProfile
 from ascend_tune.hardware.profile import TransferPath
 
 AIC_GM_PATHS = frozenset({"gm_to_l1", "l0c_to_gm"})  # the others are the AIV's
+# The MTE2 / MTE3 DataCopy paths with GM at one end: a copy's GM latency is waited for by its
+# consumer, not held on the pipe (FixPipe's L0C->GM keeps its short latency on the pipe).
+QUEUED_COPY_PATHS = frozenset({"gm_to_l1", "gm_to_ub", "ub_to_gm"})
 ND_LAYOUTS = ("row_major", "column_major")  # converted by ND2NZ on the way into L1
 
 
 @dataclass(frozen=True)
 class TransferCost:
-    cycles: np.ndarray  # per trip, all `count` transfers
+    cycles: np.ndarray  # per trip, all `count` transfers: the pipe's busy time
     gm_cycles: np.ndarray  # per trip: this core's share of the chip's GM bandwidth
     bytes_per_transfer: np.ndarray  # after rounding rows up to whole blocks
     bandwidth: np.ndarray  # bytes/cycle while streaming (after alignment and contention)
@@ -34,12 +37,16 @@ class TransferCost:
     # pitch, or nothing of the kind).
     misaligned_starts: np.ndarray | None = None
     split_copies: np.ndarray | None = None
+    # The GM round trip the stage's consumer waits for after the pipe has issued the copies
+    # (once per execution of the stage: queued copies overlap their latencies); 0 where the
+    # copies pay it on the pipe (split ND2NZ copies) and on local paths without one.
+    wait_cycles: Any = 0.0
 
     @property
     def effective_bandwidth(self) -> np.ndarray:
-        """Bytes/cycle including the fixed latency (computed on demand: `explain` reads it,
-        the batch path does not)."""
-        out: np.ndarray = self.bytes_per_transfer / self.per_transfer_cycles
+        """Bytes/cycle of one copy alone, its latency included (computed on demand: `explain`
+        reads it, the batch path does not)."""
+        out: np.ndarray = self.bytes_per_transfer / (self.per_transfer_cycles + self.wait_cycles)
         return out
 
 
@@ -108,7 +115,11 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
              aligned: np.ndarray | None = None, layout: str | None = None,
              element_bytes: int = 1, share_cache: ShareCache | None = None,
              pitch: np.ndarray | None = None) -> TransferCost:
-    """cycles = count * (latency + bytes_moved / bandwidth).
+    """cycles = count * (latency + bytes_moved / bandwidth); for a GM DataCopy (GM -> L1,
+    GM <-> UB) count * max(copy_issue_cycles, bytes_moved / bandwidth) on the pipe and the
+    latency in ``wait_cycles``: queued copies overlap their GM latencies, and the consumer
+    (pipeline._loop: the chain, and the pipe at a flag handoff) waits for it once per
+    execution of the stage (on the share of trips a fractional count gives).
 
     * ``bytes_moved``: each contiguous run (a row, or what ``layout`` makes of the tile's
       ``rows``: :func:`contiguous_runs`) rounds up to whole 32 B blocks (DataCopy moves
@@ -177,10 +188,26 @@ def transfer(hw: HardwareProfile, path: str, nbytes: np.ndarray, rows: np.ndarra
     split: np.ndarray | None = None
     if path == "gm_to_l1" and layout in ND_LAYOUTS:
         per_transfer, latency, split = _nd2nz(hw, spec, per_transfer, runs, pitch)
-    per_transfer = np.add(latency, per_transfer, out=_into(per_transfer, latency, per_transfer))
+    wait: Any = 0.0
+    if path in QUEUED_COPY_PATHS:
+        # A DataCopy holds its queue for its bytes, at least its issue cost; its GM latency
+        # overlaps the copies queued behind it and is waited for after them (wait_cycles).
+        per_transfer = np.maximum(per_transfer, float(hw["copy_issue_cycles"]),
+                                  out=_into(per_transfer, per_transfer))
+        # Once per execution of the stage however many copies it queues; a fractional count
+        # (a copy issued on that share of the loop's trips, none at 0) waits on that share.
+        wait = np.minimum(count, 1.0) * spec.latency_cycles
+        if split is not None and split.any():
+            # One copy per run, each waiting out its own latency on the pipe (the K = 80000
+            # dev row: ~440 000 single-row copies at ~210 cycles each).
+            per_transfer = np.where(split, latency + per_transfer, per_transfer)
+            wait = np.where(split, 0.0, wait)
+    else:
+        per_transfer = np.add(latency, per_transfer,
+                              out=_into(per_transfer, latency, per_transfer))
     cycles = count * per_transfer
     return TransferCost(cycles, gm_cycles, moved, bandwidth, per_transfer, capped, peak,
-                        pitch_only, split)
+                        pitch_only, split, wait)
 
 
 def nd2nz_pitch_grade(hw: HardwareProfile, pitch_bytes: Any) -> np.ndarray:

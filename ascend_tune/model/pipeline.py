@@ -152,11 +152,17 @@ def _loop(body: Sequence[Stage | Loop], trips: np.ndarray, buffers: np.ndarray |
     gm = recurrence = ctx.zeros  # until the body adds to them
     handoffs = 0
     prev: str | None = None
+    # The GM latency of the copies just queued on ``prev`` (None: none): queued copies overlap
+    # their latencies, and the flag that hands their data to the next pipe waits for the last
+    # one to land, holding ``prev`` that long; the chain waits for it too.
+    pending: Any = None
+    flagged: Any = None
     # Executions of the body, for `explain` only (detail); None on the batch path.
     inner_mult = mult * trips if mult is not None else None
     # Every array this loop accumulates into (seq, gm, recurrence, busy) is its own, and so
     # are the arrays the nested loops and stages return: add into them in place.
     for item in body:
+        wait: Any = None
         if isinstance(item, Loop):
             t, t_owned = _owned_arr(item.trips.evaluate(ctx.env), n)
             b = (_arr(item.buffers.evaluate(ctx.env), n) if item.buffers is not None
@@ -170,14 +176,27 @@ def _loop(body: Sequence[Stage | Loop], trips: np.ndarray, buffers: np.ndarray |
                 recurrence if recurrence is not ctx.zeros else sub_rec))
             first, last = end_pipes(item.body)
         else:
-            cycles, stage_gm = _stage(item, ctx, inner_mult)
+            cycles, stage_gm, wait = _stage(item, ctx, inner_mult)
             seq += cycles
             _accumulate(busy, item.pipe, cycles)
             gm = np.add(gm, stage_gm, out=gm if gm is not ctx.zeros else stage_gm)
             first = last = item.pipe
         if prev is not None and first is not None and first != prev:
             handoffs += 1
+            if pending is not None:
+                busy[prev] += flagged
+                seq += flagged
+                pending = None
+        if isinstance(item, Loop):
+            pending = None
+        elif wait is not None:
+            if pending is None:
+                pending, flagged = wait, wait
+            else:
+                pending, flagged = np.maximum(pending, wait), flagged + wait
         prev = last if last is not None else prev
+    if pending is not None:
+        seq += pending  # the loop's end (the next trip, or what follows) waits for them
     sync = handoffs * float(hw["sync_cycles"])
     seq += sync
     busy["scalar"] += sync
@@ -189,11 +208,14 @@ def _loop(body: Sequence[Stage | Loop], trips: np.ndarray, buffers: np.ndarray |
     return latency, busy, gm, exported
 
 
-def _stage(stage: Stage, ctx: _Ctx, mult: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Cycles and GM cycles of one stage per execution of its loop body."""
+def _stage(stage: Stage, ctx: _Ctx, mult: np.ndarray | None
+           ) -> tuple[np.ndarray, np.ndarray, Any]:
+    """Pipe cycles, GM cycles and the latency waited for after them (None: none) of one stage
+    per execution of its loop body."""
     env, n, hw, spec = ctx.env, ctx.n, ctx.hw, ctx.spec
     count = _arr(stage.count.evaluate(env), n) if stage.count is not None else ctx.ones
     gm = np.zeros(n)
+    wait: Any = None
     extra: dict[str, Any] = {}
     kind = stage.kind  # vocabulary.STAGE_KINDS
     if kind == "transfer":
@@ -211,6 +233,8 @@ def _stage(stage: Stage, ctx: _Ctx, mult: np.ndarray | None) -> tuple[np.ndarray
         t = costs.transfer(hw, stage.path, nbytes, rows, count, hit, ctx.cores, aligned,
                            stage.layout, element, ctx.share_cache, pitch)
         cycles, gm = t.cycles, t.gm_cycles
+        if stage.path in costs.QUEUED_COPY_PATHS:
+            wait = t.wait_cycles
         if ctx.detail:
             extra = {"bytes_per_transfer": float(t.bytes_per_transfer[0]),
                      "bandwidth_bytes_per_cycle": float(t.effective_bandwidth[0]),
@@ -244,7 +268,7 @@ def _stage(stage: Stage, ctx: _Ctx, mult: np.ndarray | None) -> tuple[np.ndarray
         ctx.stages.append(StageDetail(ctx.side, stage.name, stage.pipe,
                                       float(cycles[0]) * execs, execs * float(count[0]),
                                       **extra))
-    return cycles, gm
+    return cycles, gm, wait
 
 
 def _accumulate(busy: dict[str, np.ndarray], pipe: str, cycles: np.ndarray) -> None:

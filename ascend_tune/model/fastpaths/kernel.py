@@ -261,7 +261,12 @@ class _Cost:
         gm = recurrence = "0.0"
         handoffs = 0
         prev: str | None = None
+        # The GM latency of the copies just queued on ``prev`` (engine._loop): the longest,
+        # waited for at the loop's end, and their sum, held by the flags of a handoff.
+        pending: str | None = None
+        flagged = "0.0"
         for item in body:
+            wait: str | None = None
             if isinstance(item, Loop):
                 t = self.src.value(item.trips, Kind.FLOAT)
                 b = (self.src.value(item.buffers, Kind.FLOAT) if item.buffers is not None
@@ -274,7 +279,7 @@ class _Cost:
                 recurrence = w.tmp(w.pick(recurrence, sub_rec, ">"))
                 first, last = end_pipes(item.body)
             else:
-                cycles, stage_gm = self._stage(item, cores)
+                cycles, stage_gm, wait = self._stage(item, cores)
                 seq = w.tmp(f"{seq} + {cycles}")
                 self._accumulate(busy, item.pipe, cycles)
                 gm = w.tmp(f"{gm} + {stage_gm}")
@@ -282,7 +287,21 @@ class _Cost:
             w.label = label
             if prev is not None and first is not None and first != prev:
                 handoffs += 1
+                if pending is not None:
+                    busy[prev] = w.tmp(f"{busy[prev]} + {flagged}")
+                    seq = w.tmp(f"{seq} + {flagged}")
+                    pending = None
+            if isinstance(item, Loop):
+                pending = None
+            elif wait is not None:
+                if pending is None:
+                    pending = flagged = wait
+                else:
+                    pending = w.tmp(w.pick(pending, wait, ">"))
+                    flagged = w.tmp(f"{flagged} + {wait}")
             prev = last if last is not None else prev
+        if pending is not None:
+            seq = w.tmp(f"{seq} + {pending}")
         sync = literal(handoffs * float(self.hw["sync_cycles"]))
         seq = w.tmp(f"{seq} + {sync}")
         busy["scalar"] = w.tmp(f"{busy['scalar']} + {sync}")
@@ -311,7 +330,7 @@ class _Cost:
         else:
             busy[pipe] = self.w.tmp(f"0.0 + {cycles}")
 
-    def _stage(self, stage: Stage, cores: str) -> tuple[str, str]:
+    def _stage(self, stage: Stage, cores: str) -> tuple[str, str, str | None]:
         src, w, hw, spec = self.src, self.w, self.hw, self.spec
         w.label = stage.name
         count = src.value(stage.count, Kind.FLOAT) if stage.count is not None else "1.0"
@@ -325,8 +344,9 @@ class _Cost:
             element = (DTYPE_BYTES[spec.stage_dtype(spec.dtypes[stage.operand])]
                        if stage.operand is not None else 1)
             pitch = src.value(stage.pitch, Kind.FLOAT) if stage.pitch is not None else None
-            return self._transfer(stage.path, nbytes, rows, count, hit, cores, aligned,
-                                  stage.layout, element, pitch)
+            cycles, gm, wait = self._transfer(stage.path, nbytes, rows, count, hit, cores,
+                                              aligned, stage.layout, element, pitch)
+            return cycles, gm, (wait if stage.path in costs.QUEUED_COPY_PATHS else None)
         if stage.kind == "cube":
             assert stage.m is not None and stage.n is not None and stage.k is not None
             dtype = spec.stage_dtype(stage.dtype or "")
@@ -338,7 +358,7 @@ class _Cost:
                              f"_fceil({k} / {literal(hw.k0[dtype])})")
             mmad = w.tmp(f"{fractals} * {literal(hw.cycles_per_fractal[dtype])} + "
                          f"{self.f('mmad_overhead_cycles')}")
-            return w.tmp(f"{count} * {mmad}"), "0.0"
+            return w.tmp(f"{count} * {mmad}"), "0.0", None
         if stage.kind == "vector":
             assert stage.elements is not None and stage.op is not None
             size = DTYPE_BYTES[spec.stage_dtype(stage.dtype or "")]
@@ -350,14 +370,14 @@ class _Cost:
                 per_repeat *= float(hw["bank_conflict_factor"])
             cycles = w.tmp(f"{instructions} * {self.f('issue_cycles')} + "
                            f"{repeats} * {literal(per_repeat)}")
-            return w.tmp(f"{count} * {cycles}"), "0.0"
+            return w.tmp(f"{count} * {cycles}"), "0.0", None
         assert stage.cycles is not None
-        return w.tmp(f"{src.value(stage.cycles, Kind.FLOAT)} * {count}"), "0.0"
+        return w.tmp(f"{src.value(stage.cycles, Kind.FLOAT)} * {count}"), "0.0", None
 
     def _transfer(self, path: str, nbytes: str, rows: str, count: str, hit: str,
                   cores: str, aligned: str | None, layout: str | None,
-                  element: int, pitch: str | None) -> tuple[str, str]:
-        """costs.transfer on one element (its cycles and GM cycles)."""
+                  element: int, pitch: str | None) -> tuple[str, str, str]:
+        """costs.transfer on one element (its cycles, GM cycles and wait cycles)."""
         w, hw = self.w, self.hw
         spec = hw.transfers[path]
         block = self.f("ub_block_bytes")
@@ -414,12 +434,24 @@ class _Cost:
             converting = w.tmp(f"{runs} * {self.f('nd2nz_row_cycles')}")
             streaming = w.tmp(w.pick(streaming, converting, ">"))
         latency = literal(spec.latency_cycles)
+        split: str | None = None
         if path == "gm_to_l1" and layout in costs.ND_LAYOUTS and pitch is not None:
             # One copy per run beyond the ND2NZ pitch field (costs.transfer).
-            latency = w.tmp(f"{runs} * {latency} if {pitch} > "
-                            f"{self.f('nd2nz_max_pitch_elements')} else {latency}")
-        per_transfer = w.tmp(f"{latency} + {streaming}")
-        return w.tmp(f"{count} * {per_transfer}"), gm
+            split = w.tmp(f"{pitch} > {self.f('nd2nz_max_pitch_elements')}")
+            latency = w.tmp(f"{runs} * {latency} if {split} else {latency}")
+        wait = "0.0"
+        if path in costs.QUEUED_COPY_PATHS:
+            # A copy holds its queue at least its issue cost; its latency is waited for after
+            # the queued copies, once per execution of the stage (costs.transfer).
+            per_transfer = w.tmp(w.pick(streaming, self.f("copy_issue_cycles"), ">"))
+            wait = w.tmp(f"{w.pick(count, '1.0', '<')} * {literal(spec.latency_cycles)}")
+            if split is not None:
+                per_transfer = w.tmp(f"({latency} + {per_transfer}) if {split} "
+                                     f"else {per_transfer}")
+                wait = w.tmp(f"0.0 if {split} else {wait}")
+        else:
+            per_transfer = w.tmp(f"{latency} + {streaming}")
+        return w.tmp(f"{count} * {per_transfer}"), gm, wait
 
     def _chip_bytes_per_cycle(self, hit: str) -> str:
         hbm = literal(float(self.hw.hbm_bytes_per_cycle))
