@@ -242,37 +242,87 @@ def render_function(source: str, name: str, curves: Mapping[str, Sequence[float]
                     labels: Mapping[str, str] | None = None,
                     scope: Mapping[str, Any] | None = None,
                     arg_names: Mapping[str, str] | None = None) -> str:
-    """C++ ``inline double name(const int64_t* shape, const int64_t* config, int64_t aic,
-    int64_t aiv)`` from the Python ``def latency(s0.., p0.., aic, aiv)`` of :mod:`.dispatch`,
-    with the curves as ``static const double`` arrays before it. Its statements are first
-    simplified (:func:`.dispatch_fold.simplify`: constants folded with the helpers of
-    ``scope``, the unused dropped, short single-use values inlined), the values that remain
-    named for the ``labels`` of what they price (a comment opens each block of one label),
-    the arguments renamed by ``arg_names`` (``s0`` -> ``v_M``)."""
+    """C++ from the Python ``def latency(s0.., p0.., aic, aiv)`` of :mod:`.dispatch`, the
+    curves as ``static const double`` arrays before it, in two parts: ``ShapeTermsOf(shape,
+    aic, aiv)``, the values that depend on the shape and the core counts only (computed once
+    per shape), and ``name(const ShapeTerms&, const int64_t* config)``, the rest for one
+    configuration; ``name(shape, config, aic, aiv)`` is the two in one call. Its statements
+    are first simplified (:func:`.dispatch_fold.simplify`: constants folded with the helpers
+    of ``scope``, the unused dropped, equal values computed once, short single-use values
+    inlined), the values that remain named for the ``labels`` of what they price (a comment
+    opens each block of one label), the arguments renamed by ``arg_names`` (``s0`` ->
+    ``v_M``). Splitting moves no operation across another: each value is computed from the
+    same operands in the same order, so the bits are the one function's."""
     tree = ast.parse(source)
     fn = tree.body[0]
     if not isinstance(fn, ast.FunctionDef):
         raise ValueError("dispatch C++: expected one function")
     args = [a.arg for a in fn.args.args]
-    statements, result = dispatch_fold.simplify(fn, labels or {}, scope or {})
+    shape_args = [a for a in args if a.startswith("s")]
+    config_args = [a for a in args if a.startswith("p")]
+    statements, result = dispatch_fold.simplify(fn, labels or {}, scope or {},
+                                                frozenset(config_args))
+    fixed = dispatch_fold.shape_only(statements, frozenset(config_args))
     names = {**(arg_names or {}), **dispatch_fold.readable_names(statements)}
     tr = _Translator([names.get(a, a) for a in args], curves)
     lines = [f"static const double k{k}[{len(v)}] = {{{', '.join(repr(float(x)) for x in v)}}};"
              for k, v in curves.items()]
+    per_shape = [s for s in statements if s.name in fixed]
+    per_config = [s for s in statements if s.name not in fixed]
+    read_late = {n for s in per_config for n in dispatch_fold.names_read(s.value)}
+    read_late |= set(dispatch_fold.names_read(result))
+    read_early = {n for s in per_shape for n in dispatch_fold.names_read(s.value)}
+    carried = [a for a in [*shape_args, "aic", "aiv"] if a in read_late]
+    kept = [s.name for s in per_shape if s.name in read_late]
+    body: list[str] = []
+    for a in [*shape_args, "aic", "aiv"]:
+        if a in read_early or a in carried:
+            j = shape_args.index(a) if a in shape_args else -1
+            if j >= 0:
+                body.append(f"    const int64_t {names.get(a, a)} = shape[{j}];")
+    body += [f"    (void){p};" for p, used in (("shape", shape_args), ("aic", ["aic"]),
+                                                ("aiv", ["aiv"]))
+             if not any(a in read_early or a in carried for a in used)]
+    body += _blocks(per_shape, tr, names)
+    body.append("    ShapeTerms st = ShapeTerms();")
+    body += [f"    st.{names.get(a, a)} = {names.get(a, a)};" for a in carried]
+    body += [f"    st.{names[n]} = {names[n]};" for n in kept]
+    body.append("    return st;")
+    lines.append("// The values of the model that depend on the shape and the core counts only:")
+    lines.append("// computed once per shape, read by every configuration's " + name + ".")
+    lines.append("struct ShapeTerms {")
+    lines += [f"    int64_t {names.get(a, a)};" for a in carried]
+    lines += [f"    {tr.types[names[n]]} {names[n]};" for n in kept]
+    lines.append("};")
+    lines.append("inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {")
+    lines += body
+    lines.append("}")
+    lines.append(f"inline double {name}(const ShapeTerms& st, const int64_t* config) {{")
+    lines += [f"    const int64_t {names.get(a, a)} = st.{names.get(a, a)};" for a in carried]
+    lines += [f"    const int64_t {names.get(a, a)} = config[{j}];"
+              for j, a in enumerate(config_args) if a in read_late]
+    if not any(a in read_late for a in config_args):
+        lines.append("    (void)config;")
+    if not carried and not kept:
+        lines.append("    (void)st;")
+    late = {**names, **{n: f"st.{names[n]}" for n in kept}}
+    for n in kept:
+        tr.types[f"st.{names[n]}"] = tr.types[names[n]]
+    lines += _blocks(per_config, tr, late)
+    text, kind = tr.expr(dispatch_fold.rename(result, late))
+    lines.append(f"    return {_convert(text, kind, FLOAT)};")
+    lines.append("}")
     lines.append(f"inline double {name}(const int64_t* shape, const int64_t* config, "
                  "int64_t aic, int64_t aiv) {")
-    read = {n for s in statements for n in dispatch_fold.names_read(s.value)}
-    read |= set(dispatch_fold.names_read(result))
-    shape_args = [a for a in args if a.startswith("s")]
-    config_args = [a for a in args if a.startswith("p")]
-    lines += [f"    const int64_t {names.get(a, a)} = shape[{j}];"
-              for j, a in enumerate(shape_args) if a in read]
-    lines += [f"    const int64_t {names.get(a, a)} = config[{j}];"
-              for j, a in enumerate(config_args) if a in read]
-    unused = [names.get(a, a) for a in args if a not in read]
-    unused += [p for p, used in (("shape", shape_args), ("config", config_args))
-               if not any(a in read for a in used)]
-    lines += [f"    (void){a};" for a in unused if a in ("shape", "config", "aic", "aiv")]
+    lines.append(f"    return {name}(ShapeTermsOf(shape, aic, aiv), config);")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _blocks(statements: Sequence[dispatch_fold.Statement], tr: _Translator,
+            names: Mapping[str, str]) -> list[str]:
+    """The statements as C++ declarations, a comment opening each block of one label."""
+    lines: list[str] = []
     label = None
     for s in statements:
         if s.label != label:
@@ -281,10 +331,7 @@ def render_function(source: str, name: str, curves: Mapping[str, Sequence[float]
         text, kind = tr.expr(dispatch_fold.rename(s.value, names))
         tr.types[names[s.name]] = kind
         lines.append(f"    const {kind} {names[s.name]} = {text};")
-    text, kind = tr.expr(dispatch_fold.rename(result, names))
-    lines.append(f"    return {_convert(text, kind, FLOAT)};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _comment(text: str) -> str:

@@ -89,9 +89,12 @@ class _Fold(ast.NodeTransformer):
         return node
 
 
-def simplify(fn: ast.FunctionDef, labels: Mapping[str, str], scope: Mapping[str, Any]
-             ) -> tuple[list[Statement], ast.expr]:
-    """``fn``'s straight-line body as the statements that remain and the returned value."""
+def simplify(fn: ast.FunctionDef, labels: Mapping[str, str], scope: Mapping[str, Any],
+             varying: frozenset[str] = frozenset()) -> tuple[list[Statement], ast.expr]:
+    """``fn``'s straight-line body as the statements that remain and the returned value.
+    ``varying``: the arguments that change between calls for one shape (the configuration);
+    a value that reads none of them is never written into one that does (it stays a
+    statement of its own, which the caller computes once per shape, :func:`shape_only`)."""
     fold = _Fold(scope)
     known: dict[str, ast.expr] = {}  # constants and plain copies: written where read
     kept: list[Statement] = []
@@ -116,25 +119,97 @@ def simplify(fn: ast.FunctionDef, labels: Mapping[str, str], scope: Mapping[str,
             alive.append(s)
             live.update(_names(s.value))
     alive.reverse()
+    alive, same = _common_values(_named_powers(alive))
+    result = _Substitute(same).visit(result)
+    fixed = shape_only(alive, varying)
     # A short value read once, by the same stage's arithmetic, is written where it is read.
     uses: dict[str, int] = {}
     for node in [*(s.value for s in alive), result]:
         for n in _names(node):
             uses[n] = uses.get(n, 0) + 1
-    reader: dict[str, str] = {}  # the label of the statement that reads a value first
+    reader: dict[str, tuple[str, bool]] = {}  # label and tier of the first statement reading it
     for s in alive:
         for n in _names(s.value):
-            reader.setdefault(n, s.label)
+            reader.setdefault(n, (s.label, s.name in fixed))
     inline: dict[str, ast.expr] = {}
     out: list[Statement] = []
     for s in alive:
         value = _Substitute(inline).visit(s.value)
-        if uses.get(s.name) == 1 and reader.get(s.name) == s.label \
+        if uses.get(s.name) == 1 and reader.get(s.name) == (s.label, s.name in fixed) \
                 and len(ast.unparse(value)) <= INLINE_CHARS:
             inline[s.name] = value
             continue
         out.append(Statement(s.name, value, s.label))
     return out, _Substitute(inline).visit(result)
+
+
+def shape_only(statements: list[Statement], varying: frozenset[str]) -> set[str]:
+    """The statements whose value reads none of ``varying``, directly or through another
+    statement: for one shape they are the same on every call."""
+    moving = set(varying)
+    fixed: set[str] = set()
+    for s in statements:
+        if moving.intersection(_names(s.value)):
+            moving.add(s.name)
+        else:
+            fixed.add(s.name)
+    return fixed
+
+
+class _Powers(ast.NodeTransformer):
+    """Every ``a ** b`` of one statement (innermost first) taken out as a value of its own."""
+
+    def __init__(self, name: str, label: str) -> None:
+        self.name, self.label = name, label
+        self.taken: list[Statement] = []
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if not isinstance(node.op, ast.Pow):
+            return node
+        name = f"{self.name}_pow{len(self.taken)}"
+        self.taken.append(Statement(name, node, self.label))
+        return ast.Name(name, ast.Load())
+
+
+def _named_powers(statements: list[Statement]) -> list[Statement]:
+    """Each power of a statement as a statement of its own before it, so that equal powers
+    (the same ``pow`` in several stages) become one value and a power of the shape alone is
+    computed once per shape. A power is a pure function of its operands (libm ``pow``;
+    nothing the C++ computes raises), so computing it before its statement, or in a branch
+    of a conditional that is not taken, changes no result."""
+    out: list[Statement] = []
+    for s in statements:
+        if isinstance(s.value, ast.BinOp) and isinstance(s.value.op, ast.Pow):
+            powers = _Powers(s.name, s.label)
+            left = powers.visit(s.value.left)
+            right = powers.visit(s.value.right)
+            out += powers.taken
+            out.append(Statement(s.name, ast.BinOp(left, ast.Pow(), right), s.label))
+            continue
+        powers = _Powers(s.name, s.label)
+        value = powers.visit(s.value)
+        out += powers.taken
+        out.append(Statement(s.name, value, s.label))
+    return out
+
+
+def _common_values(statements: list[Statement]
+                   ) -> tuple[list[Statement], dict[str, ast.expr]]:
+    """A statement computing what an earlier one computes (the same expression of the same
+    values) replaced by that one: the expressions are pure, so it is the same value."""
+    first: dict[str, str] = {}  # expression -> the first statement computing it
+    same: dict[str, ast.expr] = {}
+    out: list[Statement] = []
+    for s in statements:
+        value = _Substitute(same).visit(s.value)
+        key = ast.dump(value)
+        if key in first:
+            same[s.name] = ast.Name(first[key], ast.Load())
+            continue
+        first[key] = s.name
+        out.append(Statement(s.name, value, s.label))
+    return out, same
 
 
 def readable_names(statements: list[Statement]) -> dict[str, str]:
