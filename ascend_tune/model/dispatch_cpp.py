@@ -283,16 +283,16 @@ def render_function(source: str, name: str, curves: Mapping[str, Sequence[float]
     body += [f"    (void){p};" for p, used in (("shape", shape_args), ("aic", ["aic"]),
                                                 ("aiv", ["aiv"]))
              if not any(a in read_early or a in carried for a in used)]
-    body += _blocks(per_shape, tr, names)
     body.append("    ShapeTerms st = ShapeTerms();")
     body += [f"    st.{names.get(a, a)} = {names.get(a, a)};" for a in carried]
-    body += [f"    st.{names[n]} = {names[n]};" for n in kept]
+    late = {**names, **{n: f"st.{names[n]}" for n in kept}}
+    body += _blocks(per_shape, tr, late)
     body.append("    return st;")
     lines.append("// The values of the model that depend on the shape and the core counts only:")
     lines.append("// computed once per shape, read by every configuration's " + name + ".")
     lines.append("struct ShapeTerms {")
     lines += [f"    int64_t {names.get(a, a)};" for a in carried]
-    lines += [f"    {tr.types[names[n]]} {names[n]};" for n in kept]
+    lines += [f"    {tr.types[late[n]]} {names[n]};" for n in kept]
     lines.append("};")
     lines.append("inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {")
     lines += body
@@ -305,9 +305,6 @@ def render_function(source: str, name: str, curves: Mapping[str, Sequence[float]
         lines.append("    (void)config;")
     if not carried and not kept:
         lines.append("    (void)st;")
-    late = {**names, **{n: f"st.{names[n]}" for n in kept}}
-    for n in kept:
-        tr.types[f"st.{names[n]}"] = tr.types[names[n]]
     lines += _blocks(per_config, tr, late)
     text, kind = tr.expr(dispatch_fold.rename(result, late))
     lines.append(f"    return {_convert(text, kind, FLOAT)};")
@@ -329,8 +326,11 @@ def _blocks(statements: Sequence[dispatch_fold.Statement], tr: _Translator,
             label = s.label
             lines.append(f"    // {_comment(label or 'model')}")
         text, kind = tr.expr(dispatch_fold.rename(s.value, names))
-        tr.types[names[s.name]] = kind
-        lines.append(f"    const {kind} {names[s.name]} = {text};")
+        target = names[s.name]
+        tr.types[target] = kind
+        # A value kept for later calls is a field of ShapeTerms (st.x), else a local.
+        lines.append(f"    {target} = {text};" if target.startswith("st.")
+                     else f"    const {kind} {target} = {text};")
     return lines
 
 
