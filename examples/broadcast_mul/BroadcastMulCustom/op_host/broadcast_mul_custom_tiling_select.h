@@ -521,7 +521,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 // false where the configuration is invalid here.
 inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
-    Values scratch = Values();
+    Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
     us = PredictUs(dims, v, aicNum, aivNum);
     return true;
