@@ -104,6 +104,49 @@ def split_group(spec: OperatorSpec) -> tuple[tuple[int, ...], str] | None:
     return None
 
 
+# Configurations the ranking may look at to re-split candidates that do not fit the shape
+# (:func:`resplit`), over all candidates together, beside the descent's MAX_EVALS.
+RESPLIT_EVALS = 256
+
+
+def resplit_bound(spec: OperatorSpec) -> bool:
+    """Whether candidates that fail on a shape are re-split (:func:`resplit`): the spec has a
+    split group whose bound reads no parameter (a core count, or a value of the shape and
+    profile alone such as ``issuerCores: hw.vector_cores``), so the bound is known for a
+    configuration that fails its checks (the C++ ``Derive`` computes such a value before
+    any check)."""
+    group = split_group(spec)
+    if group is None:
+        return False
+    bound = group[1]
+    if bound in HW_CORES:
+        return True
+    expr = dict(spec.model_derive).get(bound)
+    return expr is not None and not _param_reads(spec)(expr)
+
+
+def resplit(doms: Sequence[Sequence[int]] | None, group: Sequence[int], config: Sequence[int],
+            bound: int | None, left: int, score: Callable[[Sequence[int]], float]
+            ) -> tuple[list[int] | None, float, int]:
+    """A candidate that does not fit this shape with its core split re-split: the fastest
+    valid of the joint move's configurations from it (:func:`splits`, in order, the first of
+    equals), at most ``left`` of them looked at. Returns the configuration (None if no valid
+    one), its latency and how many were looked at. A batch or group count the candidate was
+    not tuned for leaves its tiles right and its split wrong (B=41: a bDim of 8 tuned for
+    B=64 leaves empty groups), which the descent cannot mend from a candidate the ranking
+    has already dropped."""
+    if doms is None or bound is None or left <= 0:
+        return None, float("inf"), 0
+    trials = splits(doms, group, config, bound)[:left]
+    best: list[int] | None = None
+    best_us = float("inf")
+    for trial in trials:
+        us = score(trial)
+        if us < best_us:
+            best, best_us = trial, us
+    return best, best_us, len(trials)
+
+
 def split_cpp(spec: OperatorSpec, cpp_name: Callable[[str], str]) -> dict[str, Any] | None:
     """The template's view of :func:`split_group`: the positions and the C++ of the bound
     (a field of the ``Values`` that ``Derive`` fills for the current configuration, or the
@@ -114,7 +157,11 @@ def split_cpp(spec: OperatorSpec, cpp_name: Callable[[str], str]) -> dict[str, A
     positions, bound = group
     cores = {"hw.cube_cores": "aicNum", "hw.vector_cores": "aivNum"}
     return {"group": list(positions),
-            "bound": cores.get(bound) or f"derived.{cpp_name(bound)}"}
+            "bound": cores.get(bound) or f"derived.{cpp_name(bound)}",
+            "resplit": resplit_bound(spec),
+            # the bound as Select reads it after a candidate's Derive failed (a value
+            # computed before any check: resplit_bound)
+            "resplit_limit": cores.get(bound) or f"trial.{cpp_name(bound)}"}
 
 
 def split_bound(spec: OperatorSpec, env: Mapping[str, Any], shape: Mapping[str, int],

@@ -199,6 +199,7 @@ def _selection_context(bundle: Bundle) -> dict[str, Any]:
         "refine_evals": refine.MAX_EVALS,
         "refine_pairs": refine.coupled_pairs(spec),
         "refine_split": refine.split_cpp(spec, cpp_name),
+        "resplit_evals": refine.RESPLIT_EVALS,
         "shape_from": host_shape.shape_from(spec),
     }
 

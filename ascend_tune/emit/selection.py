@@ -25,7 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from ascend_tune.emit.refine import MAX_EVALS, refine
+from ascend_tune.emit.refine import (
+    MAX_EVALS,
+    RESPLIT_EVALS,
+    domains,
+    refine,
+    resplit,
+    resplit_bound,
+    split_bound,
+    split_group,
+)
 from ascend_tune.emit.walk import walk
 from ascend_tune.expr import scalar_value
 from ascend_tune.hardware import HardwareProfile
@@ -142,13 +151,33 @@ def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Seque
     def latency(config: Sequence[int]) -> float:
         return model.latency_us(values, config, aic, aiv)
 
+    def score(config: Sequence[int]) -> float:
+        valid = derive(spec, env, shape, dict(zip(spec.params, config, strict=True)))
+        return math.inf if valid is None else latency(config)
+
     best: Selection | None = None
     table = candidate_table(tuned_configs, runners_up, spec.params)
     base = evaluate_baseline(spec, {**env, **shape})
+    group = split_group(spec) if resplit_bound(spec) else None
+    doms: list[list[int]] | None = None
+    left = RESPLIT_EVALS
     for i, config in [*enumerate(table), (-1, base)]:
         local = derive(spec, env, shape, config)
         if local is None:
-            continue
+            if i < 0 or group is None or left <= 0:
+                continue
+            if doms is None:  # the C++ computes them at the first candidate that fails
+                doms = domains(spec, env, shape) or []
+            values_of = [int(config[p]) for p in spec.params]
+            limit = split_bound(spec, env, shape, values_of, group[1])
+            split, _us, looked = resplit(doms or None, group[0], values_of, limit, left, score)
+            left -= looked
+            if split is None:
+                continue
+            config = dict(zip(spec.params, split, strict=True))
+            local = derive(spec, env, shape, config)
+            if local is None:  # valid by construction (its score was finite)
+                continue
         us = latency([config[p] for p in spec.params])
         if best is None or us < best.latency_us:
             best = Selection(MODEL if i >= 0 else BASELINE, i, dict(config), local, us)
@@ -158,10 +187,6 @@ def select(spec: OperatorSpec, hw: HardwareProfile, tuned_shapes: Sequence[Seque
         if found is None or local is None:
             return Selection(NONE, -1, base, {})
         best = Selection(WALK, -1, found, local, latency([found[p] for p in spec.params]))
-
-    def score(config: Sequence[int]) -> float:
-        valid = derive(spec, env, shape, dict(zip(spec.params, config, strict=True)))
-        return math.inf if valid is None else latency(config)
 
     def scores(configs: Sequence[Sequence[int]]) -> list[float]:
         ok = valid_rows(spec, env, shape, configs)
