@@ -655,9 +655,11 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
     for (int32_t i = 0; i <= kCandidateCount; ++i) {
-        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
         Values trial = Values();
-        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        if (!Derive(shape, config, aicNum, aivNum, trial)) {
+            continue;
+        }
         const int64_t params[3] = { config.blockDim, config.tileLength, config.bufferNum };
         const double us = PredictUs(dims, params, aicNum, aivNum);
         if (best == -2 || us < bestUs) {

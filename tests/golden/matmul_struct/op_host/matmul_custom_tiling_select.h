@@ -833,6 +833,69 @@ inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* 
     return true;
 }
 
+// A candidate that does not fit this shape with its core split, re-split (refine.py resplit):
+// the fastest valid of the joint move's configurations from it (every combination of the
+// split's domains, the others kept, whose product fits the bound and which none of them can
+// grow in; the first parameter slowest, the first of equals), at most `left` of them looked
+// at (counted down). False where none is valid.
+const int64_t kResplitEvals = INT64_C(256);  // over all candidates of one Select
+inline bool Resplit(const Shape& shape, const ShapeTerms& st, const std::vector<int64_t>* doms,
+                    const int64_t* from, int64_t limit, int64_t aicNum, int64_t aivNum,
+                    int64_t& left, int64_t* out, double& us) {
+    const int32_t n = 15;
+    const int32_t g = 3;
+    static const int32_t kSplit[3] = { 12, 13, 14 };
+    int32_t choices = 0;
+    for (int32_t q = 0; q < g; ++q) {
+        if (doms[kSplit[q]].size() > 1) ++choices;
+        for (size_t k = 0; k < doms[kSplit[q]].size(); ++k) {
+            if (doms[kSplit[q]][k] < 1) return false;
+        }
+    }
+    if (choices < 3) return false;
+    bool found = false;
+    double best = std::numeric_limits<double>::infinity();
+    size_t idx[3] = {};
+    while (true) {
+        int64_t prod = 1;
+        for (int32_t q = 0; q < g; ++q) {
+            prod *= doms[kSplit[q]][idx[q]];
+            if (prod > limit) break;
+        }
+        bool same = true;
+        for (int32_t q = 0; q < g; ++q) {
+            if (doms[kSplit[q]][idx[q]] != from[kSplit[q]]) same = false;
+        }
+        bool full = prod <= limit && !same;
+        for (int32_t q = 0; q < g && full; ++q) {
+            const std::vector<int64_t>& d = doms[kSplit[q]];
+            if (idx[q] + 1 < d.size() && prod / d[idx[q]] * d[idx[q] + 1] <= limit) full = false;
+        }
+        if (full) {
+            if (left <= 0) break;
+            --left;
+            int64_t trial[15];
+            std::copy(from, from + n, trial);
+            for (int32_t q = 0; q < g; ++q) trial[kSplit[q]] = doms[kSplit[q]][idx[q]];
+            double t = 0.0;
+            if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
+                best = t;
+                std::copy(trial, trial + n, out);
+                found = true;
+            }
+        }
+        int32_t q = g - 1;
+        while (q >= 0 && idx[q] + 1 == doms[kSplit[q]].size()) {
+            idx[q] = 0;
+            --q;
+        }
+        if (q < 0) break;
+        ++idx[q];
+    }
+    if (found) us = best;
+    return found;
+}
+
 // The next value of an ascending domain above (step 1) or below (step -1) value.
 inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t step,
                        int64_t& out) {
@@ -1057,10 +1120,29 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
+    std::vector<int64_t> splitDoms[15];
+    int32_t splitDomsState = 0;  // 0: not computed yet, 1: computed, -1: a domain is empty or bad
+    int64_t resplitLeft = kResplitEvals;
     for (int32_t i = 0; i <= kCandidateCount; ++i) {
-        const Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
+        Config config = i < kCandidateCount ? CandidateConfig(i) : Baseline(shape, aicNum, aivNum);
         Values trial = Values();
-        if (!Derive(shape, config, aicNum, aivNum, trial)) continue;
+        if (!Derive(shape, config, aicNum, aivNum, trial)) {
+            // A candidate whose core split does not fit this shape competes re-split.
+            if (i == kCandidateCount || resplitLeft <= 0) continue;
+            if (splitDomsState == 0) {
+                splitDomsState = Domains(shape, aicNum, aivNum, splitDoms) ? 1 : -1;
+            }
+            if (splitDomsState < 0) continue;
+            const int64_t from[15] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim };
+            int64_t split[15];
+            double splitUs = 0.0;
+            if (!Resplit(shape, st, splitDoms, from, trial.v_issuerCores, aicNum, aivNum,
+                         resplitLeft, split, splitUs)) {
+                continue;
+            }
+            config = ConfigOf(split);
+            if (!Derive(shape, config, aicNum, aivNum, trial)) continue;  // valid by construction
+        }
         const int64_t params[15] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim };
         const double us = PredictUs(dims, params, aicNum, aivNum);
         if (best == -2 || us < bestUs) {
