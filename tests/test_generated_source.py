@@ -118,6 +118,8 @@ def test_the_selection_header_reads_like_code_a_person_wrote() -> None:
     start = text.index("inline double PredictUs(")
     predict = text[start:text.index("\n}\n", start)]
     assert not re.search(r"\bt[0-9]+\b", predict)
+    assert not re.search(r"\|\| \((\w+) != \1\)\)", predict), "np.maximum written out"
+    assert "at_max2(" in predict
     assert not re.search(r"\(\(?-?[0-9.]+ [<>=!]=? -?[0-9.]+\)?\)", predict), "constant test"
     comments = re.findall(r"^    // (\w+)$", predict, re.M)
     spec = bundle.spec

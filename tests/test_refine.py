@@ -185,6 +185,8 @@ def test_the_core_split_group_is_read_from_the_cores_constraint() -> None:
     assert [bmm.params[i] for i in group[0]] == ["mDim", "nDim", "kDim", "bDim"]
     assert group[1] == "issuerCores"
     assert refine_mod.split_group(load_spec("layernorm")) is None
+    # mDim * nDim * kDim <= issuerCores with kDim: {values: [1]}: two have a choice at most
+    assert refine_mod.split_group(load_spec("matmul")) is None
 
 
 def test_a_batch_that_changes_rebalances_the_split_jointly(

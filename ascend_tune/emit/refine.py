@@ -84,11 +84,19 @@ def _factors(node: Node) -> list[str] | None:
     return None
 
 
+def _single(spec: OperatorSpec, param: str) -> bool:
+    """Whether the parameter's domain is one value on every shape (a one-entry list)."""
+    domain = spec.domains[param]
+    return domain.kind == "values" and len(domain.exprs) == 1
+
+
 def split_group(spec: OperatorSpec) -> tuple[tuple[int, ...], str] | None:
     """The core split the joint move re-balances: parameter positions (in the constraint's
     order) and the bound's name, from the first constraint ``p1 * p2 * ... <= bound`` over
-    three or more distinct parameters whose bound is a derived value of the model or a core
-    count (``hw.cube_cores`` / ``hw.vector_cores``); None if no constraint is one."""
+    three or more distinct parameters, three of them with a domain that can hold more than
+    one value (matmul's kDim is ``values: [1]``, so its mDim * nDim * kDim is no such split),
+    whose bound is a derived value of the model or a core count (``hw.cube_cores`` /
+    ``hw.vector_cores``); None if no constraint is one."""
     position = {p: i for i, p in enumerate(spec.params)}
     derived = {n for n, d in spec.model_derive if d.kind is Kind.INT}
     for _name, e in spec.constraints:
@@ -99,7 +107,8 @@ def split_group(spec: OperatorSpec) -> tuple[tuple[int, ...], str] | None:
         factors = _factors(root.left)
         if (bound in derived or bound in HW_CORES) and factors is not None \
                 and len(factors) >= 3 and len(set(factors)) == len(factors) \
-                and all(f in position for f in factors):
+                and all(f in position for f in factors) \
+                and sum(not _single(spec, f) for f in factors) >= 3:
             return tuple(position[f] for f in factors), bound
     return None
 

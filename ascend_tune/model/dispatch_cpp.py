@@ -144,6 +144,14 @@ class _Translator:
             parts = [_convert(*self.expr(v), BOOL) for v in node.values]
             return "(" + joiner.join(parts) + ")", BOOL
         if isinstance(node, ast.IfExp):
+            paired = _min_max(node)
+            if paired is not None:  # np.minimum / np.maximum as the kernel writes them
+                a, ka = self.expr(node.body)
+                b, kb = self.expr(node.orelse)
+                kind = _common(ka, kb)
+                if kind in (INT, FLOAT):
+                    return (f"{paired}({_convert(a, ka, kind)}, {_convert(b, kb, kind)})",
+                            kind)
             test = _convert(*self.expr(node.test), BOOL)
             a, ka = self.expr(node.body)
             b, kb = self.expr(node.orelse)
@@ -207,6 +215,23 @@ class _Translator:
         want = arg_type or kind
         texts = [_convert(t, k, want) for t, k in args]
         return f"{cpp}({', '.join(texts)})", result or kind
+
+
+def _min_max(node: ast.IfExp) -> str | None:
+    """``at_min2`` / ``at_max2`` for ``a if (a < b or a != a) else b`` / ``a if (a > b or
+    a != a) else b`` (the helpers are that expression: the same value, nan included)."""
+    test, a, b = node.test, ast.dump(node.body), ast.dump(node.orelse)
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or)
+            and len(test.values) == 2):
+        return None
+    first, nan = test.values
+    if not (isinstance(first, ast.Compare) and isinstance(nan, ast.Compare)
+            and len(first.ops) == 1 and len(nan.ops) == 1
+            and isinstance(nan.ops[0], ast.NotEq)
+            and ast.dump(nan.left) == a and ast.dump(nan.comparators[0]) == a
+            and ast.dump(first.left) == a and ast.dump(first.comparators[0]) == b):
+        return None
+    return {ast.Lt: "at_min2", ast.Gt: "at_max2"}.get(type(first.ops[0]))
 
 
 def _common(a: str, b: str) -> str:
