@@ -216,11 +216,69 @@ static const double k_XP2[4] = {1024.0, 4096.0, 16384.0, 65536.0};
 static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
 static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
 static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
-inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+// The values of the model that depend on the shape and the core counts only:
+// computed once per shape, read by every configuration's PredictUs.
+struct ShapeTerms {
+    int64_t v_B;
+    int64_t v_M;
+    int64_t v_N;
+    int64_t v_K;
+    int64_t aic;
+    int64_t uniqueBytes_0;
+    int64_t uniqueBytes_1;
+    int64_t uniqueBytes_2;
+    int64_t uniqueBytes_3;
+    bool load_a_l1_8;
+    double load_a_l1_9;
+    double load_a_l1_10;
+    bool load_a_l1_21;
+    bool load_b_l1_8;
+    double load_b_l1_9;
+    double load_b_l1_10;
+    bool load_b_l1_16;
+    double write_c_5;
+};
+inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {
     const int64_t v_B = shape[0];
     const int64_t v_M = shape[1];
     const int64_t v_N = shape[2];
     const int64_t v_K = shape[3];
+    (void)aiv;
+    ShapeTerms st = ShapeTerms();
+    st.v_B = v_B;
+    st.v_M = v_M;
+    st.v_N = v_N;
+    st.v_K = v_K;
+    st.aic = aic;
+    // uniqueBytes
+    st.uniqueBytes_0 = ((v_M * v_K) * INT64_C(2));
+    st.uniqueBytes_1 = ((v_K * v_N) * INT64_C(2));
+    st.uniqueBytes_2 = (st.uniqueBytes_0 + st.uniqueBytes_1);
+    st.uniqueBytes_3 = (v_B * st.uniqueBytes_2);
+    // load_a_l1
+    const double load_a_l1_2 = static_cast<double>(v_K);
+    const double load_a_l1_7 = (load_a_l1_2 * 2.0);
+    st.load_a_l1_8 = (std::fmod(load_a_l1_7, 512.0) == static_cast<double>(INT64_C(0)));
+    st.load_a_l1_9 = ((std::fmod(load_a_l1_7, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_7, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    st.load_a_l1_10 = (st.load_a_l1_8 ? 1.0 : ((1.0 < st.load_a_l1_9) ? 1.0 : st.load_a_l1_9));
+    st.load_a_l1_21 = (load_a_l1_2 > 65535.0);
+    // load_b_l1
+    const double load_b_l1_2 = static_cast<double>(v_N);
+    const double load_b_l1_7 = (load_b_l1_2 * 2.0);
+    st.load_b_l1_8 = (std::fmod(load_b_l1_7, 512.0) == static_cast<double>(INT64_C(0)));
+    st.load_b_l1_9 = ((std::fmod(load_b_l1_7, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_7, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    st.load_b_l1_10 = (st.load_b_l1_8 ? 1.0 : ((1.0 < st.load_b_l1_9) ? 1.0 : st.load_b_l1_9));
+    st.load_b_l1_16 = (load_b_l1_2 > 65535.0);
+    // write_c
+    st.write_c_5 = std::pow((888.8888888888889 * (st.load_b_l1_8 ? 1.0 : 0.7)), -1.5);
+    return st;
+}
+inline double PredictUs(const ShapeTerms& st, const int64_t* config) {
+    const int64_t v_B = st.v_B;
+    const int64_t v_M = st.v_M;
+    const int64_t v_N = st.v_N;
+    const int64_t v_K = st.v_K;
+    const int64_t aic = st.aic;
     const int64_t v_baseM = config[0];
     const int64_t v_baseN = config[1];
     const int64_t v_baseK = config[2];
@@ -237,7 +295,6 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const int64_t v_nDim = config[13];
     const int64_t v_kDim = config[14];
     const int64_t v_bDim = config[15];
-    (void)aiv;
     // singleCoreM
     const int64_t singleCoreM_0 = ((-at_floordiv((-at_ceil_div(v_M, v_mDim)), INT64_C(16))) * INT64_C(16));
     const int64_t singleCoreM_1 = ((v_M < singleCoreM_0) ? v_M : singleCoreM_0);
@@ -251,9 +308,10 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     // batchPerGroup
     const int64_t batchPerGroup_0 = at_ceil_div(v_B, v_bDim);
     // usedCoreNum
-    const int64_t usedCoreNum_0 = (mnCores_0 * at_ceil_div(v_B, batchPerGroup_0));
+    const int64_t usedCoreNum_0 = at_ceil_div(v_B, batchPerGroup_0);
+    const int64_t usedCoreNum_1 = (mnCores_0 * usedCoreNum_0);
     // blockDim
-    const int64_t blockDim_0 = (-at_floordiv((-usedCoreNum_0), INT64_C(2)));
+    const int64_t blockDim_0 = (-at_floordiv((-usedCoreNum_1), INT64_C(2)));
     // mBlocks
     const int64_t mBlocks_0 = at_ceil_div(singleCoreM_1, v_baseM);
     // nBlocks
@@ -268,15 +326,12 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const int64_t aCoreBytes_0 = (((((mBlocks_0 * v_baseM) * kIters_0) * v_baseK) * INT64_C(2)) * aReads_0);
     // bCoreBytes
     const int64_t bCoreBytes_0 = (((((nBlocks_0 * v_baseN) * kIters_0) * v_baseK) * INT64_C(2)) * bReads_0);
-    // uniqueBytes
-    const int64_t uniqueBytes_0 = (v_B * (((v_M * v_K) * INT64_C(2)) + ((v_K * v_N) * INT64_C(2))));
     // inFlightBytes
-    const int64_t inFlightBytes_0 = at_ceil_div(v_B, batchPerGroup_0);
-    const int64_t inFlightBytes_1 = (((v_B < inFlightBytes_0) ? v_B : inFlightBytes_0) * (((v_M * v_K) * INT64_C(2)) + ((v_K * v_N) * INT64_C(2))));
+    const int64_t inFlightBytes_0 = (((v_B < usedCoreNum_0) ? v_B : usedCoreNum_0) * st.uniqueBytes_2);
     // missBytes
-    const int64_t missBytes_0 = ((inFlightBytes_1 <= INT64_C(201326592)) ? uniqueBytes_0 : (v_B * ((((v_M * v_K) * INT64_C(2)) * aReads_0) + (((v_K * v_N) * INT64_C(2)) * bReads_0))));
+    const int64_t missBytes_0 = ((inFlightBytes_0 <= INT64_C(201326592)) ? st.uniqueBytes_3 : (v_B * ((st.uniqueBytes_0 * aReads_0) + (st.uniqueBytes_1 * bReads_0))));
     // totalReads
-    const int64_t totalReads_0 = ((usedCoreNum_0 * batchPerGroup_0) * (aCoreBytes_0 + bCoreBytes_0));
+    const int64_t totalReads_0 = ((usedCoreNum_1 * batchPerGroup_0) * (aCoreBytes_0 + bCoreBytes_0));
     // l2Hit
     const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(missBytes_0), static_cast<double>(((totalReads_0 > INT64_C(1)) ? totalReads_0 : INT64_C(1)))));
     const double l2Hit_1 = ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0);
@@ -284,79 +339,66 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const int64_t stepK_0 = ((v_stepKa < v_stepKb) ? v_stepKa : v_stepKb);
     // cube_side
     const double cube_side_0 = static_cast<double>(blockDim_0);
-    const double cube_side_1 = at_fceil(at_py_div(static_cast<double>((usedCoreNum_0 * batchPerGroup_0)), (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
-    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_1 = at_fceil(at_py_div(static_cast<double>((usedCoreNum_1 * batchPerGroup_0)), at_max2(cube_side_0, 1.0)));
+    const double cube_side_2 = at_max2(cube_side_1, 0.0);
     const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
     const double cube_side_4 = static_cast<double>((mBlocks_0 * nBlocks_0));
     const double cube_side_5 = static_cast<double>(v_dbL0C);
     // output_block
-    const double output_block_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double output_block_0 = at_max2(cube_side_4, 0.0);
     const double output_block_1 = ((output_block_0 > 1.0) ? 14.0 : 0.0);
     const double output_block_2 = static_cast<double>(at_ceil_div(kIters_0, stepK_0));
     const double output_block_3 = static_cast<double>(v_dbL1);
     // k_l1
-    const double k_l1_0 = (((output_block_2 > 0.0) || (output_block_2 != output_block_2)) ? output_block_2 : 0.0);
+    const double k_l1_0 = at_max2(output_block_2, 0.0);
     const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
     // load_a_l1
     const double load_a_l1_0 = (at_fdiv((at_fdiv(static_cast<double>(stepK_0), static_cast<double>((v_stepM * v_stepKa))) * static_cast<double>(aReads_0)), static_cast<double>(nBlocks_0)) * static_cast<double>(v_stepM));
     const double load_a_l1_1 = static_cast<double>((v_stepM * v_baseM));
-    const double load_a_l1_2 = static_cast<double>(v_K);
-    const double load_a_l1_3 = (((load_a_l1_1 > 1.0) || (load_a_l1_1 != load_a_l1_1)) ? load_a_l1_1 : 1.0);
+    const double load_a_l1_3 = at_max2(load_a_l1_1, 1.0);
     const double load_a_l1_4 = at_py_div(static_cast<double>(((((v_stepM * v_baseM) * v_stepKa) * v_baseK) * INT64_C(2))), load_a_l1_3);
     const double load_a_l1_5 = ((load_a_l1_3 * at_fceil(at_py_div(load_a_l1_4, 32.0))) * 32.0);
     const double load_a_l1_6 = ((std::fmod(load_a_l1_4, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const double load_a_l1_7 = (load_a_l1_2 * 2.0);
-    const bool load_a_l1_8 = (std::fmod(load_a_l1_7, 512.0) == static_cast<double>(INT64_C(0)));
-    const double load_a_l1_9 = ((std::fmod(load_a_l1_7, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_7, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
-    const double load_a_l1_10 = (at_interp(load_a_l1_5, k_XP0, k_FP0, 6) * (load_a_l1_8 ? load_a_l1_6 : (((load_a_l1_6 < load_a_l1_9) || (load_a_l1_6 != load_a_l1_6)) ? load_a_l1_6 : load_a_l1_9)));
-    const double load_a_l1_11 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
-    const double load_a_l1_12 = (((load_a_l1_11 < 1.0) || (load_a_l1_11 != load_a_l1_11)) ? load_a_l1_11 : 1.0);
-    const double load_a_l1_13 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_12), 888.8888888888889) + at_py_div(load_a_l1_12, 3888.8888888888887))) * (load_a_l1_8 ? 1.0 : ((1.0 < load_a_l1_9) ? 1.0 : load_a_l1_9)));
-    const double load_a_l1_14 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_a_l1_15 = at_py_div(std::pow((std::pow((load_a_l1_14 * 330.0), -1.5) + std::pow(load_a_l1_13, -1.5)), -0.6666666666666666), load_a_l1_14);
-    const double load_a_l1_16 = at_py_div(load_a_l1_5, (((load_a_l1_10 < load_a_l1_15) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : load_a_l1_15));
-    const double load_a_l1_17 = (load_a_l1_3 * 4.8);
-    const double load_a_l1_18 = (((load_a_l1_16 > load_a_l1_17) || (load_a_l1_16 != load_a_l1_16)) ? load_a_l1_16 : load_a_l1_17);
-    const bool load_a_l1_19 = (load_a_l1_2 > 65535.0);
-    const double load_a_l1_20 = (((load_a_l1_18 > 20.6) || (load_a_l1_18 != load_a_l1_18)) ? load_a_l1_18 : 20.6);
-    const double load_a_l1_21 = (load_a_l1_19 ? 0.0 : ((((load_a_l1_0 < 1.0) || (load_a_l1_0 != load_a_l1_0)) ? load_a_l1_0 : 1.0) * 210.0));
-    const double load_a_l1_22 = (load_a_l1_0 * (load_a_l1_19 ? ((load_a_l1_19 ? (load_a_l1_3 * 210.0) : 210.0) + load_a_l1_20) : load_a_l1_20));
-    const double load_a_l1_23 = (k_l1_1 + load_a_l1_22);
-    const double load_a_l1_24 = (0.0 + load_a_l1_22);
-    const double load_a_l1_25 = (0.0 + at_py_div((load_a_l1_0 * load_a_l1_5), load_a_l1_15));
+    const double load_a_l1_11 = (at_interp(load_a_l1_5, k_XP0, k_FP0, 6) * (st.load_a_l1_8 ? load_a_l1_6 : at_min2(load_a_l1_6, st.load_a_l1_9)));
+    const double load_a_l1_12 = at_max2(l2Hit_1, 0.0);
+    const double load_a_l1_13 = at_min2(load_a_l1_12, 1.0);
+    const double load_a_l1_14 = at_py_div(1.0, (at_py_div((1.0 - load_a_l1_13), 888.8888888888889) + at_py_div(load_a_l1_13, 3888.8888888888887)));
+    const double load_a_l1_15 = at_max2(cube_side_0, 1.0);
+    const double load_a_l1_16 = std::pow((load_a_l1_15 * 330.0), -1.5);
+    const double load_a_l1_17 = at_py_div(std::pow((load_a_l1_16 + std::pow((load_a_l1_14 * st.load_a_l1_10), -1.5)), -0.6666666666666666), load_a_l1_15);
+    const double load_a_l1_18 = at_py_div(load_a_l1_5, at_min2(load_a_l1_11, load_a_l1_17));
+    const double load_a_l1_19 = (load_a_l1_3 * 4.8);
+    const double load_a_l1_20 = at_max2(load_a_l1_18, load_a_l1_19);
+    const double load_a_l1_22 = at_max2(load_a_l1_20, 20.6);
+    const double load_a_l1_23 = (st.load_a_l1_21 ? 0.0 : (at_min2(load_a_l1_0, 1.0) * 210.0));
+    const double load_a_l1_24 = (load_a_l1_0 * (st.load_a_l1_21 ? ((st.load_a_l1_21 ? (load_a_l1_3 * 210.0) : 210.0) + load_a_l1_22) : load_a_l1_22));
+    const double load_a_l1_25 = (k_l1_1 + load_a_l1_24);
+    const double load_a_l1_26 = (0.0 + load_a_l1_24);
+    const double load_a_l1_27 = (0.0 + at_py_div((load_a_l1_0 * load_a_l1_5), load_a_l1_17));
     // load_b_l1
     const double load_b_l1_0 = (at_fdiv((at_fdiv(static_cast<double>(stepK_0), static_cast<double>((v_stepN * v_stepKb))) * static_cast<double>(bReads_0)), static_cast<double>(mBlocks_0)) * static_cast<double>(v_stepN));
     const double load_b_l1_1 = static_cast<double>((v_stepKb * v_baseK));
-    const double load_b_l1_2 = static_cast<double>(v_N);
-    const double load_b_l1_3 = (((load_b_l1_1 > 1.0) || (load_b_l1_1 != load_b_l1_1)) ? load_b_l1_1 : 1.0);
+    const double load_b_l1_3 = at_max2(load_b_l1_1, 1.0);
     const double load_b_l1_4 = at_py_div(static_cast<double>(((((v_stepN * v_baseN) * v_stepKb) * v_baseK) * INT64_C(2))), load_b_l1_3);
     const double load_b_l1_5 = ((load_b_l1_3 * at_fceil(at_py_div(load_b_l1_4, 32.0))) * 32.0);
     const double load_b_l1_6 = ((std::fmod(load_b_l1_4, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const double load_b_l1_7 = (load_b_l1_2 * 2.0);
-    const bool load_b_l1_8 = (std::fmod(load_b_l1_7, 512.0) == static_cast<double>(INT64_C(0)));
-    const double load_b_l1_9 = ((std::fmod(load_b_l1_7, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_7, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
-    const double load_b_l1_10 = (at_interp(load_b_l1_5, k_XP0, k_FP0, 6) * (load_b_l1_8 ? load_b_l1_6 : (((load_b_l1_6 < load_b_l1_9) || (load_b_l1_6 != load_b_l1_6)) ? load_b_l1_6 : load_b_l1_9)));
-    const double load_b_l1_11 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
-    const double load_b_l1_12 = (((load_b_l1_11 < 1.0) || (load_b_l1_11 != load_b_l1_11)) ? load_b_l1_11 : 1.0);
-    const double load_b_l1_13 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_12), 888.8888888888889) + at_py_div(load_b_l1_12, 3888.8888888888887))) * (load_b_l1_8 ? 1.0 : ((1.0 < load_b_l1_9) ? 1.0 : load_b_l1_9)));
-    const double load_b_l1_14 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_b_l1_15 = at_py_div(std::pow((std::pow((load_b_l1_14 * 330.0), -1.5) + std::pow(load_b_l1_13, -1.5)), -0.6666666666666666), load_b_l1_14);
-    const double load_b_l1_16 = at_py_div(load_b_l1_5, (((load_b_l1_10 < load_b_l1_15) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : load_b_l1_15));
-    const double load_b_l1_17 = (load_b_l1_3 * 4.8);
-    const double load_b_l1_18 = (((load_b_l1_16 > load_b_l1_17) || (load_b_l1_16 != load_b_l1_16)) ? load_b_l1_16 : load_b_l1_17);
-    const bool load_b_l1_19 = (load_b_l1_2 > 65535.0);
-    const double load_b_l1_20 = (((load_b_l1_18 > 20.6) || (load_b_l1_18 != load_b_l1_18)) ? load_b_l1_18 : 20.6);
-    const double load_b_l1_21 = (load_b_l1_19 ? 0.0 : ((((load_b_l1_0 < 1.0) || (load_b_l1_0 != load_b_l1_0)) ? load_b_l1_0 : 1.0) * 210.0));
-    const double load_b_l1_22 = (load_b_l1_0 * (load_b_l1_19 ? ((load_b_l1_19 ? (load_b_l1_3 * 210.0) : 210.0) + load_b_l1_20) : load_b_l1_20));
-    const double load_b_l1_23 = (load_a_l1_23 + load_b_l1_22);
-    const double load_b_l1_24 = (load_a_l1_24 + load_b_l1_22);
-    const double load_b_l1_25 = (load_a_l1_25 + at_py_div((load_b_l1_0 * load_b_l1_5), load_b_l1_15));
+    const double load_b_l1_11 = (at_interp(load_b_l1_5, k_XP0, k_FP0, 6) * (st.load_b_l1_8 ? load_b_l1_6 : at_min2(load_b_l1_6, st.load_b_l1_9)));
+    const double load_b_l1_12 = at_py_div(std::pow((load_a_l1_16 + std::pow((load_a_l1_14 * st.load_b_l1_10), -1.5)), -0.6666666666666666), load_a_l1_15);
+    const double load_b_l1_13 = at_py_div(load_b_l1_5, at_min2(load_b_l1_11, load_b_l1_12));
+    const double load_b_l1_14 = (load_b_l1_3 * 4.8);
+    const double load_b_l1_15 = at_max2(load_b_l1_13, load_b_l1_14);
+    const double load_b_l1_17 = at_max2(load_b_l1_15, 20.6);
+    const double load_b_l1_18 = (st.load_b_l1_16 ? 0.0 : (at_min2(load_b_l1_0, 1.0) * 210.0));
+    const double load_b_l1_19 = (load_b_l1_0 * (st.load_b_l1_16 ? ((st.load_b_l1_16 ? (load_b_l1_3 * 210.0) : 210.0) + load_b_l1_17) : load_b_l1_17));
+    const double load_b_l1_20 = (load_a_l1_25 + load_b_l1_19);
+    const double load_b_l1_21 = (load_a_l1_26 + load_b_l1_19);
+    const double load_b_l1_22 = (load_a_l1_27 + at_py_div((load_b_l1_0 * load_b_l1_5), load_b_l1_12));
     // k_l1
-    const double k_l1_2 = (load_a_l1_21 + load_b_l1_21);
+    const double k_l1_2 = (load_a_l1_23 + load_b_l1_18);
     const double k_l1_3 = static_cast<double>(stepK_0);
     const double k_l1_4 = static_cast<double>(((v_dbL0A < v_dbL0B) ? v_dbL0A : v_dbL0B));
     // k_l0
-    const double k_l0_0 = (((k_l1_3 > 0.0) || (k_l1_3 != k_l1_3)) ? k_l1_3 : 0.0);
+    const double k_l0_0 = at_max2(k_l1_3, 0.0);
     const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
     // load_a_l0a
     const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_baseM * v_baseK) * INT64_C(2))), 1.0), 32.0))) * 32.0);
@@ -369,38 +411,39 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
     const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
     // mmad
-    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(v_baseM), 16.0)) * at_fceil(at_py_div(static_cast<double>(v_baseN), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_baseK), static_cast<double>(INT64_C(16)))));
-    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
-    const double mmad_2 = (load_b_l0b_2 + mmad_1);
-    const double mmad_3 = (0.0 + mmad_1);
+    const double mmad_0 = static_cast<double>(v_baseM);
+    const double mmad_1 = ((((at_fceil(at_py_div(mmad_0, 16.0)) * at_fceil(at_py_div(static_cast<double>(v_baseN), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_baseK), static_cast<double>(INT64_C(16))))) * 1.0) + 2.0);
+    const double mmad_2 = (1.0 * mmad_1);
+    const double mmad_3 = (load_b_l0b_2 + mmad_2);
+    const double mmad_4 = (0.0 + mmad_2);
     // k_l0
-    const double k_l0_2 = (mmad_2 + 2.0);
+    const double k_l0_2 = (mmad_3 + 2.0);
     const double k_l0_3 = (k_l0_1 + 2.0);
-    const double k_l0_4 = (((k_l0_3 > load_b_l0b_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : load_b_l0b_3);
-    const double k_l0_5 = (((k_l0_4 > mmad_3) || (k_l0_4 != k_l0_4)) ? k_l0_4 : mmad_3);
-    const double k_l0_6 = (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0);
-    const double k_l0_7 = (((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0);
+    const double k_l0_4 = at_max2(k_l0_3, load_b_l0b_3);
+    const double k_l0_5 = at_max2(k_l0_4, mmad_4);
+    const double k_l0_6 = at_max2(k_l0_5, 0.0);
+    const double k_l0_7 = at_max2(k_l0_6, 0.0);
     const double k_l0_8 = (k_l0_0 - 1.0);
-    const double k_l0_9 = (((k_l0_8 > 0.0) || (k_l0_8 != k_l0_8)) ? k_l0_8 : 0.0);
+    const double k_l0_9 = at_max2(k_l0_8, 0.0);
     const bool k_l0_10 = (k_l1_4 >= static_cast<double>(INT64_C(2)));
     const double k_l0_11 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_10 ? (k_l0_0 * 0.0) : ((k_l0_9 * k_l0_2) + k_l0_7)));
-    const double k_l0_12 = (load_b_l1_23 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_10 ? (k_l0_2 + (k_l0_9 * k_l0_7)) : (k_l0_0 * k_l0_2))));
+    const double k_l0_12 = (load_b_l1_20 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_10 ? (k_l0_2 + (k_l0_9 * k_l0_7)) : (k_l0_0 * k_l0_2))));
     const double k_l0_13 = (k_l1_1 + (k_l0_3 * k_l0_0));
     const double k_l0_14 = (0.0 + (load_b_l0b_3 * k_l0_0));
-    const double k_l0_15 = (0.0 + (mmad_3 * k_l0_0));
-    const double k_l0_16 = (load_b_l1_25 + (0.0 * k_l0_0));
+    const double k_l0_15 = (0.0 + (mmad_4 * k_l0_0));
+    const double k_l0_16 = (load_b_l1_22 + (0.0 * k_l0_0));
     const double k_l0_17 = ((0.0 > k_l0_11) ? 0.0 : k_l0_11);
     // k_l1
-    const double k_l1_5 = (load_b_l1_24 + k_l1_2);
+    const double k_l1_5 = (load_b_l1_21 + k_l1_2);
     const double k_l1_6 = ((k_l0_12 + k_l1_2) + 2.0);
     const double k_l1_7 = (k_l0_13 + 2.0);
-    const double k_l1_8 = (((k_l1_7 > k_l1_5) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l1_5);
-    const double k_l1_9 = (((k_l1_8 > k_l0_14) || (k_l1_8 != k_l1_8)) ? k_l1_8 : k_l0_14);
-    const double k_l1_10 = (((k_l1_9 > k_l0_15) || (k_l1_9 != k_l1_9)) ? k_l1_9 : k_l0_15);
-    const double k_l1_11 = (((k_l1_10 > k_l0_16) || (k_l1_10 != k_l1_10)) ? k_l1_10 : k_l0_16);
-    const double k_l1_12 = (((k_l1_11 > k_l0_17) || (k_l1_11 != k_l1_11)) ? k_l1_11 : k_l0_17);
+    const double k_l1_8 = at_max2(k_l1_7, k_l1_5);
+    const double k_l1_9 = at_max2(k_l1_8, k_l0_14);
+    const double k_l1_10 = at_max2(k_l1_9, k_l0_15);
+    const double k_l1_11 = at_max2(k_l1_10, k_l0_16);
+    const double k_l1_12 = at_max2(k_l1_11, k_l0_17);
     const double k_l1_13 = (k_l1_0 - 1.0);
-    const double k_l1_14 = (((k_l1_13 > 0.0) || (k_l1_13 != k_l1_13)) ? k_l1_13 : 0.0);
+    const double k_l1_14 = at_max2(k_l1_13, 0.0);
     const bool k_l1_15 = (output_block_3 >= static_cast<double>(INT64_C(2)));
     const double k_l1_16 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_15 ? (k_l1_0 * k_l0_17) : ((k_l1_14 * k_l1_6) + k_l1_12)));
     const double k_l1_17 = (output_block_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_15 ? (k_l1_6 + (k_l1_14 * k_l1_12)) : (k_l1_0 * k_l1_6))));
@@ -411,34 +454,34 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const double k_l1_22 = (0.0 + (k_l0_16 * k_l1_0));
     const double k_l1_23 = ((0.0 > k_l1_16) ? 0.0 : k_l1_16);
     // write_c
-    const double write_c_0 = static_cast<double>(v_baseM);
-    const double write_c_1 = (((write_c_0 > 1.0) || (write_c_0 != write_c_0)) ? write_c_0 : 1.0);
-    const double write_c_2 = at_py_div(static_cast<double>(((v_baseM * v_baseN) * INT64_C(2))), write_c_1);
-    const double write_c_3 = ((write_c_1 * at_fceil(at_py_div(write_c_2, 32.0))) * 32.0);
-    const double write_c_4 = ((std::fmod(write_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const bool write_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
-    const double write_c_6 = (at_interp(write_c_3, k_XP3, k_FP3, 6) * (write_c_5 ? write_c_4 : (((write_c_4 < 0.7) || (write_c_4 != write_c_4)) ? write_c_4 : 0.7)));
-    const double write_c_7 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double write_c_8 = at_py_div(std::pow((std::pow((write_c_7 * 330.0), -1.5) + std::pow((888.8888888888889 * (write_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), write_c_7);
-    const double write_c_9 = (1.0 * (11.0 + at_py_div(write_c_3, (((write_c_6 < write_c_8) || (write_c_6 != write_c_6)) ? write_c_6 : write_c_8))));
-    const double write_c_10 = (k_l1_17 + write_c_9);
-    const double write_c_11 = (0.0 + write_c_9);
-    const double write_c_12 = (k_l1_22 + at_py_div((1.0 * write_c_3), write_c_8));
+    const double write_c_0 = at_max2(mmad_0, 1.0);
+    const double write_c_1 = at_py_div(static_cast<double>(((v_baseM * v_baseN) * INT64_C(2))), write_c_0);
+    const double write_c_2 = ((write_c_0 * at_fceil(at_py_div(write_c_1, 32.0))) * 32.0);
+    const double write_c_3 = ((std::fmod(write_c_1, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double write_c_4 = (at_interp(write_c_2, k_XP3, k_FP3, 6) * (st.load_b_l1_8 ? write_c_3 : at_min2(write_c_3, 0.7)));
+    const double write_c_6 = at_py_div(std::pow((load_a_l1_16 + st.write_c_5), -0.6666666666666666), load_a_l1_15);
+    const double write_c_7 = (1.0 * (11.0 + at_py_div(write_c_2, at_min2(write_c_4, write_c_6))));
+    const double write_c_8 = (k_l1_17 + write_c_7);
+    const double write_c_9 = (0.0 + write_c_7);
+    const double write_c_10 = (k_l1_22 + at_py_div((1.0 * write_c_2), write_c_6));
     // output_block
-    const double output_block_4 = (write_c_10 + 2.0);
+    const double output_block_4 = (write_c_8 + 2.0);
     const double output_block_5 = (k_l1_18 + 2.0);
-    const double output_block_6 = (((output_block_5 > k_l1_19) || (output_block_5 != output_block_5)) ? output_block_5 : k_l1_19);
-    const double output_block_7 = (((output_block_6 > k_l1_20) || (output_block_6 != output_block_6)) ? output_block_6 : k_l1_20);
-    const double output_block_8 = (((output_block_7 > k_l1_21) || (output_block_7 != output_block_7)) ? output_block_7 : k_l1_21);
-    const double output_block_9 = (((output_block_8 > write_c_11) || (output_block_8 != output_block_8)) ? output_block_8 : write_c_11);
-    const double output_block_10 = (((output_block_9 > write_c_12) || (output_block_9 != output_block_9)) ? output_block_9 : write_c_12);
+    const double output_block_6 = at_max2(output_block_5, k_l1_19);
+    const double output_block_7 = at_max2(output_block_6, k_l1_20);
+    const double output_block_8 = at_max2(output_block_7, k_l1_21);
+    const double output_block_9 = at_max2(output_block_8, write_c_9);
+    const double output_block_10 = at_max2(output_block_9, write_c_10);
     const double output_block_11 = (output_block_0 - 1.0);
-    const double output_block_12 = ((cube_side_5 >= static_cast<double>(INT64_C(2))) ? (output_block_4 + ((((output_block_11 > 0.0) || (output_block_11 != output_block_11)) ? output_block_11 : 0.0) * (((output_block_10 > k_l1_23) || (output_block_10 != output_block_10)) ? output_block_10 : k_l1_23))) : (output_block_0 * output_block_4));
+    const double output_block_12 = ((cube_side_5 >= static_cast<double>(INT64_C(2))) ? (output_block_4 + (at_max2(output_block_11, 0.0) * at_max2(output_block_10, k_l1_23))) : (output_block_0 * output_block_4));
     const double output_block_13 = (cube_side_3 + ((output_block_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : output_block_12));
     // cube_side
     const double cube_side_6 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
     const double cube_side_7 = (((0.0 > cube_side_6) ? 0.0 : cube_side_6) + at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (output_block_13 + 0.0))), 1800.0));
     return cube_side_7;
+}
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    return PredictUs(ShapeTermsOf(shape, aic, aiv), config);
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -834,6 +877,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         });
     }
     const int64_t dims[4] = { shape.B, shape.M, shape.N, shape.K };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     Values w = Values();
     w.aicNum = aicNum;
     w.aivNum = aivNum;
@@ -866,7 +910,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
             k[depth] = -2;
             continue;
         }
-        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        const double us = PredictUs(st, cur);
         if (found == 0 || us < bestUs) {
             bestUs = us;
             out = ConfigOf(cur);
@@ -878,77 +922,98 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
 // false where the configuration is invalid here.
-inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+inline bool RefineScore(const Shape& shape, const ShapeTerms& st, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
     Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
-    us = PredictUs(dims, v, aicNum, aivNum);
+    us = PredictUs(st, v);
     return true;
 }
 
-// A candidate that does not fit this shape with its core split, re-split (refine.py resplit):
-// the fastest valid of the joint move's configurations from it (every combination of the
-// split's domains, the others kept, whose product fits the bound and which none of them can
-// grow in; the first parameter slowest, the first of equals), at most `left` of them looked
-// at (counted down). False where none is valid.
-const int64_t kResplitEvals = INT64_C(256);  // over all candidates of one Select
-inline bool Resplit(const Shape& shape, const ShapeTerms& st, const std::vector<int64_t>* doms,
-                    const int64_t* from, int64_t limit, int64_t aicNum, int64_t aivNum,
-                    int64_t& left, int64_t* out, double& us) {
-    const int32_t n = 16;
-    const int32_t g = 4;
-    static const int32_t kSplit[4] = { 12, 13, 14, 15 };
+// The core split the joint move re-balances (refine.py split_group): these parameters, whose
+// product the spec bounds.
+const int32_t kSplitCount = 4;
+static const int32_t kSplit[4] = { 12, 13, 14, 15 };
+
+// Whether the joint move applies on this shape: three of the split have a choice, every
+// value positive.
+inline bool SplitUsable(const std::vector<int64_t>* doms) {
     int32_t choices = 0;
-    for (int32_t q = 0; q < g; ++q) {
+    for (int32_t q = 0; q < kSplitCount; ++q) {
         if (doms[kSplit[q]].size() > 1) ++choices;
         for (size_t k = 0; k < doms[kSplit[q]].size(); ++k) {
             if (doms[kSplit[q]][k] < 1) return false;
         }
     }
-    if (choices < 3) return false;
-    bool found = false;
-    double best = std::numeric_limits<double>::infinity();
-    size_t idx[4] = {};
-    while (true) {
+    return choices >= 3;
+}
+
+// The joint move's configurations from `from` (refine.py splits), one per call into `trial`:
+// every combination of the split's domains (the first parameter slowest), the others kept,
+// whose product fits `limit` and which none of them can grow in, except from's own. `idx`
+// (zeroed) and `done` (false) hold where the enumeration stands; false when none is left.
+inline bool NextSplit(const std::vector<int64_t>* doms, const int64_t* from, int64_t limit,
+                      size_t* idx, bool& done, int64_t* trial) {
+    while (!done) {
         int64_t prod = 1;
-        for (int32_t q = 0; q < g; ++q) {
+        for (int32_t q = 0; q < kSplitCount; ++q) {
             prod *= doms[kSplit[q]][idx[q]];
             if (prod > limit) break;
         }
         bool same = true;
-        for (int32_t q = 0; q < g; ++q) {
+        for (int32_t q = 0; q < kSplitCount; ++q) {
             if (doms[kSplit[q]][idx[q]] != from[kSplit[q]]) same = false;
         }
         bool full = prod <= limit && !same;
-        for (int32_t q = 0; q < g && full; ++q) {
+        for (int32_t q = 0; q < kSplitCount && full; ++q) {
             const std::vector<int64_t>& d = doms[kSplit[q]];
             if (idx[q] + 1 < d.size() && prod / d[idx[q]] * d[idx[q] + 1] <= limit) full = false;
         }
         if (full) {
-            if (left <= 0) break;
-            --left;
-            int64_t trial[16];
-            std::copy(from, from + n, trial);
-            for (int32_t q = 0; q < g; ++q) trial[kSplit[q]] = doms[kSplit[q]][idx[q]];
-            double t = 0.0;
-            if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
-                best = t;
-                std::copy(trial, trial + n, out);
-                found = true;
-            }
+            std::copy(from, from + 16, trial);
+            for (int32_t q = 0; q < kSplitCount; ++q) trial[kSplit[q]] = doms[kSplit[q]][idx[q]];
         }
-        int32_t q = g - 1;
+        int32_t q = kSplitCount - 1;
         while (q >= 0 && idx[q] + 1 == doms[kSplit[q]].size()) {
             idx[q] = 0;
             --q;
         }
-        if (q < 0) break;
-        ++idx[q];
+        if (q < 0) {
+            done = true;
+        } else {
+            ++idx[q];
+        }
+        if (full) return true;
+    }
+    return false;
+}
+
+// A candidate that does not fit this shape with its core split, re-split (refine.py resplit):
+// the fastest valid of the joint move's configurations from it (the first of equals), at most
+// `left` of them looked at (counted down). False where none is valid.
+const int64_t kResplitEvals = INT64_C(256);  // over all candidates of one Select
+inline bool Resplit(const Shape& shape, const ShapeTerms& st, const std::vector<int64_t>* doms,
+                    const int64_t* from, int64_t limit, int64_t aicNum, int64_t aivNum,
+                    int64_t& left, int64_t* out, double& us) {
+    if (!SplitUsable(doms)) return false;
+    bool found = false;
+    double best = std::numeric_limits<double>::infinity();
+    size_t idx[4] = {};
+    bool done = false;
+    int64_t trial[16];
+    while (NextSplit(doms, from, limit, idx, done, trial)) {
+        if (left <= 0) break;
+        --left;
+        double t = 0.0;
+        if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
+            best = t;
+            std::copy(trial, trial + 16, out);
+            found = true;
+        }
     }
     if (found) us = best;
     return found;
 }
-
 // The next value of an ascending domain above (step 1) or below (step -1) value.
 inline bool DomainStep(const std::vector<int64_t>& dom, int64_t value, int32_t step,
                        int64_t& out) {
@@ -977,6 +1042,7 @@ const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t dims[4] = { shape.B, shape.M, shape.N, shape.K };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     std::vector<int64_t> doms[16];
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 16;
@@ -1005,7 +1071,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 ++evals;
                 cur[j] = v;
                 double t = 0.0;
-                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                if (RefineScore(shape, st, cur, aicNum, aivNum, t) && t < best) {
                     best = t;
                     pick = v;
                     moved = true;
@@ -1038,7 +1104,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                     trial[i] = a;
                     trial[j] = b;
                     double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                    if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
                         best = t;
                         std::copy(trial, trial + n, moved);
                         pairMoved = true;
@@ -1047,61 +1113,24 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
             }
         }
         if (!pairMoved && !spent) {
-            // The core split re-balanced jointly: every combination of these parameters'
-            // domains, the others kept, whose product fits the bound and which none of
-            // them can grow in (refine.py splits, the first parameter slowest).
-            const int32_t g = 4;
-            static const int32_t kSplit[4] = { 12, 13, 14, 15 };
-            bool usable = true;
-            int32_t choices = 0;
-            for (int32_t q = 0; q < g; ++q) {
-                if (doms[kSplit[q]].size() > 1) ++choices;
-                for (size_t k = 0; k < doms[kSplit[q]].size(); ++k) {
-                    if (doms[kSplit[q]][k] < 1) usable = false;
-                }
-            }
+            // The core split re-balanced jointly (NextSplit: every split that fills the
+            // bound, the others kept).
             Values derived = Values();
-            usable = usable && choices >= 3 &&
-                     Derive(shape, ConfigOf(cur), aicNum, aivNum, derived);
+            const bool usable = SplitUsable(doms) &&
+                                Derive(shape, ConfigOf(cur), aicNum, aivNum, derived);
             const int64_t limit = derived.v_issuerCores;
             size_t idx[4] = {};
-            while (usable) {
-                int64_t prod = 1;
-                for (int32_t q = 0; q < g; ++q) {
-                    prod *= doms[kSplit[q]][idx[q]];
-                    if (prod > limit) break;
+            bool done = !usable;
+            int64_t trial[16];
+            while (NextSplit(doms, cur, limit, idx, done, trial)) {
+                if (evals >= kRefineEvals) { spent = true; break; }
+                ++evals;
+                double t = 0.0;
+                if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
+                    best = t;
+                    std::copy(trial, trial + n, moved);
+                    pairMoved = true;
                 }
-                bool same = true;
-                for (int32_t q = 0; q < g; ++q) {
-                    if (doms[kSplit[q]][idx[q]] != cur[kSplit[q]]) same = false;
-                }
-                bool full = prod <= limit && !same;
-                for (int32_t q = 0; q < g && full; ++q) {
-                    const std::vector<int64_t>& d = doms[kSplit[q]];
-                    if (idx[q] + 1 < d.size() && prod / d[idx[q]] * d[idx[q] + 1] <= limit) {
-                        full = false;
-                    }
-                }
-                if (full) {
-                    if (evals >= kRefineEvals) { spent = true; break; }
-                    ++evals;
-                    int64_t trial[16];
-                    std::copy(cur, cur + n, trial);
-                    for (int32_t q = 0; q < g; ++q) trial[kSplit[q]] = doms[kSplit[q]][idx[q]];
-                    double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
-                        best = t;
-                        std::copy(trial, trial + n, moved);
-                        pairMoved = true;
-                    }
-                }
-                int32_t q = g - 1;
-                while (q >= 0 && idx[q] + 1 == doms[kSplit[q]].size()) {
-                    idx[q] = 0;
-                    --q;
-                }
-                if (q < 0) break;
-                ++idx[q];
             }
         }
         if (!pairMoved) break;
@@ -1172,6 +1201,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
         break;
     }
     const int64_t dims[4] = { shape.B, shape.M, shape.N, shape.K };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
@@ -1199,7 +1229,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             if (!Derive(shape, config, aicNum, aivNum, trial)) continue;  // valid by construction
         }
         const int64_t params[16] = { config.baseM, config.baseN, config.baseK, config.stepM, config.stepN, config.stepKa, config.stepKb, config.dbL1, config.dbL0A, config.dbL0B, config.dbL0C, config.iterateOrder, config.mDim, config.nDim, config.kDim, config.bDim };
-        const double us = PredictUs(dims, params, aicNum, aivNum);
+        const double us = PredictUs(st, params);
         if (best == -2 || us < bestUs) {
             best = i;
             bestUs = us;
@@ -1217,7 +1247,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             return none;
         }
         const int64_t params[16] = { walked.baseM, walked.baseN, walked.baseK, walked.stepM, walked.stepN, walked.stepKa, walked.stepKb, walked.dbL1, walked.dbL0A, walked.dbL0B, walked.dbL0C, walked.iterateOrder, walked.mDim, walked.nDim, walked.kDim, walked.bDim };
-        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestUs = PredictUs(st, params);
         bestConfig = walked;
         source = kWalk;
     }

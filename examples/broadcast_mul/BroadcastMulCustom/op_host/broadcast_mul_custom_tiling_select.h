@@ -195,95 +195,116 @@ static const double k_XP0[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
 static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
-inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+// The values of the model that depend on the shape and the core counts only:
+// computed once per shape, read by every configuration's PredictUs.
+struct ShapeTerms {
+    int64_t v_batch;
+    int64_t aiv;
+    int64_t rowLength_0;
+    int64_t rowAligned_0;
+    double copy_in_h_1;
+    double copy_in_h_2;
+    double muls_0;
+    double copy_out_2;
+};
+inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {
     const int64_t v_batch = shape[0];
     const int64_t v_seq = shape[1];
     const int64_t v_hidden = shape[2];
     const int64_t v_streams = shape[3];
+    (void)aic;
+    ShapeTerms st = ShapeTerms();
+    st.v_batch = v_batch;
+    st.aiv = aiv;
+    // rowLength
+    st.rowLength_0 = (v_seq * v_hidden);
+    // rowAligned
+    st.rowAligned_0 = ((-at_floordiv((-st.rowLength_0), INT64_C(8))) * INT64_C(8));
+    // copy_in_h
+    const double copy_in_h_0 = at_py_div(static_cast<double>((v_streams * INT64_C(4))), 1.0);
+    st.copy_in_h_1 = ((1.0 * at_fceil(at_py_div(copy_in_h_0, 32.0))) * 32.0);
+    st.copy_in_h_2 = (at_interp(st.copy_in_h_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_h_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    // muls
+    st.muls_0 = static_cast<double>(v_streams);
+    // copy_out
+    st.copy_out_2 = (at_min2(st.muls_0, 1.0) * 80.0);
+    return st;
+}
+inline double PredictUs(const ShapeTerms& st, const int64_t* config) {
+    const int64_t v_batch = st.v_batch;
+    const int64_t aiv = st.aiv;
     const int64_t v_blockDim = config[0];
     const int64_t v_tileLength = config[1];
     const int64_t v_bufferNum = config[2];
-    (void)aic;
-    // rowLength
-    const int64_t rowLength_0 = (v_seq * v_hidden);
-    // rowAligned
-    const int64_t rowAligned_0 = ((-at_floordiv((-rowLength_0), INT64_C(8))) * INT64_C(8));
     // tileElems
-    const int64_t tileElems_0 = ((v_tileLength < rowAligned_0) ? v_tileLength : rowAligned_0);
+    const int64_t tileElems_0 = ((v_tileLength < st.rowAligned_0) ? v_tileLength : st.rowAligned_0);
     // tilesPerRow
-    const int64_t tilesPerRow_0 = at_ceil_div(rowAligned_0, tileElems_0);
+    const int64_t tilesPerRow_0 = at_ceil_div(st.rowAligned_0, tileElems_0);
     // totalTiles
     const int64_t totalTiles_0 = (v_batch * tilesPerRow_0);
     // tilesPerCore
     const int64_t tilesPerCore_0 = at_ceil_div(totalTiles_0, v_blockDim);
     // vector_side
     const double vector_side_0 = static_cast<double>(v_blockDim);
-    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
-    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, at_max2(vector_side_0, 1.0)));
+    const double vector_side_2 = at_max2(vector_side_1, 0.0);
     const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
-    const double vector_side_4 = at_fdiv(static_cast<double>((tilesPerCore_0 * rowLength_0)), static_cast<double>((tilesPerRow_0 * tileElems_0)));
+    const double vector_side_4 = at_fdiv(static_cast<double>((tilesPerCore_0 * st.rowLength_0)), static_cast<double>((tilesPerRow_0 * tileElems_0)));
     const double vector_side_5 = static_cast<double>(v_bufferNum);
     // tile
-    const double tile_0 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double tile_0 = at_max2(vector_side_4, 0.0);
     const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
     // copy_in_x
     const double copy_in_x_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(4))), 1.0);
     const double copy_in_x_1 = ((1.0 * at_fceil(at_py_div(copy_in_x_0, 32.0))) * 32.0);
-    const double copy_in_x_2 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_in_x_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_in_x_4 = at_py_div(std::pow((std::pow((copy_in_x_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_3);
-    const double copy_in_x_5 = at_py_div(copy_in_x_1, (((copy_in_x_2 < copy_in_x_4) || (copy_in_x_2 != copy_in_x_2)) ? copy_in_x_2 : copy_in_x_4));
-    const double copy_in_x_6 = (1.0 * (((copy_in_x_5 > 20.6) || (copy_in_x_5 != copy_in_x_5)) ? copy_in_x_5 : 20.6));
-    const double copy_in_x_7 = (tile_1 + copy_in_x_6);
-    const double copy_in_x_8 = (0.0 + copy_in_x_6);
-    const double copy_in_x_9 = (0.0 + at_py_div((1.0 * copy_in_x_1), copy_in_x_4));
+    const double copy_in_x_2 = ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double copy_in_x_3 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * copy_in_x_2);
+    const double copy_in_x_4 = at_max2(vector_side_0, 1.0);
+    const double copy_in_x_5 = at_py_div(std::pow((std::pow((copy_in_x_4 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_4);
+    const double copy_in_x_6 = at_py_div(copy_in_x_1, at_min2(copy_in_x_3, copy_in_x_5));
+    const double copy_in_x_7 = (1.0 * at_max2(copy_in_x_6, 20.6));
+    const double copy_in_x_8 = (tile_1 + copy_in_x_7);
+    const double copy_in_x_9 = (0.0 + copy_in_x_7);
+    const double copy_in_x_10 = (0.0 + at_py_div((1.0 * copy_in_x_1), copy_in_x_5));
     // copy_in_h
-    const double copy_in_h_0 = at_py_div(static_cast<double>((v_streams * INT64_C(4))), 1.0);
-    const double copy_in_h_1 = ((1.0 * at_fceil(at_py_div(copy_in_h_0, 32.0))) * 32.0);
-    const double copy_in_h_2 = (at_interp(copy_in_h_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_h_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_in_h_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_in_h_4 = at_py_div(std::pow((std::pow((copy_in_h_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_h_3);
-    const double copy_in_h_5 = at_py_div(copy_in_h_1, (((copy_in_h_2 < copy_in_h_4) || (copy_in_h_2 != copy_in_h_2)) ? copy_in_h_2 : copy_in_h_4));
-    const double copy_in_h_6 = (1.0 * (((copy_in_h_5 > 20.6) || (copy_in_h_5 != copy_in_h_5)) ? copy_in_h_5 : 20.6));
-    const double copy_in_h_7 = (copy_in_x_7 + copy_in_h_6);
-    const double copy_in_h_8 = (copy_in_x_8 + copy_in_h_6);
-    const double copy_in_h_9 = (copy_in_x_9 + at_py_div((1.0 * copy_in_h_1), copy_in_h_4));
+    const double copy_in_h_3 = at_py_div(st.copy_in_h_1, at_min2(st.copy_in_h_2, copy_in_x_5));
+    const double copy_in_h_4 = (1.0 * at_max2(copy_in_h_3, 20.6));
+    const double copy_in_h_5 = (copy_in_x_8 + copy_in_h_4);
+    const double copy_in_h_6 = (copy_in_x_9 + copy_in_h_4);
+    const double copy_in_h_7 = (copy_in_x_10 + at_py_div((1.0 * st.copy_in_h_1), copy_in_x_5));
     // muls
-    const double muls_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double muls_1 = (static_cast<double>(v_streams) * ((at_fceil(at_py_div(muls_0, 255.0)) * 22.0) + (muls_0 * 1.0)));
-    const double muls_2 = (copy_in_h_7 + muls_1);
-    const double muls_3 = (0.0 + muls_1);
-    const double muls_4 = (copy_in_h_9 + 0.0);
+    const double muls_1 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
+    const double muls_2 = (st.muls_0 * ((at_fceil(at_py_div(muls_1, 255.0)) * 22.0) + (muls_1 * 1.0)));
+    const double muls_3 = (copy_in_h_5 + muls_2);
+    const double muls_4 = (0.0 + muls_2);
+    const double muls_5 = (copy_in_h_7 + 0.0);
     // tile
-    const double tile_2 = (copy_in_h_8 + 380.0);
-    const double tile_3 = (muls_2 + 380.0);
+    const double tile_2 = (copy_in_h_6 + 380.0);
+    const double tile_3 = (muls_3 + 380.0);
     // copy_out
-    const double copy_out_0 = static_cast<double>(v_streams);
-    const double copy_out_1 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(4))), 1.0);
-    const double copy_out_2 = ((1.0 * at_fceil(at_py_div(copy_out_1, 32.0))) * 32.0);
-    const double copy_out_3 = (at_interp(copy_out_2, k_XP1, k_FP1, 5) * ((std::fmod(copy_out_1, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_out_4 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_out_5 = at_py_div(std::pow((std::pow((copy_out_4 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_out_4);
-    const double copy_out_6 = at_py_div(copy_out_2, (((copy_out_3 < copy_out_5) || (copy_out_3 != copy_out_3)) ? copy_out_3 : copy_out_5));
-    const double copy_out_7 = ((((copy_out_0 < 1.0) || (copy_out_0 != copy_out_0)) ? copy_out_0 : 1.0) * 80.0);
-    const double copy_out_8 = (copy_out_0 * (((copy_out_6 > 20.6) || (copy_out_6 != copy_out_6)) ? copy_out_6 : 20.6));
-    const double copy_out_9 = (tile_3 + copy_out_8);
-    const double copy_out_10 = (0.0 + copy_out_8);
-    const double copy_out_11 = (muls_4 + at_py_div((copy_out_0 * copy_out_2), copy_out_5));
+    const double copy_out_0 = (at_interp(copy_in_x_1, k_XP1, k_FP1, 5) * copy_in_x_2);
+    const double copy_out_1 = at_py_div(copy_in_x_1, at_min2(copy_out_0, copy_in_x_5));
+    const double copy_out_3 = (st.muls_0 * at_max2(copy_out_1, 20.6));
+    const double copy_out_4 = (tile_3 + copy_out_3);
+    const double copy_out_5 = (0.0 + copy_out_3);
+    const double copy_out_6 = (muls_5 + at_py_div((st.muls_0 * copy_in_x_1), copy_in_x_5));
     // tile
-    const double tile_4 = ((copy_out_9 + copy_out_7) + 4.0);
+    const double tile_4 = ((copy_out_4 + st.copy_out_2) + 4.0);
     const double tile_5 = (tile_1 + 4.0);
-    const double tile_6 = (((tile_5 > tile_2) || (tile_5 != tile_5)) ? tile_5 : tile_2);
-    const double tile_7 = (((tile_6 > muls_3) || (tile_6 != tile_6)) ? tile_6 : muls_3);
-    const double tile_8 = (((tile_7 > copy_out_10) || (tile_7 != tile_7)) ? tile_7 : copy_out_10);
-    const double tile_9 = (((tile_8 > copy_out_11) || (tile_8 != tile_8)) ? tile_8 : copy_out_11);
+    const double tile_6 = at_max2(tile_5, tile_2);
+    const double tile_7 = at_max2(tile_6, muls_4);
+    const double tile_8 = at_max2(tile_7, copy_out_5);
+    const double tile_9 = at_max2(tile_8, copy_out_6);
     const double tile_10 = (tile_0 - 1.0);
-    const double tile_11 = ((vector_side_5 >= static_cast<double>(INT64_C(2))) ? (tile_4 + ((((tile_10 > 0.0) || (tile_10 != tile_10)) ? tile_10 : 0.0) * (((tile_9 > 0.0) || (tile_9 != tile_9)) ? tile_9 : 0.0))) : (tile_0 * tile_4));
+    const double tile_11 = ((vector_side_5 >= static_cast<double>(INT64_C(2))) ? (tile_4 + (at_max2(tile_10, 0.0) * at_max2(tile_9, 0.0))) : (tile_0 * tile_4));
     const double tile_12 = (vector_side_3 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_11));
     // vector_side
     const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
     const double vector_side_7 = (((0.0 > vector_side_6) ? 0.0 : vector_side_6) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_12 + 0.0))), 1800.0));
     return vector_side_7;
+}
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    return PredictUs(ShapeTermsOf(shape, aic, aiv), config);
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -475,6 +496,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         });
     }
     const int64_t dims[4] = { shape.batch, shape.seq, shape.hidden, shape.streams };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     Values w = Values();
     w.aicNum = aicNum;
     w.aivNum = aivNum;
@@ -507,7 +529,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
             k[depth] = -2;
             continue;
         }
-        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        const double us = PredictUs(st, cur);
         if (found == 0 || us < bestUs) {
             bestUs = us;
             out = ConfigOf(cur);
@@ -519,11 +541,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
 // false where the configuration is invalid here.
-inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+inline bool RefineScore(const Shape& shape, const ShapeTerms& st, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
     Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
-    us = PredictUs(dims, v, aicNum, aivNum);
+    us = PredictUs(st, v);
     return true;
 }
 
@@ -555,6 +577,7 @@ const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t dims[4] = { shape.batch, shape.seq, shape.hidden, shape.streams };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     std::vector<int64_t> doms[3];
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 3;
@@ -583,7 +606,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 ++evals;
                 cur[j] = v;
                 double t = 0.0;
-                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                if (RefineScore(shape, st, cur, aicNum, aivNum, t) && t < best) {
                     best = t;
                     pick = v;
                     moved = true;
@@ -616,7 +639,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                     trial[i] = a;
                     trial[j] = b;
                     double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                    if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
                         best = t;
                         std::copy(trial, trial + n, moved);
                         pairMoved = true;
@@ -666,6 +689,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
         break;
     }
     const int64_t dims[4] = { shape.batch, shape.seq, shape.hidden, shape.streams };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
@@ -676,7 +700,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             continue;
         }
         const int64_t params[3] = { config.blockDim, config.tileLength, config.bufferNum };
-        const double us = PredictUs(dims, params, aicNum, aivNum);
+        const double us = PredictUs(st, params);
         if (best == -2 || us < bestUs) {
             best = i;
             bestUs = us;
@@ -694,7 +718,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             return none;
         }
         const int64_t params[3] = { walked.blockDim, walked.tileLength, walked.bufferNum };
-        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestUs = PredictUs(st, params);
         bestConfig = walked;
         source = kWalk;
     }

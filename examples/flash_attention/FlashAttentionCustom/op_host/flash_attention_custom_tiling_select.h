@@ -204,12 +204,50 @@ static const double k_XP4[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
 static const double k_FP4[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP5[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP5[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
-inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+// The values of the model that depend on the shape and the core counts only:
+// computed once per shape, read by every configuration's PredictUs.
+struct ShapeTerms {
+    int64_t v_S1;
+    int64_t v_S2;
+    int64_t v_D;
+    int64_t aic;
+    int64_t aiv;
+    int64_t units_0;
+    int64_t cols_0;
+    int64_t nChunk_0;
+    int64_t sliceRows_0;
+    double bmm1_qk_1;
+};
+inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {
     const int64_t v_B = shape[0];
     const int64_t v_N = shape[1];
     const int64_t v_S1 = shape[2];
     const int64_t v_S2 = shape[3];
     const int64_t v_D = shape[4];
+    ShapeTerms st = ShapeTerms();
+    st.v_S1 = v_S1;
+    st.v_S2 = v_S2;
+    st.v_D = v_D;
+    st.aic = aic;
+    st.aiv = aiv;
+    // units
+    st.units_0 = (v_B * v_N);
+    // cols
+    st.cols_0 = ((-at_floordiv((-v_S2), INT64_C(16))) * INT64_C(16));
+    // nChunk
+    st.nChunk_0 = ((v_D > INT64_C(128)) ? INT64_C(128) : INT64_C(256));
+    // sliceRows
+    st.sliceRows_0 = ((v_D > INT64_C(128)) ? INT64_C(4096) : INT64_C(8192));
+    // bmm1_qk
+    st.bmm1_qk_1 = static_cast<double>(v_D);
+    return st;
+}
+inline double PredictUs(const ShapeTerms& st, const int64_t* config) {
+    const int64_t v_S1 = st.v_S1;
+    const int64_t v_S2 = st.v_S2;
+    const int64_t v_D = st.v_D;
+    const int64_t aic = st.aic;
+    const int64_t aiv = st.aiv;
     const int64_t v_s1Base = config[0];
     const int64_t v_s2Base = config[1];
     const int64_t v_blockDim = config[2];
@@ -219,315 +257,277 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     // s2Blocks
     const int64_t s2Blocks_0 = at_ceil_div(v_S2, v_s2Base);
     // units
-    const int64_t units_0 = ((v_B * v_N) * s1Blocks_0);
+    const int64_t units_1 = (st.units_0 * s1Blocks_0);
     // unitsPerCore
-    const int64_t unitsPerCore_0 = at_ceil_div(units_0, v_blockDim);
+    const int64_t unitsPerCore_0 = at_ceil_div(units_1, v_blockDim);
     // rows
-    const int64_t rows_0 = (-at_floordiv((-((v_s1Base < v_S1) ? v_s1Base : v_S1)), INT64_C(2)));
+    const int64_t rows_0 = ((v_s1Base < v_S1) ? v_s1Base : v_S1);
+    const int64_t rows_1 = (-at_floordiv((-rows_0), INT64_C(2)));
     // cols
-    const int64_t cols_0 = ((-at_floordiv((-v_S2), INT64_C(16))) * INT64_C(16));
-    const int64_t cols_1 = ((v_s2Base < cols_0) ? v_s2Base : cols_0);
+    const int64_t cols_1 = ((v_s2Base < st.cols_0) ? v_s2Base : st.cols_0);
     // nChunk
-    const int64_t nChunk_0 = ((v_D > INT64_C(128)) ? INT64_C(128) : INT64_C(256));
     const int64_t nChunk_1 = (at_floordiv(at_floordiv(INT64_C(131072), (v_s1Base * INT64_C(4))), INT64_C(16)) * INT64_C(16));
-    const int64_t nChunk_2 = ((cols_1 < nChunk_0) ? cols_1 : nChunk_0);
+    const int64_t nChunk_2 = ((cols_1 < st.nChunk_0) ? cols_1 : st.nChunk_0);
     const int64_t nChunk_3 = ((nChunk_2 < nChunk_1) ? nChunk_2 : nChunk_1);
     // nChunks
     const int64_t nChunks_0 = at_ceil_div(cols_1, nChunk_3);
     // sliceRows
-    const int64_t sliceRows_0 = at_floordiv(((v_D > INT64_C(128)) ? INT64_C(4096) : INT64_C(8192)), cols_1);
-    const int64_t sliceRows_1 = ((rows_0 < sliceRows_0) ? rows_0 : sliceRows_0);
-    const int64_t sliceRows_2 = ((INT64_C(1) > sliceRows_1) ? INT64_C(1) : sliceRows_1);
+    const int64_t sliceRows_1 = at_floordiv(st.sliceRows_0, cols_1);
+    const int64_t sliceRows_2 = ((rows_1 < sliceRows_1) ? rows_1 : sliceRows_1);
+    const int64_t sliceRows_3 = ((INT64_C(1) > sliceRows_2) ? INT64_C(1) : sliceRows_2);
     // slices
-    const int64_t slices_0 = at_ceil_div(rows_0, sliceRows_2);
+    const int64_t slices_0 = at_ceil_div(rows_1, sliceRows_3);
     // kvHit
     const double kvHit_0 = (1.0 - at_fdiv(1.0, static_cast<double>(s1Blocks_0)));
     // cube_side
     const double cube_side_0 = static_cast<double>(v_blockDim);
-    const double cube_side_1 = at_fceil(at_py_div(static_cast<double>(units_0), (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
-    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_1 = at_fceil(at_py_div(static_cast<double>(units_1), at_max2(cube_side_0, 1.0)));
+    const double cube_side_2 = at_max2(cube_side_1, 0.0);
     const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
     // load_q
     const double load_q_0 = static_cast<double>(((v_s1Base < v_S1) ? v_s1Base : v_S1));
-    const double load_q_1 = (((load_q_0 > 1.0) || (load_q_0 != load_q_0)) ? load_q_0 : 1.0);
-    const double load_q_2 = at_py_div(static_cast<double>(((((v_s1Base < v_S1) ? v_s1Base : v_S1) * v_D) * INT64_C(2))), load_q_1);
+    const double load_q_1 = at_max2(load_q_0, 1.0);
+    const double load_q_2 = at_py_div(static_cast<double>(((rows_0 * v_D) * INT64_C(2))), load_q_1);
     const double load_q_3 = ((load_q_1 * at_fceil(at_py_div(load_q_2, 32.0))) * 32.0);
     const double load_q_4 = (at_interp(load_q_3, k_XP0, k_FP0, 6) * ((std::fmod(load_q_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_q_5 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_q_6 = at_py_div(std::pow((std::pow((load_q_5 * 330.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), load_q_5);
-    const double load_q_7 = at_py_div(load_q_3, (((load_q_4 < load_q_6) || (load_q_4 != load_q_4)) ? load_q_4 : load_q_6));
-    const double load_q_8 = (cube_side_3 + (1.0 * (((load_q_7 > 20.6) || (load_q_7 != load_q_7)) ? load_q_7 : 20.6)));
+    const double load_q_5 = at_max2(cube_side_0, 1.0);
+    const double load_q_6 = std::pow((load_q_5 * 330.0), -1.5);
+    const double load_q_7 = at_py_div(std::pow((load_q_6 + 3.773364712030895e-05), -0.6666666666666666), load_q_5);
+    const double load_q_8 = at_py_div(load_q_3, at_min2(load_q_4, load_q_7));
+    const double load_q_9 = (cube_side_3 + (1.0 * at_max2(load_q_8, 20.6)));
     // cube_side
     const double cube_side_4 = static_cast<double>(s2Blocks_0);
     // s2_block
-    const double s2_block_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double s2_block_0 = at_max2(cube_side_4, 0.0);
     const double s2_block_1 = ((s2_block_0 > 1.0) ? 14.0 : 0.0);
     // load_k
     const double load_k_0 = static_cast<double>(nChunks_0);
-    const double load_k_1 = static_cast<double>(nChunk_3);
-    const double load_k_2 = (((load_k_1 > 1.0) || (load_k_1 != load_k_1)) ? load_k_1 : 1.0);
-    const double load_k_3 = at_py_div(static_cast<double>(((nChunk_3 * v_D) * INT64_C(2))), load_k_2);
-    const double load_k_4 = ((load_k_2 * at_fceil(at_py_div(load_k_3, 32.0))) * 32.0);
-    const double load_k_5 = (at_interp(load_k_4, k_XP0, k_FP0, 6) * ((std::fmod(load_k_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_k_6 = (((kvHit_0 > 0.0) || (kvHit_0 != kvHit_0)) ? kvHit_0 : 0.0);
-    const double load_k_7 = (((load_k_6 < 1.0) || (load_k_6 != load_k_6)) ? load_k_6 : 1.0);
-    const double load_k_8 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_k_9 = std::pow(at_py_div(1.0, (at_py_div((1.0 - load_k_7), 888.8888888888889) + at_py_div(load_k_7, 3888.8888888888887))), -1.5);
-    const double load_k_10 = at_py_div(std::pow((std::pow((load_k_8 * 330.0), -1.5) + load_k_9), -0.6666666666666666), load_k_8);
-    const double load_k_11 = at_py_div(load_k_4, (((load_k_5 < load_k_10) || (load_k_5 != load_k_5)) ? load_k_5 : load_k_10));
-    const double load_k_12 = ((((load_k_0 < 1.0) || (load_k_0 != load_k_0)) ? load_k_0 : 1.0) * 210.0);
-    const double load_k_13 = (load_k_0 * (((load_k_11 > 20.6) || (load_k_11 != load_k_11)) ? load_k_11 : 20.6));
-    const double load_k_14 = (s2_block_1 + load_k_13);
-    const double load_k_15 = (0.0 + load_k_13);
-    const double load_k_16 = (0.0 + at_py_div((load_k_0 * load_k_4), load_k_10));
+    const double load_k_1 = static_cast<double>(((nChunk_3 * v_D) * INT64_C(2)));
+    const double load_k_2 = static_cast<double>(nChunk_3);
+    const double load_k_3 = at_max2(load_k_2, 1.0);
+    const double load_k_4 = at_py_div(load_k_1, load_k_3);
+    const double load_k_5 = ((load_k_3 * at_fceil(at_py_div(load_k_4, 32.0))) * 32.0);
+    const double load_k_6 = (at_interp(load_k_5, k_XP0, k_FP0, 6) * ((std::fmod(load_k_4, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_k_7 = at_max2(kvHit_0, 0.0);
+    const double load_k_8 = at_min2(load_k_7, 1.0);
+    const double load_k_9 = std::pow(at_py_div(1.0, (at_py_div((1.0 - load_k_8), 888.8888888888889) + at_py_div(load_k_8, 3888.8888888888887))), -1.5);
+    const double load_k_10 = at_py_div(std::pow((load_q_6 + load_k_9), -0.6666666666666666), load_q_5);
+    const double load_k_11 = at_py_div((load_k_0 * load_k_5), load_k_10);
+    const double load_k_12 = at_py_div(load_k_5, at_min2(load_k_6, load_k_10));
+    const double load_k_13 = (at_min2(load_k_0, 1.0) * 210.0);
+    const double load_k_14 = (load_k_0 * at_max2(load_k_12, 20.6));
+    const double load_k_15 = (s2_block_1 + load_k_14);
+    const double load_k_16 = (0.0 + load_k_14);
+    const double load_k_17 = (0.0 + load_k_11);
     // q_to_l0a
-    const double q_to_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_s1Base * v_D) * INT64_C(2))), 1.0), 32.0))) * 32.0);
-    const double q_to_l0a_1 = (static_cast<double>(nChunks_0) * (2.0 + at_py_div(q_to_l0a_0, at_interp(q_to_l0a_0, k_XP1, k_FP1, 4))));
-    const double q_to_l0a_2 = (load_k_14 + q_to_l0a_1);
-    const double q_to_l0a_3 = (0.0 + q_to_l0a_1);
-    const double q_to_l0a_4 = (load_k_16 + 0.0);
+    const int64_t q_to_l0a_0 = (v_s1Base * v_D);
+    const double q_to_l0a_1 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>((q_to_l0a_0 * INT64_C(2))), 1.0), 32.0))) * 32.0);
+    const double q_to_l0a_2 = (load_k_0 * (2.0 + at_py_div(q_to_l0a_1, at_interp(q_to_l0a_1, k_XP1, k_FP1, 4))));
+    const double q_to_l0a_3 = (load_k_15 + q_to_l0a_2);
+    const double q_to_l0a_4 = (0.0 + q_to_l0a_2);
+    const double q_to_l0a_5 = (load_k_17 + 0.0);
     // s2_block
-    const double s2_block_2 = (load_k_15 + load_k_12);
-    const double s2_block_3 = (q_to_l0a_2 + load_k_12);
+    const double s2_block_2 = (load_k_16 + load_k_13);
+    const double s2_block_3 = (q_to_l0a_3 + load_k_13);
     // k_to_l0b
-    const double k_to_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((nChunk_3 * v_D) * INT64_C(2))), 1.0), 32.0))) * 32.0);
-    const double k_to_l0b_1 = (static_cast<double>(nChunks_0) * (2.0 + at_py_div(k_to_l0b_0, at_interp(k_to_l0b_0, k_XP2, k_FP2, 4))));
+    const double k_to_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(load_k_1, 1.0), 32.0))) * 32.0);
+    const double k_to_l0b_1 = (load_k_0 * (2.0 + at_py_div(k_to_l0b_0, at_interp(k_to_l0b_0, k_XP2, k_FP2, 4))));
     const double k_to_l0b_2 = (s2_block_3 + k_to_l0b_1);
-    const double k_to_l0b_3 = (q_to_l0a_3 + k_to_l0b_1);
-    const double k_to_l0b_4 = (q_to_l0a_4 + 0.0);
+    const double k_to_l0b_3 = (q_to_l0a_4 + k_to_l0b_1);
+    const double k_to_l0b_4 = (q_to_l0a_5 + 0.0);
     // bmm1_qk
-    const double bmm1_qk_0 = ((at_fceil(at_py_div(static_cast<double>(v_s1Base), 16.0)) * at_fceil(at_py_div(static_cast<double>(nChunk_3), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_D), static_cast<double>(INT64_C(16)))));
-    const double bmm1_qk_1 = (static_cast<double>(nChunks_0) * ((bmm1_qk_0 * 1.0) + 2.0));
-    const double bmm1_qk_2 = (k_to_l0b_2 + bmm1_qk_1);
-    const double bmm1_qk_3 = (0.0 + bmm1_qk_1);
-    const double bmm1_qk_4 = (k_to_l0b_4 + 0.0);
+    const double bmm1_qk_0 = static_cast<double>(v_s1Base);
+    const double bmm1_qk_2 = (load_k_0 * ((((at_fceil(at_py_div(bmm1_qk_0, 16.0)) * at_fceil(at_py_div(load_k_2, 16.0))) * at_fceil(at_py_div(st.bmm1_qk_1, static_cast<double>(INT64_C(16))))) * 1.0) + 2.0));
+    const double bmm1_qk_3 = (k_to_l0b_2 + bmm1_qk_2);
+    const double bmm1_qk_4 = (0.0 + bmm1_qk_2);
+    const double bmm1_qk_5 = (k_to_l0b_4 + 0.0);
     // s_to_workspace
-    const double s_to_workspace_0 = static_cast<double>(nChunks_0);
-    const double s_to_workspace_1 = static_cast<double>(v_s1Base);
-    const double s_to_workspace_2 = (((s_to_workspace_1 > 1.0) || (s_to_workspace_1 != s_to_workspace_1)) ? s_to_workspace_1 : 1.0);
-    const double s_to_workspace_3 = at_py_div(static_cast<double>(((v_s1Base * nChunk_3) * INT64_C(4))), s_to_workspace_2);
-    const double s_to_workspace_4 = ((s_to_workspace_2 * at_fceil(at_py_div(s_to_workspace_3, 32.0))) * 32.0);
-    const double s_to_workspace_5 = (at_interp(s_to_workspace_4, k_XP3, k_FP3, 6) * ((std::fmod(s_to_workspace_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double s_to_workspace_6 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double s_to_workspace_7 = at_py_div(std::pow((std::pow((s_to_workspace_6 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), s_to_workspace_6);
-    const double s_to_workspace_8 = (s_to_workspace_0 * (11.0 + at_py_div(s_to_workspace_4, (((s_to_workspace_5 < s_to_workspace_7) || (s_to_workspace_5 != s_to_workspace_5)) ? s_to_workspace_5 : s_to_workspace_7))));
-    const double s_to_workspace_9 = (bmm1_qk_2 + s_to_workspace_8);
-    const double s_to_workspace_10 = (0.0 + s_to_workspace_8);
-    const double s_to_workspace_11 = (bmm1_qk_4 + at_py_div((s_to_workspace_0 * s_to_workspace_4), s_to_workspace_7));
+    const int64_t s_to_workspace_0 = (v_s1Base * nChunk_3);
+    const double s_to_workspace_1 = at_max2(bmm1_qk_0, 1.0);
+    const double s_to_workspace_2 = at_py_div(static_cast<double>((s_to_workspace_0 * INT64_C(4))), s_to_workspace_1);
+    const double s_to_workspace_3 = ((s_to_workspace_1 * at_fceil(at_py_div(s_to_workspace_2, 32.0))) * 32.0);
+    const double s_to_workspace_4 = (at_interp(s_to_workspace_3, k_XP3, k_FP3, 6) * ((std::fmod(s_to_workspace_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double s_to_workspace_5 = at_py_div(std::pow((load_q_6 + 4.123459160934548e-06), -0.6666666666666666), load_q_5);
+    const double s_to_workspace_6 = (load_k_0 * (11.0 + at_py_div(s_to_workspace_3, at_min2(s_to_workspace_4, s_to_workspace_5))));
+    const double s_to_workspace_7 = (bmm1_qk_3 + s_to_workspace_6);
+    const double s_to_workspace_8 = (0.0 + s_to_workspace_6);
+    const double s_to_workspace_9 = (bmm1_qk_5 + at_py_div((load_k_0 * s_to_workspace_3), s_to_workspace_5));
     // load_p
-    const double load_p_0 = static_cast<double>(nChunks_0);
-    const double load_p_1 = static_cast<double>(v_s1Base);
-    const double load_p_2 = (((load_p_1 > 1.0) || (load_p_1 != load_p_1)) ? load_p_1 : 1.0);
-    const double load_p_3 = at_py_div(static_cast<double>(((v_s1Base * nChunk_3) * INT64_C(2))), load_p_2);
-    const double load_p_4 = ((load_p_2 * at_fceil(at_py_div(load_p_3, 32.0))) * 32.0);
-    const double load_p_5 = (at_interp(load_p_4, k_XP0, k_FP0, 6) * ((std::fmod(load_p_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_p_6 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_p_7 = at_py_div(std::pow((std::pow((load_p_6 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_p_6);
-    const double load_p_8 = at_py_div(load_p_4, (((load_p_5 < load_p_7) || (load_p_5 != load_p_5)) ? load_p_5 : load_p_7));
-    const double load_p_9 = ((((load_p_0 < 1.0) || (load_p_0 != load_p_0)) ? load_p_0 : 1.0) * 210.0);
-    const double load_p_10 = (load_p_0 * (((load_p_8 > 20.6) || (load_p_8 != load_p_8)) ? load_p_8 : 20.6));
-    const double load_p_11 = (s_to_workspace_9 + load_p_10);
-    const double load_p_12 = (s2_block_2 + load_p_10);
-    const double load_p_13 = (s_to_workspace_11 + at_py_div((load_p_0 * load_p_4), load_p_7));
+    const double load_p_0 = static_cast<double>((s_to_workspace_0 * INT64_C(2)));
+    const double load_p_1 = at_py_div(load_p_0, s_to_workspace_1);
+    const double load_p_2 = ((s_to_workspace_1 * at_fceil(at_py_div(load_p_1, 32.0))) * 32.0);
+    const double load_p_3 = (at_interp(load_p_2, k_XP0, k_FP0, 6) * ((std::fmod(load_p_1, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_p_4 = at_py_div(load_p_2, at_min2(load_p_3, s_to_workspace_5));
+    const double load_p_5 = (load_k_0 * at_max2(load_p_4, 20.6));
+    const double load_p_6 = (s_to_workspace_7 + load_p_5);
+    const double load_p_7 = (s2_block_2 + load_p_5);
+    const double load_p_8 = (s_to_workspace_9 + at_py_div((load_k_0 * load_p_2), s_to_workspace_5));
     // load_v
-    const double load_v_0 = static_cast<double>(nChunks_0);
-    const double load_v_1 = static_cast<double>(nChunk_3);
-    const double load_v_2 = (((load_v_1 > 1.0) || (load_v_1 != load_v_1)) ? load_v_1 : 1.0);
-    const double load_v_3 = at_py_div(static_cast<double>(((nChunk_3 * v_D) * INT64_C(2))), load_v_2);
-    const double load_v_4 = ((load_v_2 * at_fceil(at_py_div(load_v_3, 32.0))) * 32.0);
-    const double load_v_5 = (at_interp(load_v_4, k_XP0, k_FP0, 6) * ((std::fmod(load_v_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_v_6 = (((kvHit_0 > 0.0) || (kvHit_0 != kvHit_0)) ? kvHit_0 : 0.0);
-    const double load_v_7 = (((load_v_6 < 1.0) || (load_v_6 != load_v_6)) ? load_v_6 : 1.0);
-    const double load_v_8 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_v_9 = std::pow(at_py_div(1.0, (at_py_div((1.0 - load_v_7), 888.8888888888889) + at_py_div(load_v_7, 3888.8888888888887))), -1.5);
-    const double load_v_10 = at_py_div(std::pow((std::pow((load_v_8 * 330.0), -1.5) + load_v_9), -0.6666666666666666), load_v_8);
-    const double load_v_11 = at_py_div(load_v_4, (((load_v_5 < load_v_10) || (load_v_5 != load_v_5)) ? load_v_5 : load_v_10));
-    const double load_v_12 = ((((load_v_0 < 1.0) || (load_v_0 != load_v_0)) ? load_v_0 : 1.0) * 210.0);
-    const double load_v_13 = (load_v_0 * (((load_v_11 > 20.6) || (load_v_11 != load_v_11)) ? load_v_11 : 20.6));
-    const double load_v_14 = (load_p_11 + load_v_13);
-    const double load_v_15 = (load_p_12 + load_v_13);
-    const double load_v_16 = (load_p_13 + at_py_div((load_v_0 * load_v_4), load_v_10));
+    const double load_v_0 = (load_p_6 + load_k_14);
+    const double load_v_1 = (load_p_7 + load_k_14);
+    const double load_v_2 = (load_p_8 + load_k_11);
     // s2_block
-    const double s2_block_4 = (load_p_9 + load_v_12);
+    const double s2_block_4 = (load_k_13 + load_k_13);
     // p_to_l0a
-    const double p_to_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((v_s1Base * nChunk_3) * INT64_C(2))), 1.0), 32.0))) * 32.0);
-    const double p_to_l0a_1 = (static_cast<double>(nChunks_0) * (2.0 + at_py_div(p_to_l0a_0, at_interp(p_to_l0a_0, k_XP1, k_FP1, 4))));
-    const double p_to_l0a_2 = (load_v_14 + p_to_l0a_1);
+    const double p_to_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(load_p_0, 1.0), 32.0))) * 32.0);
+    const double p_to_l0a_1 = (load_k_0 * (2.0 + at_py_div(p_to_l0a_0, at_interp(p_to_l0a_0, k_XP1, k_FP1, 4))));
+    const double p_to_l0a_2 = (load_v_0 + p_to_l0a_1);
     const double p_to_l0a_3 = (k_to_l0b_3 + p_to_l0a_1);
-    const double p_to_l0a_4 = (load_v_16 + 0.0);
+    const double p_to_l0a_4 = (load_v_2 + 0.0);
     // s2_block
-    const double s2_block_5 = (load_v_15 + s2_block_4);
+    const double s2_block_5 = (load_v_1 + s2_block_4);
     const double s2_block_6 = (p_to_l0a_2 + s2_block_4);
     // v_to_l0b
-    const double v_to_l0b_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((nChunk_3 * v_D) * INT64_C(2))), 1.0), 32.0))) * 32.0);
-    const double v_to_l0b_1 = (static_cast<double>(nChunks_0) * (2.0 + at_py_div(v_to_l0b_0, at_interp(v_to_l0b_0, k_XP2, k_FP2, 4))));
-    const double v_to_l0b_2 = (s2_block_6 + v_to_l0b_1);
-    const double v_to_l0b_3 = (p_to_l0a_3 + v_to_l0b_1);
-    const double v_to_l0b_4 = (p_to_l0a_4 + 0.0);
+    const double v_to_l0b_0 = (s2_block_6 + k_to_l0b_1);
+    const double v_to_l0b_1 = (p_to_l0a_3 + k_to_l0b_1);
+    const double v_to_l0b_2 = (p_to_l0a_4 + 0.0);
     // bmm2_pv
-    const double bmm2_pv_0 = ((at_fceil(at_py_div(static_cast<double>(v_s1Base), 16.0)) * at_fceil(at_py_div(static_cast<double>(v_D), 16.0))) * at_fceil(at_py_div(static_cast<double>(nChunk_3), static_cast<double>(INT64_C(16)))));
-    const double bmm2_pv_1 = (static_cast<double>(nChunks_0) * ((bmm2_pv_0 * 1.0) + 2.0));
-    const double bmm2_pv_2 = (v_to_l0b_2 + bmm2_pv_1);
-    const double bmm2_pv_3 = (bmm1_qk_3 + bmm2_pv_1);
-    const double bmm2_pv_4 = (v_to_l0b_4 + 0.0);
+    const double bmm2_pv_0 = (load_k_0 * ((((at_fceil(at_py_div(bmm1_qk_0, 16.0)) * at_fceil(at_py_div(st.bmm1_qk_1, 16.0))) * at_fceil(at_py_div(load_k_2, static_cast<double>(INT64_C(16))))) * 1.0) + 2.0));
+    const double bmm2_pv_1 = (v_to_l0b_0 + bmm2_pv_0);
+    const double bmm2_pv_2 = (bmm1_qk_4 + bmm2_pv_0);
+    const double bmm2_pv_3 = (v_to_l0b_2 + 0.0);
     // o_to_workspace
-    const double o_to_workspace_0 = static_cast<double>(v_s1Base);
-    const double o_to_workspace_1 = (((o_to_workspace_0 > 1.0) || (o_to_workspace_0 != o_to_workspace_0)) ? o_to_workspace_0 : 1.0);
-    const double o_to_workspace_2 = at_py_div(static_cast<double>(((v_s1Base * v_D) * INT64_C(4))), o_to_workspace_1);
-    const double o_to_workspace_3 = ((o_to_workspace_1 * at_fceil(at_py_div(o_to_workspace_2, 32.0))) * 32.0);
-    const double o_to_workspace_4 = (at_interp(o_to_workspace_3, k_XP3, k_FP3, 6) * ((std::fmod(o_to_workspace_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double o_to_workspace_5 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double o_to_workspace_6 = at_py_div(std::pow((std::pow((o_to_workspace_5 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), o_to_workspace_5);
-    const double o_to_workspace_7 = (1.0 * (11.0 + at_py_div(o_to_workspace_3, (((o_to_workspace_4 < o_to_workspace_6) || (o_to_workspace_4 != o_to_workspace_4)) ? o_to_workspace_4 : o_to_workspace_6))));
-    const double o_to_workspace_8 = (bmm2_pv_2 + o_to_workspace_7);
-    const double o_to_workspace_9 = (s_to_workspace_10 + o_to_workspace_7);
-    const double o_to_workspace_10 = (bmm2_pv_4 + at_py_div((1.0 * o_to_workspace_3), o_to_workspace_6));
+    const double o_to_workspace_0 = at_py_div(static_cast<double>((q_to_l0a_0 * INT64_C(4))), s_to_workspace_1);
+    const double o_to_workspace_1 = ((s_to_workspace_1 * at_fceil(at_py_div(o_to_workspace_0, 32.0))) * 32.0);
+    const double o_to_workspace_2 = (at_interp(o_to_workspace_1, k_XP3, k_FP3, 6) * ((std::fmod(o_to_workspace_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double o_to_workspace_3 = (1.0 * (11.0 + at_py_div(o_to_workspace_1, at_min2(o_to_workspace_2, s_to_workspace_5))));
+    const double o_to_workspace_4 = (bmm2_pv_1 + o_to_workspace_3);
+    const double o_to_workspace_5 = (s_to_workspace_8 + o_to_workspace_3);
+    const double o_to_workspace_6 = (bmm2_pv_3 + at_py_div((1.0 * o_to_workspace_1), s_to_workspace_5));
     // s2_block
     const double s2_block_7 = (s2_block_1 + 14.0);
-    const double s2_block_8 = (((s2_block_7 > s2_block_5) || (s2_block_7 != s2_block_7)) ? s2_block_7 : s2_block_5);
-    const double s2_block_9 = (((s2_block_8 > v_to_l0b_3) || (s2_block_8 != s2_block_8)) ? s2_block_8 : v_to_l0b_3);
-    const double s2_block_10 = (((s2_block_9 > bmm2_pv_3) || (s2_block_9 != s2_block_9)) ? s2_block_9 : bmm2_pv_3);
-    const double s2_block_11 = (((s2_block_10 > o_to_workspace_9) || (s2_block_10 != s2_block_10)) ? s2_block_10 : o_to_workspace_9);
-    const double s2_block_12 = (((s2_block_11 > o_to_workspace_10) || (s2_block_11 != s2_block_11)) ? s2_block_11 : o_to_workspace_10);
+    const double s2_block_8 = at_max2(s2_block_7, s2_block_5);
+    const double s2_block_9 = at_max2(s2_block_8, v_to_l0b_1);
+    const double s2_block_10 = at_max2(s2_block_9, bmm2_pv_2);
+    const double s2_block_11 = at_max2(s2_block_10, o_to_workspace_5);
+    const double s2_block_12 = at_max2(s2_block_11, o_to_workspace_6);
     const double s2_block_13 = (s2_block_0 - 1.0);
-    const double s2_block_14 = ((o_to_workspace_8 + 14.0) + ((((s2_block_13 > 0.0) || (s2_block_13 != s2_block_13)) ? s2_block_13 : 0.0) * (((s2_block_12 > 0.0) || (s2_block_12 != s2_block_12)) ? s2_block_12 : 0.0)));
-    const double s2_block_15 = (load_q_8 + ((s2_block_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : s2_block_14));
+    const double s2_block_14 = ((o_to_workspace_4 + 14.0) + (at_max2(s2_block_13, 0.0) * at_max2(s2_block_12, 0.0)));
+    const double s2_block_15 = (load_q_9 + ((s2_block_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : s2_block_14));
     // cube_side
     const double cube_side_5 = at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (s2_block_15 + 0.0))), 1800.0);
     const double cube_side_6 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
     const double cube_side_7 = ((0.0 > cube_side_6) ? 0.0 : cube_side_6);
     // vector_side
     const double vector_side_0 = static_cast<double>((INT64_C(2) * v_blockDim));
-    const double vector_side_1 = at_fceil(at_py_div(static_cast<double>((INT64_C(2) * units_0)), (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
-    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_1 = at_fceil(at_py_div(static_cast<double>((INT64_C(2) * units_1)), at_max2(vector_side_0, 1.0)));
+    const double vector_side_2 = at_max2(vector_side_1, 0.0);
     const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
-    const double vector_side_4 = static_cast<double>(s2Blocks_0);
     // s2_block
-    const double s2_block_16 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
-    const double s2_block_17 = ((s2_block_16 > 1.0) ? 14.0 : 0.0);
-    const double s2_block_18 = static_cast<double>(slices_0);
-    const double s2_block_19 = static_cast<double>(v_dbVec);
+    const double s2_block_16 = static_cast<double>(slices_0);
+    const double s2_block_17 = static_cast<double>(v_dbVec);
     // row_slice
-    const double row_slice_0 = (((s2_block_18 > 0.0) || (s2_block_18 != s2_block_18)) ? s2_block_18 : 0.0);
+    const double row_slice_0 = at_max2(s2_block_16, 0.0);
     const double row_slice_1 = ((row_slice_0 > 1.0) ? 14.0 : 0.0);
     // load_s
-    const double load_s_0 = static_cast<double>(sliceRows_2);
-    const double load_s_1 = (((load_s_0 > 1.0) || (load_s_0 != load_s_0)) ? load_s_0 : 1.0);
-    const double load_s_2 = at_py_div(static_cast<double>(((sliceRows_2 * cols_1) * INT64_C(4))), load_s_1);
-    const double load_s_3 = ((load_s_1 * at_fceil(at_py_div(load_s_2, 32.0))) * 32.0);
-    const double load_s_4 = (at_interp(load_s_3, k_XP4, k_FP4, 5) * ((std::fmod(load_s_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_s_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double load_s_6 = at_py_div(std::pow((std::pow((load_s_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_s_5);
-    const double load_s_7 = at_py_div(load_s_3, (((load_s_4 < load_s_6) || (load_s_4 != load_s_4)) ? load_s_4 : load_s_6));
-    const double load_s_8 = (1.0 * (((load_s_7 > 20.6) || (load_s_7 != load_s_7)) ? load_s_7 : 20.6));
-    const double load_s_9 = (row_slice_1 + load_s_8);
-    const double load_s_10 = (0.0 + load_s_8);
-    const double load_s_11 = (0.0 + at_py_div((1.0 * load_s_3), load_s_6));
+    const int64_t load_s_0 = (sliceRows_3 * cols_1);
+    const double load_s_1 = static_cast<double>(sliceRows_3);
+    const double load_s_2 = at_max2(load_s_1, 1.0);
+    const double load_s_3 = at_py_div(static_cast<double>((load_s_0 * INT64_C(4))), load_s_2);
+    const double load_s_4 = ((load_s_2 * at_fceil(at_py_div(load_s_3, 32.0))) * 32.0);
+    const double load_s_5 = (at_interp(load_s_4, k_XP4, k_FP4, 5) * ((std::fmod(load_s_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_s_6 = at_max2(vector_side_0, 1.0);
+    const double load_s_7 = std::pow((load_s_6 * 200.0), -1.5);
+    const double load_s_8 = at_py_div(std::pow((load_s_7 + 4.123459160934548e-06), -0.6666666666666666), load_s_6);
+    const double load_s_9 = at_py_div(load_s_4, at_min2(load_s_5, load_s_8));
+    const double load_s_10 = (1.0 * at_max2(load_s_9, 20.6));
+    const double load_s_11 = (row_slice_1 + load_s_10);
+    const double load_s_12 = (0.0 + load_s_10);
+    const double load_s_13 = (0.0 + at_py_div((1.0 * load_s_4), load_s_8));
     // row_max_fold
     const double row_max_fold_0 = at_fceil(at_py_div((static_cast<double>(at_floordiv(cols_1, INT64_C(2))) * static_cast<double>(INT64_C(4))), 256.0));
-    const double row_max_fold_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(row_max_fold_0, 255.0)) * 22.0) + (row_max_fold_0 * 2.0)));
-    const double row_max_fold_2 = (load_s_9 + row_max_fold_1);
+    const double row_max_fold_1 = (load_s_1 * ((at_fceil(at_py_div(row_max_fold_0, 255.0)) * 22.0) + (row_max_fold_0 * 2.0)));
+    const double row_max_fold_2 = (load_s_11 + row_max_fold_1);
     const double row_max_fold_3 = (0.0 + row_max_fold_1);
-    const double row_max_fold_4 = (load_s_11 + 0.0);
+    const double row_max_fold_4 = (load_s_13 + 0.0);
     // row_slice
-    const double row_slice_2 = (load_s_10 + 190.0);
+    const double row_slice_2 = (load_s_12 + 190.0);
     const double row_slice_3 = (row_max_fold_2 + 190.0);
     // row_max_final
     const double row_max_final_0 = at_fceil(at_py_div((static_cast<double>(((cols_1 < INT64_C(64)) ? cols_1 : INT64_C(64))) * static_cast<double>(INT64_C(4))), 256.0));
-    const double row_max_final_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(row_max_final_0, 255.0)) * 22.0) + (row_max_final_0 * 7.0)));
+    const double row_max_final_1 = (load_s_1 * ((at_fceil(at_py_div(row_max_final_0, 255.0)) * 22.0) + (row_max_final_0 * 7.0)));
     const double row_max_final_2 = (row_slice_3 + row_max_final_1);
     const double row_max_final_3 = (row_max_fold_3 + row_max_final_1);
     const double row_max_final_4 = (row_max_fold_4 + 0.0);
     // sub_max
     const double sub_max_0 = at_fceil(at_py_div((static_cast<double>(cols_1) * static_cast<double>(INT64_C(4))), 256.0));
-    const double sub_max_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(sub_max_0, 255.0)) * 22.0) + (sub_max_0 * 1.0)));
+    const double sub_max_1 = (load_s_1 * ((at_fceil(at_py_div(sub_max_0, 255.0)) * 22.0) + (sub_max_0 * 1.0)));
     const double sub_max_2 = (row_max_final_2 + sub_max_1);
     const double sub_max_3 = (row_max_final_3 + sub_max_1);
     const double sub_max_4 = (row_max_final_4 + 0.0);
     // exp
-    const double exp_0 = at_fceil(at_py_div((static_cast<double>((sliceRows_2 * cols_1)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double exp_0 = at_fceil(at_py_div((static_cast<double>((sliceRows_3 * cols_1)) * static_cast<double>(INT64_C(4))), 256.0));
     const double exp_1 = (1.0 * ((at_fceil(at_py_div(exp_0, 255.0)) * 22.0) + (exp_0 * 2.0)));
     const double exp_2 = (sub_max_2 + exp_1);
     const double exp_3 = (sub_max_3 + exp_1);
     const double exp_4 = (sub_max_4 + 0.0);
     // row_sum_fold
-    const double row_sum_fold_0 = at_fceil(at_py_div((static_cast<double>(at_floordiv(cols_1, INT64_C(2))) * static_cast<double>(INT64_C(4))), 256.0));
-    const double row_sum_fold_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(row_sum_fold_0, 255.0)) * 22.0) + (row_sum_fold_0 * 2.0)));
-    const double row_sum_fold_2 = (exp_2 + row_sum_fold_1);
-    const double row_sum_fold_3 = (exp_3 + row_sum_fold_1);
-    const double row_sum_fold_4 = (exp_4 + 0.0);
+    const double row_sum_fold_0 = (exp_2 + row_max_fold_1);
+    const double row_sum_fold_1 = (exp_3 + row_max_fold_1);
+    const double row_sum_fold_2 = (exp_4 + 0.0);
     // row_sum_final
-    const double row_sum_final_0 = at_fceil(at_py_div((static_cast<double>(((cols_1 < INT64_C(64)) ? cols_1 : INT64_C(64))) * static_cast<double>(INT64_C(4))), 256.0));
-    const double row_sum_final_1 = (static_cast<double>(sliceRows_2) * ((at_fceil(at_py_div(row_sum_final_0, 255.0)) * 22.0) + (row_sum_final_0 * 7.0)));
-    const double row_sum_final_2 = (row_sum_fold_2 + row_sum_final_1);
-    const double row_sum_final_3 = (row_sum_fold_3 + row_sum_final_1);
-    const double row_sum_final_4 = (row_sum_fold_4 + 0.0);
+    const double row_sum_final_0 = (row_sum_fold_0 + row_max_final_1);
+    const double row_sum_final_1 = (row_sum_fold_1 + row_max_final_1);
+    const double row_sum_final_2 = (row_sum_fold_2 + 0.0);
     // cast_p
-    const double cast_p_0 = at_fceil(at_py_div((static_cast<double>((sliceRows_2 * cols_1)) * static_cast<double>(INT64_C(4))), 256.0));
-    const double cast_p_1 = (1.0 * ((at_fceil(at_py_div(cast_p_0, 255.0)) * 22.0) + (cast_p_0 * 2.0)));
-    const double cast_p_2 = (row_sum_final_2 + cast_p_1);
-    const double cast_p_3 = (row_sum_final_3 + cast_p_1);
-    const double cast_p_4 = (row_sum_final_4 + 0.0);
+    const double cast_p_0 = (row_sum_final_0 + exp_1);
+    const double cast_p_1 = (row_sum_final_1 + exp_1);
+    const double cast_p_2 = (row_sum_final_2 + 0.0);
     // store_p
-    const double store_p_0 = static_cast<double>(sliceRows_2);
-    const double store_p_1 = (((store_p_0 > 1.0) || (store_p_0 != store_p_0)) ? store_p_0 : 1.0);
-    const double store_p_2 = at_py_div(static_cast<double>(((sliceRows_2 * cols_1) * INT64_C(2))), store_p_1);
-    const double store_p_3 = ((store_p_1 * at_fceil(at_py_div(store_p_2, 32.0))) * 32.0);
-    const double store_p_4 = (at_interp(store_p_3, k_XP5, k_FP5, 5) * ((std::fmod(store_p_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double store_p_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double store_p_6 = at_py_div(std::pow((std::pow((store_p_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), store_p_5);
-    const double store_p_7 = at_py_div(store_p_3, (((store_p_4 < store_p_6) || (store_p_4 != store_p_4)) ? store_p_4 : store_p_6));
-    const double store_p_8 = (1.0 * (((store_p_7 > 20.6) || (store_p_7 != store_p_7)) ? store_p_7 : 20.6));
-    const double store_p_9 = (cast_p_2 + store_p_8);
-    const double store_p_10 = (0.0 + store_p_8);
-    const double store_p_11 = (cast_p_4 + at_py_div((1.0 * store_p_3), store_p_6));
+    const double store_p_0 = at_py_div(static_cast<double>((load_s_0 * INT64_C(2))), load_s_2);
+    const double store_p_1 = ((load_s_2 * at_fceil(at_py_div(store_p_0, 32.0))) * 32.0);
+    const double store_p_2 = (at_interp(store_p_1, k_XP5, k_FP5, 5) * ((std::fmod(store_p_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double store_p_3 = at_py_div(store_p_1, at_min2(store_p_2, load_s_8));
+    const double store_p_4 = (1.0 * at_max2(store_p_3, 20.6));
+    const double store_p_5 = (cast_p_0 + store_p_4);
+    const double store_p_6 = (0.0 + store_p_4);
+    const double store_p_7 = (cast_p_2 + at_py_div((1.0 * store_p_1), load_s_8));
     // row_slice
-    const double row_slice_4 = ((store_p_9 + 80.0) + 4.0);
+    const double row_slice_4 = ((store_p_5 + 80.0) + 4.0);
     const double row_slice_5 = (row_slice_1 + 4.0);
-    const double row_slice_6 = (((row_slice_5 > row_slice_2) || (row_slice_5 != row_slice_5)) ? row_slice_5 : row_slice_2);
-    const double row_slice_7 = (((row_slice_6 > cast_p_3) || (row_slice_6 != row_slice_6)) ? row_slice_6 : cast_p_3);
-    const double row_slice_8 = (((row_slice_7 > store_p_10) || (row_slice_7 != row_slice_7)) ? row_slice_7 : store_p_10);
-    const double row_slice_9 = (((row_slice_8 > store_p_11) || (row_slice_8 != row_slice_8)) ? row_slice_8 : store_p_11);
+    const double row_slice_6 = at_max2(row_slice_5, row_slice_2);
+    const double row_slice_7 = at_max2(row_slice_6, cast_p_1);
+    const double row_slice_8 = at_max2(row_slice_7, store_p_6);
+    const double row_slice_9 = at_max2(row_slice_8, store_p_7);
     const double row_slice_10 = (row_slice_0 - 1.0);
-    const double row_slice_11 = ((s2_block_19 >= static_cast<double>(INT64_C(2))) ? (row_slice_4 + ((((row_slice_10 > 0.0) || (row_slice_10 != row_slice_10)) ? row_slice_10 : 0.0) * (((row_slice_9 > 0.0) || (row_slice_9 != row_slice_9)) ? row_slice_9 : 0.0))) : (row_slice_0 * row_slice_4));
-    const double row_slice_12 = (s2_block_17 + ((row_slice_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : row_slice_11));
+    const double row_slice_11 = ((s2_block_17 >= static_cast<double>(INT64_C(2))) ? (row_slice_4 + (at_max2(row_slice_10, 0.0) * at_max2(row_slice_9, 0.0))) : (row_slice_0 * row_slice_4));
+    const double row_slice_12 = (s2_block_1 + ((row_slice_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : row_slice_11));
     // load_o_partial
-    const double load_o_partial_0 = static_cast<double>(rows_0);
-    const double load_o_partial_1 = (((load_o_partial_0 > 1.0) || (load_o_partial_0 != load_o_partial_0)) ? load_o_partial_0 : 1.0);
-    const double load_o_partial_2 = at_py_div(static_cast<double>(((rows_0 * v_D) * INT64_C(4))), load_o_partial_1);
-    const double load_o_partial_3 = ((load_o_partial_1 * at_fceil(at_py_div(load_o_partial_2, 32.0))) * 32.0);
-    const double load_o_partial_4 = (at_interp(load_o_partial_3, k_XP4, k_FP4, 5) * ((std::fmod(load_o_partial_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_o_partial_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double load_o_partial_6 = at_py_div(std::pow((std::pow((load_o_partial_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_o_partial_5);
-    const double load_o_partial_7 = at_py_div(load_o_partial_3, (((load_o_partial_4 < load_o_partial_6) || (load_o_partial_4 != load_o_partial_4)) ? load_o_partial_4 : load_o_partial_6));
-    const double load_o_partial_8 = (row_slice_12 + (1.0 * (((load_o_partial_7 > 20.6) || (load_o_partial_7 != load_o_partial_7)) ? load_o_partial_7 : 20.6)));
+    const int64_t load_o_partial_0 = (rows_1 * v_D);
+    const double load_o_partial_1 = static_cast<double>(rows_1);
+    const double load_o_partial_2 = at_max2(load_o_partial_1, 1.0);
+    const double load_o_partial_3 = at_py_div(static_cast<double>((load_o_partial_0 * INT64_C(4))), load_o_partial_2);
+    const double load_o_partial_4 = ((load_o_partial_2 * at_fceil(at_py_div(load_o_partial_3, 32.0))) * 32.0);
+    const double load_o_partial_5 = (at_interp(load_o_partial_4, k_XP4, k_FP4, 5) * ((std::fmod(load_o_partial_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_o_partial_6 = at_py_div(load_o_partial_4, at_min2(load_o_partial_5, load_s_8));
+    const double load_o_partial_7 = (row_slice_12 + (1.0 * at_max2(load_o_partial_6, 20.6)));
     // rescale_o
-    const double rescale_o_0 = at_fceil(at_py_div((static_cast<double>((rows_0 * v_D)) * static_cast<double>(INT64_C(4))), 256.0));
-    const double rescale_o_1 = (load_o_partial_8 + (2.0 * ((at_fceil(at_py_div(rescale_o_0, 255.0)) * 22.0) + (rescale_o_0 * 2.0))));
+    const double rescale_o_0 = at_fceil(at_py_div((static_cast<double>((rows_1 * v_D)) * static_cast<double>(INT64_C(4))), 256.0));
+    const double rescale_o_1 = at_fceil(at_py_div(rescale_o_0, 255.0));
+    const double rescale_o_2 = ((rescale_o_1 * 22.0) + (rescale_o_0 * 2.0));
+    const double rescale_o_3 = (load_o_partial_7 + (2.0 * rescale_o_2));
     // s2_block
-    const double s2_block_20 = (vector_side_3 + ((s2_block_16 <= static_cast<double>(INT64_C(0))) ? 0.0 : (s2_block_16 * ((rescale_o_1 + 190.0) + 4.0))));
+    const double s2_block_18 = (vector_side_3 + ((s2_block_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (s2_block_0 * ((rescale_o_3 + 190.0) + 4.0))));
     // normalise_o
-    const double normalise_o_0 = at_fceil(at_py_div((static_cast<double>((rows_0 * v_D)) * static_cast<double>(INT64_C(4))), 256.0));
-    const double normalise_o_1 = (s2_block_20 + (1.0 * ((at_fceil(at_py_div(normalise_o_0, 255.0)) * 22.0) + (normalise_o_0 * 4.0))));
+    const double normalise_o_0 = (s2_block_18 + (1.0 * ((rescale_o_1 * 22.0) + (rescale_o_0 * 4.0))));
     // cast_o
-    const double cast_o_0 = at_fceil(at_py_div((static_cast<double>((rows_0 * v_D)) * static_cast<double>(INT64_C(4))), 256.0));
-    const double cast_o_1 = (normalise_o_1 + (1.0 * ((at_fceil(at_py_div(cast_o_0, 255.0)) * 22.0) + (cast_o_0 * 2.0))));
+    const double cast_o_0 = (normalise_o_0 + (1.0 * rescale_o_2));
     // store_o
-    const double store_o_0 = static_cast<double>(rows_0);
-    const double store_o_1 = (((store_o_0 > 1.0) || (store_o_0 != store_o_0)) ? store_o_0 : 1.0);
-    const double store_o_2 = at_py_div(static_cast<double>(((rows_0 * v_D) * INT64_C(2))), store_o_1);
-    const double store_o_3 = ((store_o_1 * at_fceil(at_py_div(store_o_2, 32.0))) * 32.0);
-    const double store_o_4 = (at_interp(store_o_3, k_XP5, k_FP5, 5) * ((std::fmod(store_o_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double store_o_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double store_o_6 = at_py_div(std::pow((std::pow((store_o_5 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), store_o_5);
-    const double store_o_7 = at_py_div(store_o_3, (((store_o_4 < store_o_6) || (store_o_4 != store_o_4)) ? store_o_4 : store_o_6));
-    const double store_o_8 = (cast_o_1 + (1.0 * (((store_o_7 > 20.6) || (store_o_7 != store_o_7)) ? store_o_7 : 20.6)));
+    const double store_o_0 = at_py_div(static_cast<double>((load_o_partial_0 * INT64_C(2))), load_o_partial_2);
+    const double store_o_1 = ((load_o_partial_2 * at_fceil(at_py_div(store_o_0, 32.0))) * 32.0);
+    const double store_o_2 = (at_interp(store_o_1, k_XP5, k_FP5, 5) * ((std::fmod(store_o_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double store_o_3 = at_py_div(std::pow((load_s_7 + 3.773364712030895e-05), -0.6666666666666666), load_s_6);
+    const double store_o_4 = at_py_div(store_o_1, at_min2(store_o_2, store_o_3));
+    const double store_o_5 = (cast_o_0 + (1.0 * at_max2(store_o_4, 20.6)));
     // vector_side
-    const double vector_side_5 = at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * ((store_o_8 + 80.0) + 2.0))), 1800.0);
-    const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
-    const double vector_side_7 = (((((cube_side_5 > vector_side_5) || (cube_side_5 != cube_side_5)) ? cube_side_5 : vector_side_5) + at_py_div((static_cast<double>(((INT64_C(3) * unitsPerCore_0) * s2Blocks_0)) * 2.0), 1800.0)) + 1.0);
-    const double vector_side_8 = ((((cube_side_7 > vector_side_6) || (cube_side_7 != cube_side_7)) ? cube_side_7 : vector_side_6) + vector_side_7);
-    return vector_side_8;
+    const double vector_side_4 = at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * ((store_o_5 + 80.0) + 2.0))), 1800.0);
+    const double vector_side_5 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_6 = ((at_max2(cube_side_5, vector_side_4) + at_py_div((static_cast<double>(((INT64_C(3) * unitsPerCore_0) * s2Blocks_0)) * 2.0), 1800.0)) + 1.0);
+    const double vector_side_7 = (at_max2(cube_side_7, vector_side_5) + vector_side_6);
+    return vector_side_7;
+}
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    return PredictUs(ShapeTermsOf(shape, aic, aiv), config);
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -758,6 +758,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         });
     }
     const int64_t dims[5] = { shape.B, shape.N, shape.S1, shape.S2, shape.D };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     Values w = Values();
     w.aicNum = aicNum;
     w.aivNum = aivNum;
@@ -791,7 +792,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
             k[depth] = -2;
             continue;
         }
-        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        const double us = PredictUs(st, cur);
         if (found == 0 || us < bestUs) {
             bestUs = us;
             out = ConfigOf(cur);
@@ -803,11 +804,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
 // false where the configuration is invalid here.
-inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+inline bool RefineScore(const Shape& shape, const ShapeTerms& st, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
     Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
-    us = PredictUs(dims, v, aicNum, aivNum);
+    us = PredictUs(st, v);
     return true;
 }
 
@@ -839,6 +840,7 @@ const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t dims[5] = { shape.B, shape.N, shape.S1, shape.S2, shape.D };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     std::vector<int64_t> doms[4];
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 4;
@@ -867,7 +869,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 ++evals;
                 cur[j] = v;
                 double t = 0.0;
-                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                if (RefineScore(shape, st, cur, aicNum, aivNum, t) && t < best) {
                     best = t;
                     pick = v;
                     moved = true;
@@ -900,7 +902,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                     trial[i] = a;
                     trial[j] = b;
                     double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                    if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
                         best = t;
                         std::copy(trial, trial + n, moved);
                         pairMoved = true;
@@ -952,6 +954,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
         break;
     }
     const int64_t dims[5] = { shape.B, shape.N, shape.S1, shape.S2, shape.D };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
@@ -962,7 +965,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             continue;
         }
         const int64_t params[4] = { config.s1Base, config.s2Base, config.blockDim, config.dbVec };
-        const double us = PredictUs(dims, params, aicNum, aivNum);
+        const double us = PredictUs(st, params);
         if (best == -2 || us < bestUs) {
             best = i;
             bestUs = us;
@@ -980,7 +983,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             return none;
         }
         const int64_t params[4] = { walked.s1Base, walked.s2Base, walked.blockDim, walked.dbVec };
-        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestUs = PredictUs(st, params);
         bestConfig = walked;
         source = kWalk;
     }

@@ -189,108 +189,110 @@ static const double k_XP0[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
 static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
-inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+// The values of the model that depend on the shape and the core counts only:
+// computed once per shape, read by every configuration's PredictUs.
+struct ShapeTerms {
+    int64_t aiv;
+    int64_t alignedLength_0;
+};
+inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {
     const int64_t v_totalLength = shape[0];
+    (void)aic;
+    ShapeTerms st = ShapeTerms();
+    st.aiv = aiv;
+    // alignedLength
+    st.alignedLength_0 = ((-at_floordiv((-v_totalLength), INT64_C(8))) * INT64_C(8));
+    return st;
+}
+inline double PredictUs(const ShapeTerms& st, const int64_t* config) {
+    const int64_t aiv = st.aiv;
     const int64_t v_blockDim = config[0];
     const int64_t v_tileLength = config[1];
     const int64_t v_bufferNum = config[2];
-    (void)aic;
-    // alignedLength
-    const int64_t alignedLength_0 = ((-at_floordiv((-v_totalLength), INT64_C(8))) * INT64_C(8));
     // blockLength
-    const int64_t blockLength_0 = ((-at_floordiv((-at_ceil_div(alignedLength_0, v_blockDim)), INT64_C(8))) * INT64_C(8));
+    const int64_t blockLength_0 = ((-at_floordiv((-at_ceil_div(st.alignedLength_0, v_blockDim)), INT64_C(8))) * INT64_C(8));
     // tileElems
     const int64_t tileElems_0 = ((v_tileLength < blockLength_0) ? v_tileLength : blockLength_0);
     // vector_side
     const double vector_side_0 = static_cast<double>(v_blockDim);
-    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
-    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, at_max2(vector_side_0, 1.0)));
+    const double vector_side_2 = at_max2(vector_side_1, 0.0);
     const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
     const double vector_side_4 = at_fdiv(static_cast<double>(blockLength_0), static_cast<double>(tileElems_0));
     const double vector_side_5 = static_cast<double>(v_bufferNum);
     // tile
-    const double tile_0 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double tile_0 = at_max2(vector_side_4, 0.0);
     const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
     // copy_in_x
     const double copy_in_x_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(4))), 1.0);
     const double copy_in_x_1 = ((1.0 * at_fceil(at_py_div(copy_in_x_0, 32.0))) * 32.0);
-    const double copy_in_x_2 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_in_x_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_in_x_4 = at_py_div(std::pow((std::pow((copy_in_x_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_3);
-    const double copy_in_x_5 = at_py_div(copy_in_x_1, (((copy_in_x_2 < copy_in_x_4) || (copy_in_x_2 != copy_in_x_2)) ? copy_in_x_2 : copy_in_x_4));
-    const double copy_in_x_6 = (1.0 * (((copy_in_x_5 > 20.6) || (copy_in_x_5 != copy_in_x_5)) ? copy_in_x_5 : 20.6));
-    const double copy_in_x_7 = (tile_1 + copy_in_x_6);
-    const double copy_in_x_8 = (0.0 + copy_in_x_6);
-    const double copy_in_x_9 = (0.0 + at_py_div((1.0 * copy_in_x_1), copy_in_x_4));
+    const double copy_in_x_2 = ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double copy_in_x_3 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * copy_in_x_2);
+    const double copy_in_x_4 = at_max2(vector_side_0, 1.0);
+    const double copy_in_x_5 = at_py_div(std::pow((std::pow((copy_in_x_4 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_4);
+    const double copy_in_x_6 = at_py_div((1.0 * copy_in_x_1), copy_in_x_5);
+    const double copy_in_x_7 = at_py_div(copy_in_x_1, at_min2(copy_in_x_3, copy_in_x_5));
+    const double copy_in_x_8 = (1.0 * at_max2(copy_in_x_7, 20.6));
+    const double copy_in_x_9 = (tile_1 + copy_in_x_8);
+    const double copy_in_x_10 = (0.0 + copy_in_x_8);
+    const double copy_in_x_11 = (0.0 + copy_in_x_6);
     // copy_in_y
-    const double copy_in_y_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(4))), 1.0);
-    const double copy_in_y_1 = ((1.0 * at_fceil(at_py_div(copy_in_y_0, 32.0))) * 32.0);
-    const double copy_in_y_2 = (at_interp(copy_in_y_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_y_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_in_y_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_in_y_4 = at_py_div(std::pow((std::pow((copy_in_y_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_y_3);
-    const double copy_in_y_5 = at_py_div(copy_in_y_1, (((copy_in_y_2 < copy_in_y_4) || (copy_in_y_2 != copy_in_y_2)) ? copy_in_y_2 : copy_in_y_4));
-    const double copy_in_y_6 = (1.0 * (((copy_in_y_5 > 20.6) || (copy_in_y_5 != copy_in_y_5)) ? copy_in_y_5 : 20.6));
-    const double copy_in_y_7 = (copy_in_x_7 + copy_in_y_6);
-    const double copy_in_y_8 = (copy_in_x_8 + copy_in_y_6);
-    const double copy_in_y_9 = (copy_in_x_9 + at_py_div((1.0 * copy_in_y_1), copy_in_y_4));
+    const double copy_in_y_0 = (copy_in_x_9 + copy_in_x_8);
+    const double copy_in_y_1 = (copy_in_x_10 + copy_in_x_8);
+    const double copy_in_y_2 = (copy_in_x_11 + copy_in_x_6);
     // cast_to_float
     const double cast_to_float_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double cast_to_float_1 = (2.0 * ((at_fceil(at_py_div(cast_to_float_0, 255.0)) * 22.0) + (cast_to_float_0 * 2.0)));
-    const double cast_to_float_2 = (copy_in_y_7 + cast_to_float_1);
-    const double cast_to_float_3 = (0.0 + cast_to_float_1);
-    const double cast_to_float_4 = (copy_in_y_9 + 0.0);
+    const double cast_to_float_1 = at_fceil(at_py_div(cast_to_float_0, 255.0));
+    const double cast_to_float_2 = ((cast_to_float_1 * 22.0) + (cast_to_float_0 * 2.0));
+    const double cast_to_float_3 = (2.0 * cast_to_float_2);
+    const double cast_to_float_4 = (copy_in_y_0 + cast_to_float_3);
+    const double cast_to_float_5 = (0.0 + cast_to_float_3);
+    const double cast_to_float_6 = (copy_in_y_2 + 0.0);
     // tile
-    const double tile_2 = (copy_in_y_8 + 380.0);
-    const double tile_3 = (cast_to_float_2 + 380.0);
+    const double tile_2 = (copy_in_y_1 + 380.0);
+    const double tile_3 = (cast_to_float_4 + 380.0);
     // divide
-    const double divide_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double divide_1 = (1.0 * ((at_fceil(at_py_div(divide_0, 255.0)) * 22.0) + (divide_0 * 4.0)));
-    const double divide_2 = (tile_3 + divide_1);
-    const double divide_3 = (cast_to_float_3 + divide_1);
-    const double divide_4 = (cast_to_float_4 + 0.0);
+    const double divide_0 = (1.0 * ((cast_to_float_1 * 22.0) + (cast_to_float_0 * 4.0)));
+    const double divide_1 = (tile_3 + divide_0);
+    const double divide_2 = (cast_to_float_5 + divide_0);
+    const double divide_3 = (cast_to_float_6 + 0.0);
     // cast_floor
-    const double cast_floor_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double cast_floor_1 = (1.0 * ((at_fceil(at_py_div(cast_floor_0, 255.0)) * 22.0) + (cast_floor_0 * 2.0)));
-    const double cast_floor_2 = (divide_2 + cast_floor_1);
-    const double cast_floor_3 = (divide_3 + cast_floor_1);
-    const double cast_floor_4 = (divide_4 + 0.0);
+    const double cast_floor_0 = (1.0 * cast_to_float_2);
+    const double cast_floor_1 = (divide_1 + cast_floor_0);
+    const double cast_floor_2 = (divide_2 + cast_floor_0);
+    const double cast_floor_3 = (divide_3 + 0.0);
     // times_y
-    const double times_y_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double times_y_1 = (1.0 * ((at_fceil(at_py_div(times_y_0, 255.0)) * 22.0) + (times_y_0 * 2.0)));
-    const double times_y_2 = (cast_floor_2 + times_y_1);
-    const double times_y_3 = (cast_floor_3 + times_y_1);
-    const double times_y_4 = (cast_floor_4 + 0.0);
+    const double times_y_0 = (cast_floor_1 + cast_floor_0);
+    const double times_y_1 = (cast_floor_2 + cast_floor_0);
+    const double times_y_2 = (cast_floor_3 + 0.0);
     // subtract
-    const double subtract_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double subtract_1 = (1.0 * ((at_fceil(at_py_div(subtract_0, 255.0)) * 22.0) + (subtract_0 * 2.0)));
-    const double subtract_2 = (times_y_2 + subtract_1);
-    const double subtract_3 = (times_y_3 + subtract_1);
-    const double subtract_4 = (times_y_4 + 0.0);
+    const double subtract_0 = (times_y_0 + cast_floor_0);
+    const double subtract_1 = (times_y_1 + cast_floor_0);
+    const double subtract_2 = (times_y_2 + 0.0);
     // copy_out_z
-    const double copy_out_z_0 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(4))), 1.0);
-    const double copy_out_z_1 = ((1.0 * at_fceil(at_py_div(copy_out_z_0, 32.0))) * 32.0);
-    const double copy_out_z_2 = (at_interp(copy_out_z_1, k_XP1, k_FP1, 5) * ((std::fmod(copy_out_z_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_out_z_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_out_z_4 = at_py_div(std::pow((std::pow((copy_out_z_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_out_z_3);
-    const double copy_out_z_5 = at_py_div(copy_out_z_1, (((copy_out_z_2 < copy_out_z_4) || (copy_out_z_2 != copy_out_z_2)) ? copy_out_z_2 : copy_out_z_4));
-    const double copy_out_z_6 = (1.0 * (((copy_out_z_5 > 20.6) || (copy_out_z_5 != copy_out_z_5)) ? copy_out_z_5 : 20.6));
-    const double copy_out_z_7 = (subtract_2 + copy_out_z_6);
-    const double copy_out_z_8 = (0.0 + copy_out_z_6);
-    const double copy_out_z_9 = (subtract_4 + at_py_div((1.0 * copy_out_z_1), copy_out_z_4));
+    const double copy_out_z_0 = (at_interp(copy_in_x_1, k_XP1, k_FP1, 5) * copy_in_x_2);
+    const double copy_out_z_1 = at_py_div(copy_in_x_1, at_min2(copy_out_z_0, copy_in_x_5));
+    const double copy_out_z_2 = (1.0 * at_max2(copy_out_z_1, 20.6));
+    const double copy_out_z_3 = (subtract_0 + copy_out_z_2);
+    const double copy_out_z_4 = (0.0 + copy_out_z_2);
+    const double copy_out_z_5 = (subtract_2 + copy_in_x_6);
     // tile
-    const double tile_4 = ((copy_out_z_7 + 80.0) + 4.0);
+    const double tile_4 = ((copy_out_z_3 + 80.0) + 4.0);
     const double tile_5 = (tile_1 + 4.0);
-    const double tile_6 = (((tile_5 > tile_2) || (tile_5 != tile_5)) ? tile_5 : tile_2);
-    const double tile_7 = (((tile_6 > subtract_3) || (tile_6 != tile_6)) ? tile_6 : subtract_3);
-    const double tile_8 = (((tile_7 > copy_out_z_8) || (tile_7 != tile_7)) ? tile_7 : copy_out_z_8);
-    const double tile_9 = (((tile_8 > copy_out_z_9) || (tile_8 != tile_8)) ? tile_8 : copy_out_z_9);
+    const double tile_6 = at_max2(tile_5, tile_2);
+    const double tile_7 = at_max2(tile_6, subtract_1);
+    const double tile_8 = at_max2(tile_7, copy_out_z_4);
+    const double tile_9 = at_max2(tile_8, copy_out_z_5);
     const double tile_10 = (tile_0 - 1.0);
-    const double tile_11 = ((vector_side_5 >= static_cast<double>(INT64_C(2))) ? (tile_4 + ((((tile_10 > 0.0) || (tile_10 != tile_10)) ? tile_10 : 0.0) * (((tile_9 > 0.0) || (tile_9 != tile_9)) ? tile_9 : 0.0))) : (tile_0 * tile_4));
+    const double tile_11 = ((vector_side_5 >= static_cast<double>(INT64_C(2))) ? (tile_4 + (at_max2(tile_10, 0.0) * at_max2(tile_9, 0.0))) : (tile_0 * tile_4));
     const double tile_12 = (vector_side_3 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_11));
     // vector_side
     const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
     const double vector_side_7 = (((0.0 > vector_side_6) ? 0.0 : vector_side_6) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_12 + 0.0))), 1800.0));
     return vector_side_7;
+}
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    return PredictUs(ShapeTermsOf(shape, aic, aiv), config);
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -465,6 +467,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         });
     }
     const int64_t dims[1] = { shape.totalLength };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     Values w = Values();
     w.aicNum = aicNum;
     w.aivNum = aivNum;
@@ -494,7 +497,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
             k[depth] = -2;
             continue;
         }
-        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        const double us = PredictUs(st, cur);
         if (found == 0 || us < bestUs) {
             bestUs = us;
             out = ConfigOf(cur);
@@ -506,11 +509,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
 // false where the configuration is invalid here.
-inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+inline bool RefineScore(const Shape& shape, const ShapeTerms& st, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
     Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
-    us = PredictUs(dims, v, aicNum, aivNum);
+    us = PredictUs(st, v);
     return true;
 }
 
@@ -542,6 +545,7 @@ const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t dims[1] = { shape.totalLength };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     std::vector<int64_t> doms[3];
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 3;
@@ -570,7 +574,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 ++evals;
                 cur[j] = v;
                 double t = 0.0;
-                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                if (RefineScore(shape, st, cur, aicNum, aivNum, t) && t < best) {
                     best = t;
                     pick = v;
                     moved = true;
@@ -603,7 +607,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                     trial[i] = a;
                     trial[j] = b;
                     double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                    if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
                         best = t;
                         std::copy(trial, trial + n, moved);
                         pairMoved = true;
@@ -653,6 +657,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
         break;
     }
     const int64_t dims[1] = { shape.totalLength };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
@@ -663,7 +668,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             continue;
         }
         const int64_t params[3] = { config.blockDim, config.tileLength, config.bufferNum };
-        const double us = PredictUs(dims, params, aicNum, aivNum);
+        const double us = PredictUs(st, params);
         if (best == -2 || us < bestUs) {
             best = i;
             bestUs = us;
@@ -681,7 +686,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             return none;
         }
         const int64_t params[3] = { walked.blockDim, walked.tileLength, walked.bufferNum };
-        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestUs = PredictUs(st, params);
         bestConfig = walked;
         source = kWalk;
     }

@@ -204,21 +204,87 @@ static const double k_XP2[4] = {1024.0, 4096.0, 16384.0, 65536.0};
 static const double k_FP2[4] = {130.2, 131.4, 131.5, 131.8};
 static const double k_XP3[6] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0, 131072.0};
 static const double k_FP3[6] = {14.5, 59.5, 131.8, 124.9, 119.9, 118.7};
-inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+// The values of the model that depend on the shape and the core counts only:
+// computed once per shape, read by every configuration's PredictUs.
+struct ShapeTerms {
+    int64_t v_K;
+    int64_t v_G;
+    int64_t v_N;
+    int64_t aic;
+    int64_t groupM_0;
+    int64_t tileM_0;
+    int64_t tileN_0;
+    int64_t sliceK_0;
+    int64_t uniqueBytes_0;
+    double group_walk_0;
+    bool load_a_l1_7;
+    double load_a_l1_8;
+    double load_a_l1_9;
+    bool load_a_l1_20;
+    bool load_b_l1_7;
+    double load_b_l1_8;
+    double load_b_l1_9;
+    bool load_b_l1_15;
+    double k_l1_2;
+    double write_c_4;
+};
+inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {
     const int64_t v_M = shape[0];
     const int64_t v_K = shape[1];
     const int64_t v_G = shape[2];
     const int64_t v_N = shape[3];
+    (void)aiv;
+    ShapeTerms st = ShapeTerms();
+    st.v_K = v_K;
+    st.v_G = v_G;
+    st.v_N = v_N;
+    st.aic = aic;
+    // groupM
+    st.groupM_0 = at_ceil_div(v_M, v_G);
+    // tileM
+    st.tileM_0 = ((-at_floordiv((-st.groupM_0), INT64_C(16))) * INT64_C(16));
+    // tileN
+    st.tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
+    // sliceK
+    st.sliceK_0 = ((-at_floordiv((-v_K), INT64_C(16))) * INT64_C(16));
+    // uniqueBytes
+    st.uniqueBytes_0 = (((v_M * v_K) * INT64_C(2)) + (((v_G * v_K) * v_N) * INT64_C(2)));
+    // group_walk
+    st.group_walk_0 = (static_cast<double>((v_G * INT64_C(14))) * 1.0);
+    // load_a_l1
+    const double load_a_l1_1 = static_cast<double>(v_K);
+    const double load_a_l1_6 = (load_a_l1_1 * 2.0);
+    st.load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    st.load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    st.load_a_l1_9 = (st.load_a_l1_7 ? 1.0 : ((1.0 < st.load_a_l1_8) ? 1.0 : st.load_a_l1_8));
+    st.load_a_l1_20 = (load_a_l1_1 > 65535.0);
+    const double load_a_l1_22 = (st.load_a_l1_20 ? 0.0 : 210.0);
+    // load_b_l1
+    const double load_b_l1_1 = static_cast<double>(v_N);
+    const double load_b_l1_6 = (load_b_l1_1 * 2.0);
+    st.load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    st.load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    st.load_b_l1_9 = (st.load_b_l1_7 ? 1.0 : ((1.0 < st.load_b_l1_8) ? 1.0 : st.load_b_l1_8));
+    st.load_b_l1_15 = (load_b_l1_1 > 65535.0);
+    const double load_b_l1_17 = (st.load_b_l1_15 ? 0.0 : 210.0);
+    // k_l1
+    st.k_l1_2 = (load_a_l1_22 + load_b_l1_17);
+    // write_c
+    st.write_c_4 = std::pow((888.8888888888889 * (st.load_b_l1_7 ? 1.0 : 0.7)), -1.5);
+    return st;
+}
+inline double PredictUs(const ShapeTerms& st, const int64_t* config) {
+    const int64_t v_K = st.v_K;
+    const int64_t v_G = st.v_G;
+    const int64_t v_N = st.v_N;
+    const int64_t aic = st.aic;
     const int64_t v_m1 = config[0];
     const int64_t v_n1 = config[1];
     const int64_t v_k1 = config[2];
     const int64_t v_k0 = config[3];
     const int64_t v_blockDim = config[4];
-    (void)aiv;
-    // groupM
-    const int64_t groupM_0 = at_ceil_div(v_M, v_G);
     // mTiles
-    const int64_t mTiles_0 = at_ceil_div(groupM_0, v_m1);
+    const int64_t mTiles_0 = at_ceil_div(st.groupM_0, v_m1);
     // nTiles
     const int64_t nTiles_0 = at_ceil_div(v_N, v_n1);
     // tiles
@@ -226,97 +292,76 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     // tilesPerCore
     const int64_t tilesPerCore_0 = at_ceil_div(tiles_0, v_blockDim);
     // tileM
-    const int64_t tileM_0 = ((-at_floordiv((-groupM_0), INT64_C(16))) * INT64_C(16));
-    const int64_t tileM_1 = ((v_m1 < tileM_0) ? v_m1 : tileM_0);
+    const int64_t tileM_1 = ((v_m1 < st.tileM_0) ? v_m1 : st.tileM_0);
     // tileN
-    const int64_t tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
-    const int64_t tileN_1 = ((v_n1 < tileN_0) ? v_n1 : tileN_0);
+    const int64_t tileN_1 = ((v_n1 < st.tileN_0) ? v_n1 : st.tileN_0);
     // sliceK
-    const int64_t sliceK_0 = ((-at_floordiv((-v_K), INT64_C(16))) * INT64_C(16));
-    const int64_t sliceK_1 = ((v_k1 < sliceK_0) ? v_k1 : sliceK_0);
+    const int64_t sliceK_1 = ((v_k1 < st.sliceK_0) ? v_k1 : st.sliceK_0);
     // kSlices
-    const double kSlices_0 = at_fdiv(static_cast<double>(((-at_floordiv((-v_K), INT64_C(16))) * INT64_C(16))), static_cast<double>(sliceK_1));
+    const double kSlices_0 = at_fdiv(static_cast<double>(st.sliceK_0), static_cast<double>(sliceK_1));
     // kL0Iters
     const int64_t kL0Iters_0 = at_ceil_div(sliceK_1, v_k0);
-    // uniqueBytes
-    const int64_t uniqueBytes_0 = (((v_M * v_K) * INT64_C(2)) + (((v_G * v_K) * v_N) * INT64_C(2)));
     // readBytes
     const int64_t readBytes_0 = ((tiles_0 * v_K) * ((tileM_1 * INT64_C(2)) + (tileN_1 * INT64_C(2))));
     // l2Hit
-    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(uniqueBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
-    const double l2Hit_1 = ((uniqueBytes_0 <= INT64_C(201326592)) ? ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0) : 0.0);
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(st.uniqueBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((st.uniqueBytes_0 <= INT64_C(201326592)) ? ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0) : 0.0);
     // cube_side
     const double cube_side_0 = static_cast<double>(v_blockDim);
-    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
-    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, at_max2(cube_side_0, 1.0)));
+    const double cube_side_2 = at_max2(cube_side_1, 0.0);
     const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
     // group_walk
-    const double group_walk_0 = (cube_side_3 + (static_cast<double>((v_G * INT64_C(14))) * 1.0));
+    const double group_walk_1 = (cube_side_3 + st.group_walk_0);
     // cube_side
     const double cube_side_4 = static_cast<double>(tilesPerCore_0);
     // tile
-    const double tile_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double tile_0 = at_max2(cube_side_4, 0.0);
     const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
     // k_l1
-    const double k_l1_0 = (((kSlices_0 > 0.0) || (kSlices_0 != kSlices_0)) ? kSlices_0 : 0.0);
+    const double k_l1_0 = at_max2(kSlices_0, 0.0);
     const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
     // load_a_l1
     const double load_a_l1_0 = static_cast<double>(tileM_1);
-    const double load_a_l1_1 = static_cast<double>(v_K);
-    const double load_a_l1_2 = (((load_a_l1_0 > 1.0) || (load_a_l1_0 != load_a_l1_0)) ? load_a_l1_0 : 1.0);
+    const double load_a_l1_2 = at_max2(load_a_l1_0, 1.0);
     const double load_a_l1_3 = at_py_div(static_cast<double>(((tileM_1 * sliceK_1) * INT64_C(2))), load_a_l1_2);
     const double load_a_l1_4 = ((load_a_l1_2 * at_fceil(at_py_div(load_a_l1_3, 32.0))) * 32.0);
     const double load_a_l1_5 = ((std::fmod(load_a_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const double load_a_l1_6 = (load_a_l1_1 * 2.0);
-    const bool load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
-    const double load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
-    const double load_a_l1_9 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (load_a_l1_7 ? load_a_l1_5 : (((load_a_l1_5 < load_a_l1_8) || (load_a_l1_5 != load_a_l1_5)) ? load_a_l1_5 : load_a_l1_8)));
-    const double load_a_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
-    const double load_a_l1_11 = (((load_a_l1_10 < 1.0) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : 1.0);
-    const double load_a_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_11), 888.8888888888889) + at_py_div(load_a_l1_11, 3888.8888888888887))) * (load_a_l1_7 ? 1.0 : ((1.0 < load_a_l1_8) ? 1.0 : load_a_l1_8)));
-    const double load_a_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_a_l1_14 = at_py_div(std::pow((std::pow((load_a_l1_13 * 330.0), -1.5) + std::pow(load_a_l1_12, -1.5)), -0.6666666666666666), load_a_l1_13);
-    const double load_a_l1_15 = at_py_div(load_a_l1_4, (((load_a_l1_9 < load_a_l1_14) || (load_a_l1_9 != load_a_l1_9)) ? load_a_l1_9 : load_a_l1_14));
-    const double load_a_l1_16 = (load_a_l1_2 * 4.8);
-    const double load_a_l1_17 = (((load_a_l1_15 > load_a_l1_16) || (load_a_l1_15 != load_a_l1_15)) ? load_a_l1_15 : load_a_l1_16);
-    const bool load_a_l1_18 = (load_a_l1_1 > 65535.0);
-    const double load_a_l1_19 = (((load_a_l1_17 > 20.6) || (load_a_l1_17 != load_a_l1_17)) ? load_a_l1_17 : 20.6);
-    const double load_a_l1_20 = (load_a_l1_18 ? 0.0 : 210.0);
-    const double load_a_l1_21 = (1.0 * (load_a_l1_18 ? ((load_a_l1_18 ? (load_a_l1_2 * 210.0) : 210.0) + load_a_l1_19) : load_a_l1_19));
-    const double load_a_l1_22 = (k_l1_1 + load_a_l1_21);
-    const double load_a_l1_23 = (0.0 + load_a_l1_21);
-    const double load_a_l1_24 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_14));
+    const double load_a_l1_10 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (st.load_a_l1_7 ? load_a_l1_5 : at_min2(load_a_l1_5, st.load_a_l1_8)));
+    const double load_a_l1_11 = at_max2(l2Hit_1, 0.0);
+    const double load_a_l1_12 = at_min2(load_a_l1_11, 1.0);
+    const double load_a_l1_13 = at_py_div(1.0, (at_py_div((1.0 - load_a_l1_12), 888.8888888888889) + at_py_div(load_a_l1_12, 3888.8888888888887)));
+    const double load_a_l1_14 = at_max2(cube_side_0, 1.0);
+    const double load_a_l1_15 = std::pow((load_a_l1_14 * 330.0), -1.5);
+    const double load_a_l1_16 = at_py_div(std::pow((load_a_l1_15 + std::pow((load_a_l1_13 * st.load_a_l1_9), -1.5)), -0.6666666666666666), load_a_l1_14);
+    const double load_a_l1_17 = at_py_div(load_a_l1_4, at_min2(load_a_l1_10, load_a_l1_16));
+    const double load_a_l1_18 = (load_a_l1_2 * 4.8);
+    const double load_a_l1_19 = at_max2(load_a_l1_17, load_a_l1_18);
+    const double load_a_l1_21 = at_max2(load_a_l1_19, 20.6);
+    const double load_a_l1_23 = (1.0 * (st.load_a_l1_20 ? ((st.load_a_l1_20 ? (load_a_l1_2 * 210.0) : 210.0) + load_a_l1_21) : load_a_l1_21));
+    const double load_a_l1_24 = (k_l1_1 + load_a_l1_23);
+    const double load_a_l1_25 = (0.0 + load_a_l1_23);
+    const double load_a_l1_26 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_16));
     // load_b_l1
     const double load_b_l1_0 = static_cast<double>(sliceK_1);
-    const double load_b_l1_1 = static_cast<double>(v_N);
-    const double load_b_l1_2 = (((load_b_l1_0 > 1.0) || (load_b_l1_0 != load_b_l1_0)) ? load_b_l1_0 : 1.0);
+    const double load_b_l1_2 = at_max2(load_b_l1_0, 1.0);
     const double load_b_l1_3 = at_py_div(static_cast<double>(((sliceK_1 * tileN_1) * INT64_C(2))), load_b_l1_2);
     const double load_b_l1_4 = ((load_b_l1_2 * at_fceil(at_py_div(load_b_l1_3, 32.0))) * 32.0);
     const double load_b_l1_5 = ((std::fmod(load_b_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const double load_b_l1_6 = (load_b_l1_1 * 2.0);
-    const bool load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
-    const double load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
-    const double load_b_l1_9 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (load_b_l1_7 ? load_b_l1_5 : (((load_b_l1_5 < load_b_l1_8) || (load_b_l1_5 != load_b_l1_5)) ? load_b_l1_5 : load_b_l1_8)));
-    const double load_b_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
-    const double load_b_l1_11 = (((load_b_l1_10 < 1.0) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : 1.0);
-    const double load_b_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_11), 888.8888888888889) + at_py_div(load_b_l1_11, 3888.8888888888887))) * (load_b_l1_7 ? 1.0 : ((1.0 < load_b_l1_8) ? 1.0 : load_b_l1_8)));
-    const double load_b_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_b_l1_14 = at_py_div(std::pow((std::pow((load_b_l1_13 * 330.0), -1.5) + std::pow(load_b_l1_12, -1.5)), -0.6666666666666666), load_b_l1_13);
-    const double load_b_l1_15 = at_py_div(load_b_l1_4, (((load_b_l1_9 < load_b_l1_14) || (load_b_l1_9 != load_b_l1_9)) ? load_b_l1_9 : load_b_l1_14));
-    const double load_b_l1_16 = (load_b_l1_2 * 4.8);
-    const double load_b_l1_17 = (((load_b_l1_15 > load_b_l1_16) || (load_b_l1_15 != load_b_l1_15)) ? load_b_l1_15 : load_b_l1_16);
-    const bool load_b_l1_18 = (load_b_l1_1 > 65535.0);
-    const double load_b_l1_19 = (((load_b_l1_17 > 20.6) || (load_b_l1_17 != load_b_l1_17)) ? load_b_l1_17 : 20.6);
-    const double load_b_l1_20 = (load_b_l1_18 ? 0.0 : 210.0);
-    const double load_b_l1_21 = (1.0 * (load_b_l1_18 ? ((load_b_l1_18 ? (load_b_l1_2 * 210.0) : 210.0) + load_b_l1_19) : load_b_l1_19));
-    const double load_b_l1_22 = (load_a_l1_22 + load_b_l1_21);
-    const double load_b_l1_23 = (load_a_l1_23 + load_b_l1_21);
-    const double load_b_l1_24 = (load_a_l1_24 + at_py_div((1.0 * load_b_l1_4), load_b_l1_14));
+    const double load_b_l1_10 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (st.load_b_l1_7 ? load_b_l1_5 : at_min2(load_b_l1_5, st.load_b_l1_8)));
+    const double load_b_l1_11 = at_py_div(std::pow((load_a_l1_15 + std::pow((load_a_l1_13 * st.load_b_l1_9), -1.5)), -0.6666666666666666), load_a_l1_14);
+    const double load_b_l1_12 = at_py_div(load_b_l1_4, at_min2(load_b_l1_10, load_b_l1_11));
+    const double load_b_l1_13 = (load_b_l1_2 * 4.8);
+    const double load_b_l1_14 = at_max2(load_b_l1_12, load_b_l1_13);
+    const double load_b_l1_16 = at_max2(load_b_l1_14, 20.6);
+    const double load_b_l1_18 = (1.0 * (st.load_b_l1_15 ? ((st.load_b_l1_15 ? (load_b_l1_2 * 210.0) : 210.0) + load_b_l1_16) : load_b_l1_16));
+    const double load_b_l1_19 = (load_a_l1_24 + load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_25 + load_b_l1_18);
+    const double load_b_l1_21 = (load_a_l1_26 + at_py_div((1.0 * load_b_l1_4), load_b_l1_11));
     // k_l1
-    const double k_l1_2 = (load_a_l1_20 + load_b_l1_20);
     const double k_l1_3 = static_cast<double>(kL0Iters_0);
     // k_l0
-    const double k_l0_0 = (((k_l1_3 > 0.0) || (k_l1_3 != k_l1_3)) ? k_l1_3 : 0.0);
+    const double k_l0_0 = at_max2(k_l1_3, 0.0);
     const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
     // load_a_l0a
     const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileM_1 * v_k0) * INT64_C(2))), 1.0), 32.0))) * 32.0);
@@ -329,33 +374,33 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
     const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
     // mmad
-    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(tileM_1), 16.0)) * at_fceil(at_py_div(static_cast<double>(tileN_1), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(16)))));
-    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
+    const double mmad_0 = ((((at_fceil(at_py_div(load_a_l1_0, 16.0)) * at_fceil(at_py_div(static_cast<double>(tileN_1), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(16))))) * 1.0) + 2.0);
+    const double mmad_1 = (1.0 * mmad_0);
     const double mmad_2 = (load_b_l0b_2 + mmad_1);
     const double mmad_3 = (0.0 + mmad_1);
     // k_l0
     const double k_l0_2 = (k_l0_1 + 2.0);
-    const double k_l0_3 = (((k_l0_2 > load_b_l0b_3) || (k_l0_2 != k_l0_2)) ? k_l0_2 : load_b_l0b_3);
-    const double k_l0_4 = (((k_l0_3 > mmad_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : mmad_3);
-    const double k_l0_5 = (((k_l0_4 > 0.0) || (k_l0_4 != k_l0_4)) ? k_l0_4 : 0.0);
+    const double k_l0_3 = at_max2(k_l0_2, load_b_l0b_3);
+    const double k_l0_4 = at_max2(k_l0_3, mmad_3);
+    const double k_l0_5 = at_max2(k_l0_4, 0.0);
     const double k_l0_6 = (k_l0_0 - 1.0);
-    const double k_l0_7 = ((mmad_2 + 2.0) + ((((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0) * (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0)));
+    const double k_l0_7 = ((mmad_2 + 2.0) + (at_max2(k_l0_6, 0.0) * at_max2(k_l0_5, 0.0)));
     const double k_l0_8 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_0 * 0.0));
-    const double k_l0_9 = (load_b_l1_22 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
+    const double k_l0_9 = (load_b_l1_19 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
     const double k_l0_10 = (k_l1_1 + (k_l0_2 * k_l0_0));
     const double k_l0_11 = (0.0 + (load_b_l0b_3 * k_l0_0));
     const double k_l0_12 = (0.0 + (mmad_3 * k_l0_0));
-    const double k_l0_13 = (load_b_l1_24 + (0.0 * k_l0_0));
+    const double k_l0_13 = (load_b_l1_21 + (0.0 * k_l0_0));
     const double k_l0_14 = ((0.0 > k_l0_8) ? 0.0 : k_l0_8);
     // k_l1
-    const double k_l1_4 = (load_b_l1_23 + k_l1_2);
+    const double k_l1_4 = (load_b_l1_20 + st.k_l1_2);
     const double k_l1_5 = (k_l0_10 + 2.0);
-    const double k_l1_6 = (((k_l1_5 > k_l1_4) || (k_l1_5 != k_l1_5)) ? k_l1_5 : k_l1_4);
-    const double k_l1_7 = (((k_l1_6 > k_l0_11) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_11);
-    const double k_l1_8 = (((k_l1_7 > k_l0_12) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_12);
-    const double k_l1_9 = (((k_l1_8 > k_l0_13) || (k_l1_8 != k_l1_8)) ? k_l1_8 : k_l0_13);
+    const double k_l1_6 = at_max2(k_l1_5, k_l1_4);
+    const double k_l1_7 = at_max2(k_l1_6, k_l0_11);
+    const double k_l1_8 = at_max2(k_l1_7, k_l0_12);
+    const double k_l1_9 = at_max2(k_l1_8, k_l0_13);
     const double k_l1_10 = (k_l1_0 - 1.0);
-    const double k_l1_11 = (((k_l0_9 + k_l1_2) + 2.0) + ((((k_l1_10 > 0.0) || (k_l1_10 != k_l1_10)) ? k_l1_10 : 0.0) * (((k_l1_9 > k_l0_14) || (k_l1_9 != k_l1_9)) ? k_l1_9 : k_l0_14)));
+    const double k_l1_11 = (((k_l0_9 + st.k_l1_2) + 2.0) + (at_max2(k_l1_10, 0.0) * at_max2(k_l1_9, k_l0_14)));
     const double k_l1_12 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_0 * k_l0_14));
     const double k_l1_13 = (tile_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l1_11));
     const double k_l1_14 = (tile_1 + (k_l1_5 * k_l1_0));
@@ -365,33 +410,32 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const double k_l1_18 = (0.0 + (k_l0_13 * k_l1_0));
     const double k_l1_19 = ((0.0 > k_l1_12) ? 0.0 : k_l1_12);
     // write_c
-    const double write_c_0 = static_cast<double>(tileM_1);
-    const double write_c_1 = (((write_c_0 > 1.0) || (write_c_0 != write_c_0)) ? write_c_0 : 1.0);
-    const double write_c_2 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(2))), write_c_1);
-    const double write_c_3 = ((write_c_1 * at_fceil(at_py_div(write_c_2, 32.0))) * 32.0);
-    const double write_c_4 = ((std::fmod(write_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const bool write_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
-    const double write_c_6 = (at_interp(write_c_3, k_XP3, k_FP3, 6) * (write_c_5 ? write_c_4 : (((write_c_4 < 0.7) || (write_c_4 != write_c_4)) ? write_c_4 : 0.7)));
-    const double write_c_7 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double write_c_8 = at_py_div(std::pow((std::pow((write_c_7 * 330.0), -1.5) + std::pow((888.8888888888889 * (write_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), write_c_7);
-    const double write_c_9 = (1.0 * (11.0 + at_py_div(write_c_3, (((write_c_6 < write_c_8) || (write_c_6 != write_c_6)) ? write_c_6 : write_c_8))));
-    const double write_c_10 = (k_l1_13 + write_c_9);
-    const double write_c_11 = (0.0 + write_c_9);
-    const double write_c_12 = (k_l1_18 + at_py_div((1.0 * write_c_3), write_c_8));
+    const double write_c_0 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(2))), load_a_l1_2);
+    const double write_c_1 = ((load_a_l1_2 * at_fceil(at_py_div(write_c_0, 32.0))) * 32.0);
+    const double write_c_2 = ((std::fmod(write_c_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double write_c_3 = (at_interp(write_c_1, k_XP3, k_FP3, 6) * (st.load_b_l1_7 ? write_c_2 : at_min2(write_c_2, 0.7)));
+    const double write_c_5 = at_py_div(std::pow((load_a_l1_15 + st.write_c_4), -0.6666666666666666), load_a_l1_14);
+    const double write_c_6 = (1.0 * (11.0 + at_py_div(write_c_1, at_min2(write_c_3, write_c_5))));
+    const double write_c_7 = (k_l1_13 + write_c_6);
+    const double write_c_8 = (0.0 + write_c_6);
+    const double write_c_9 = (k_l1_18 + at_py_div((1.0 * write_c_1), write_c_5));
     // tile
     const double tile_2 = (k_l1_14 + 2.0);
-    const double tile_3 = (((tile_2 > k_l1_15) || (tile_2 != tile_2)) ? tile_2 : k_l1_15);
-    const double tile_4 = (((tile_3 > k_l1_16) || (tile_3 != tile_3)) ? tile_3 : k_l1_16);
-    const double tile_5 = (((tile_4 > k_l1_17) || (tile_4 != tile_4)) ? tile_4 : k_l1_17);
-    const double tile_6 = (((tile_5 > write_c_11) || (tile_5 != tile_5)) ? tile_5 : write_c_11);
-    const double tile_7 = (((tile_6 > write_c_12) || (tile_6 != tile_6)) ? tile_6 : write_c_12);
+    const double tile_3 = at_max2(tile_2, k_l1_15);
+    const double tile_4 = at_max2(tile_3, k_l1_16);
+    const double tile_5 = at_max2(tile_4, k_l1_17);
+    const double tile_6 = at_max2(tile_5, write_c_8);
+    const double tile_7 = at_max2(tile_6, write_c_9);
     const double tile_8 = (tile_0 - 1.0);
-    const double tile_9 = ((write_c_10 + 2.0) + ((((tile_8 > 0.0) || (tile_8 != tile_8)) ? tile_8 : 0.0) * (((tile_7 > k_l1_19) || (tile_7 != tile_7)) ? tile_7 : k_l1_19)));
-    const double tile_10 = (group_walk_0 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_9));
+    const double tile_9 = ((write_c_7 + 2.0) + (at_max2(tile_8, 0.0) * at_max2(tile_7, k_l1_19)));
+    const double tile_10 = (group_walk_1 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_9));
     // cube_side
     const double cube_side_5 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
     const double cube_side_6 = (((0.0 > cube_side_5) ? 0.0 : cube_side_5) + at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (tile_10 + 2.0))), 1800.0));
     return cube_side_6;
+}
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    return PredictUs(ShapeTermsOf(shape, aic, aiv), config);
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -628,6 +672,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         });
     }
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     Values w = Values();
     w.aicNum = aicNum;
     w.aivNum = aivNum;
@@ -660,7 +705,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
             k[depth] = -2;
             continue;
         }
-        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        const double us = PredictUs(st, cur);
         if (found == 0 || us < bestUs) {
             bestUs = us;
             out = ConfigOf(cur);
@@ -672,11 +717,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
 // false where the configuration is invalid here.
-inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+inline bool RefineScore(const Shape& shape, const ShapeTerms& st, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
     Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
-    us = PredictUs(dims, v, aicNum, aivNum);
+    us = PredictUs(st, v);
     return true;
 }
 
@@ -708,6 +753,7 @@ const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     std::vector<int64_t> doms[5];
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 5;
@@ -736,7 +782,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 ++evals;
                 cur[j] = v;
                 double t = 0.0;
-                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                if (RefineScore(shape, st, cur, aicNum, aivNum, t) && t < best) {
                     best = t;
                     pick = v;
                     moved = true;
@@ -769,7 +815,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                     trial[i] = a;
                     trial[j] = b;
                     double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                    if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
                         best = t;
                         std::copy(trial, trial + n, moved);
                         pairMoved = true;
@@ -823,6 +869,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
         break;
     }
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
@@ -833,7 +880,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             continue;
         }
         const int64_t params[5] = { config.m1, config.n1, config.k1, config.k0, config.blockDim };
-        const double us = PredictUs(dims, params, aicNum, aivNum);
+        const double us = PredictUs(st, params);
         if (best == -2 || us < bestUs) {
             best = i;
             bestUs = us;
@@ -851,7 +898,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             return none;
         }
         const int64_t params[5] = { walked.m1, walked.n1, walked.k1, walked.k0, walked.blockDim };
-        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestUs = PredictUs(st, params);
         bestConfig = walked;
         source = kWalk;
     }

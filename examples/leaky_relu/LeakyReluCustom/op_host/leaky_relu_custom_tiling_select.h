@@ -197,86 +197,97 @@ static const double k_XP0[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
 static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
-inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+// The values of the model that depend on the shape and the core counts only:
+// computed once per shape, read by every configuration's PredictUs.
+struct ShapeTerms {
+    int64_t v_totalLength;
+    int64_t aiv;
+};
+inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {
     const int64_t v_totalLength = shape[0];
+    (void)aic;
+    ShapeTerms st = ShapeTerms();
+    st.v_totalLength = v_totalLength;
+    st.aiv = aiv;
+    return st;
+}
+inline double PredictUs(const ShapeTerms& st, const int64_t* config) {
+    const int64_t v_totalLength = st.v_totalLength;
+    const int64_t aiv = st.aiv;
     const int64_t v_blockDim = config[0];
     const int64_t v_tileNum = config[1];
-    (void)aic;
     // blockLength
     const int64_t blockLength_0 = at_floordiv(v_totalLength, v_blockDim);
     // tileLength
     const int64_t tileLength_0 = at_floordiv(blockLength_0, (v_tileNum * INT64_C(2)));
     // vector_side
     const double vector_side_0 = static_cast<double>(v_blockDim);
-    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
-    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, at_max2(vector_side_0, 1.0)));
+    const double vector_side_2 = at_max2(vector_side_1, 0.0);
     const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
     const double vector_side_4 = static_cast<double>((v_tileNum * INT64_C(2)));
     // tile
-    const double tile_0 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double tile_0 = at_max2(vector_side_4, 0.0);
     const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
     // copy_in_x
     const double copy_in_x_0 = at_py_div(static_cast<double>((tileLength_0 * INT64_C(4))), 1.0);
     const double copy_in_x_1 = ((1.0 * at_fceil(at_py_div(copy_in_x_0, 32.0))) * 32.0);
-    const double copy_in_x_2 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_in_x_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_in_x_4 = at_py_div(std::pow((std::pow((copy_in_x_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_3);
-    const double copy_in_x_5 = at_py_div(copy_in_x_1, (((copy_in_x_2 < copy_in_x_4) || (copy_in_x_2 != copy_in_x_2)) ? copy_in_x_2 : copy_in_x_4));
-    const double copy_in_x_6 = (1.0 * (((copy_in_x_5 > 20.6) || (copy_in_x_5 != copy_in_x_5)) ? copy_in_x_5 : 20.6));
-    const double copy_in_x_7 = (tile_1 + copy_in_x_6);
-    const double copy_in_x_8 = (0.0 + copy_in_x_6);
-    const double copy_in_x_9 = (0.0 + at_py_div((1.0 * copy_in_x_1), copy_in_x_4));
+    const double copy_in_x_2 = ((std::fmod(copy_in_x_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double copy_in_x_3 = (at_interp(copy_in_x_1, k_XP0, k_FP0, 5) * copy_in_x_2);
+    const double copy_in_x_4 = at_max2(vector_side_0, 1.0);
+    const double copy_in_x_5 = at_py_div(std::pow((std::pow((copy_in_x_4 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_4);
+    const double copy_in_x_6 = at_py_div((1.0 * copy_in_x_1), copy_in_x_5);
+    const double copy_in_x_7 = at_py_div(copy_in_x_1, at_min2(copy_in_x_3, copy_in_x_5));
+    const double copy_in_x_8 = (1.0 * at_max2(copy_in_x_7, 20.6));
+    const double copy_in_x_9 = (tile_1 + copy_in_x_8);
+    const double copy_in_x_10 = (0.0 + copy_in_x_8);
+    const double copy_in_x_11 = (0.0 + copy_in_x_6);
     // maxs
     const double maxs_0 = at_fceil(at_py_div((static_cast<double>(tileLength_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double maxs_1 = (1.0 * ((at_fceil(at_py_div(maxs_0, 255.0)) * 22.0) + (maxs_0 * 1.0)));
-    const double maxs_2 = (copy_in_x_7 + maxs_1);
-    const double maxs_3 = (0.0 + maxs_1);
-    const double maxs_4 = (copy_in_x_9 + 0.0);
+    const double maxs_1 = at_fceil(at_py_div(maxs_0, 255.0));
+    const double maxs_2 = (1.0 * ((maxs_1 * 22.0) + (maxs_0 * 1.0)));
+    const double maxs_3 = (copy_in_x_9 + maxs_2);
+    const double maxs_4 = (0.0 + maxs_2);
+    const double maxs_5 = (copy_in_x_11 + 0.0);
     // tile
-    const double tile_2 = (copy_in_x_8 + 190.0);
-    const double tile_3 = (maxs_2 + 190.0);
+    const double tile_2 = (copy_in_x_10 + 190.0);
+    const double tile_3 = (maxs_3 + 190.0);
     // mins
-    const double mins_0 = at_fceil(at_py_div((static_cast<double>(tileLength_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double mins_1 = (1.0 * ((at_fceil(at_py_div(mins_0, 255.0)) * 22.0) + (mins_0 * 1.0)));
-    const double mins_2 = (tile_3 + mins_1);
-    const double mins_3 = (maxs_3 + mins_1);
-    const double mins_4 = (maxs_4 + 0.0);
+    const double mins_0 = (tile_3 + maxs_2);
+    const double mins_1 = (maxs_4 + maxs_2);
+    const double mins_2 = (maxs_5 + 0.0);
     // muls
-    const double muls_0 = at_fceil(at_py_div((static_cast<double>(tileLength_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double muls_1 = (1.0 * ((at_fceil(at_py_div(muls_0, 255.0)) * 22.0) + (muls_0 * 1.0)));
-    const double muls_2 = (mins_2 + muls_1);
-    const double muls_3 = (mins_3 + muls_1);
-    const double muls_4 = (mins_4 + 0.0);
+    const double muls_0 = (mins_0 + maxs_2);
+    const double muls_1 = (mins_1 + maxs_2);
+    const double muls_2 = (mins_2 + 0.0);
     // add
-    const double add_0 = at_fceil(at_py_div((static_cast<double>(tileLength_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double add_1 = (1.0 * ((at_fceil(at_py_div(add_0, 255.0)) * 22.0) + (add_0 * 2.0)));
-    const double add_2 = (muls_2 + add_1);
-    const double add_3 = (muls_3 + add_1);
-    const double add_4 = (muls_4 + 0.0);
+    const double add_0 = (1.0 * ((maxs_1 * 22.0) + (maxs_0 * 2.0)));
+    const double add_1 = (muls_0 + add_0);
+    const double add_2 = (muls_1 + add_0);
+    const double add_3 = (muls_2 + 0.0);
     // copy_out_y
-    const double copy_out_y_0 = at_py_div(static_cast<double>((tileLength_0 * INT64_C(4))), 1.0);
-    const double copy_out_y_1 = ((1.0 * at_fceil(at_py_div(copy_out_y_0, 32.0))) * 32.0);
-    const double copy_out_y_2 = (at_interp(copy_out_y_1, k_XP1, k_FP1, 5) * ((std::fmod(copy_out_y_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_out_y_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_out_y_4 = at_py_div(std::pow((std::pow((copy_out_y_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_out_y_3);
-    const double copy_out_y_5 = at_py_div(copy_out_y_1, (((copy_out_y_2 < copy_out_y_4) || (copy_out_y_2 != copy_out_y_2)) ? copy_out_y_2 : copy_out_y_4));
-    const double copy_out_y_6 = (1.0 * (((copy_out_y_5 > 20.6) || (copy_out_y_5 != copy_out_y_5)) ? copy_out_y_5 : 20.6));
-    const double copy_out_y_7 = (add_2 + copy_out_y_6);
-    const double copy_out_y_8 = (0.0 + copy_out_y_6);
-    const double copy_out_y_9 = (add_4 + at_py_div((1.0 * copy_out_y_1), copy_out_y_4));
+    const double copy_out_y_0 = (at_interp(copy_in_x_1, k_XP1, k_FP1, 5) * copy_in_x_2);
+    const double copy_out_y_1 = at_py_div(copy_in_x_1, at_min2(copy_out_y_0, copy_in_x_5));
+    const double copy_out_y_2 = (1.0 * at_max2(copy_out_y_1, 20.6));
+    const double copy_out_y_3 = (add_1 + copy_out_y_2);
+    const double copy_out_y_4 = (0.0 + copy_out_y_2);
+    const double copy_out_y_5 = (add_3 + copy_in_x_6);
     // tile
     const double tile_4 = (tile_1 + 4.0);
-    const double tile_5 = (((tile_4 > tile_2) || (tile_4 != tile_4)) ? tile_4 : tile_2);
-    const double tile_6 = (((tile_5 > add_3) || (tile_5 != tile_5)) ? tile_5 : add_3);
-    const double tile_7 = (((tile_6 > copy_out_y_8) || (tile_6 != tile_6)) ? tile_6 : copy_out_y_8);
-    const double tile_8 = (((tile_7 > copy_out_y_9) || (tile_7 != tile_7)) ? tile_7 : copy_out_y_9);
+    const double tile_5 = at_max2(tile_4, tile_2);
+    const double tile_6 = at_max2(tile_5, add_2);
+    const double tile_7 = at_max2(tile_6, copy_out_y_4);
+    const double tile_8 = at_max2(tile_7, copy_out_y_5);
     const double tile_9 = (tile_0 - 1.0);
-    const double tile_10 = (((copy_out_y_7 + 80.0) + 4.0) + ((((tile_9 > 0.0) || (tile_9 != tile_9)) ? tile_9 : 0.0) * (((tile_8 > 0.0) || (tile_8 != tile_8)) ? tile_8 : 0.0)));
+    const double tile_10 = (((copy_out_y_3 + 80.0) + 4.0) + (at_max2(tile_9, 0.0) * at_max2(tile_8, 0.0)));
     const double tile_11 = (vector_side_3 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_10));
     // vector_side
     const double vector_side_5 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
     const double vector_side_6 = (((0.0 > vector_side_5) ? 0.0 : vector_side_5) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_11 + 0.0))), 1800.0));
     return vector_side_6;
+}
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    return PredictUs(ShapeTermsOf(shape, aic, aiv), config);
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -422,6 +433,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         });
     }
     const int64_t dims[1] = { shape.totalLength };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     Values w = Values();
     w.aicNum = aicNum;
     w.aivNum = aivNum;
@@ -451,7 +463,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
             k[depth] = -2;
             continue;
         }
-        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        const double us = PredictUs(st, cur);
         if (found == 0 || us < bestUs) {
             bestUs = us;
             out = ConfigOf(cur);
@@ -463,11 +475,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
 // false where the configuration is invalid here.
-inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+inline bool RefineScore(const Shape& shape, const ShapeTerms& st, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
     Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
-    us = PredictUs(dims, v, aicNum, aivNum);
+    us = PredictUs(st, v);
     return true;
 }
 
@@ -499,6 +511,7 @@ const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t dims[1] = { shape.totalLength };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     std::vector<int64_t> doms[2];
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 2;
@@ -527,7 +540,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 ++evals;
                 cur[j] = v;
                 double t = 0.0;
-                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                if (RefineScore(shape, st, cur, aicNum, aivNum, t) && t < best) {
                     best = t;
                     pick = v;
                     moved = true;
@@ -560,7 +573,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                     trial[i] = a;
                     trial[j] = b;
                     double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                    if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
                         best = t;
                         std::copy(trial, trial + n, moved);
                         pairMoved = true;
@@ -608,6 +621,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
         break;
     }
     const int64_t dims[1] = { shape.totalLength };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
@@ -618,7 +632,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             continue;
         }
         const int64_t params[2] = { config.blockDim, config.tileNum };
-        const double us = PredictUs(dims, params, aicNum, aivNum);
+        const double us = PredictUs(st, params);
         if (best == -2 || us < bestUs) {
             best = i;
             bestUs = us;
@@ -636,7 +650,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             return none;
         }
         const int64_t params[2] = { walked.blockDim, walked.tileNum };
-        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestUs = PredictUs(st, params);
         bestConfig = walked;
         source = kWalk;
     }

@@ -209,21 +209,92 @@ static const double k_XP4[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
 static const double k_FP4[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP5[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP5[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
-inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+// The values of the model that depend on the shape and the core counts only:
+// computed once per shape, read by every configuration's PredictUs.
+struct ShapeTerms {
+    int64_t v_K;
+    int64_t v_G;
+    int64_t v_N;
+    int64_t aic;
+    int64_t aiv;
+    int64_t groupM_0;
+    int64_t tileM_0;
+    int64_t tileN_0;
+    int64_t sliceK_0;
+    int64_t uniqueBytes_0;
+    double group_walk_0;
+    bool load_a_l1_7;
+    double load_a_l1_8;
+    double load_a_l1_9;
+    bool load_a_l1_20;
+    bool load_b_l1_7;
+    double load_b_l1_8;
+    double load_b_l1_9;
+    bool load_b_l1_15;
+    double k_l1_2;
+    bool store_c_3;
+    double store_c_5;
+};
+inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {
     const int64_t v_M = shape[0];
     const int64_t v_K = shape[1];
     const int64_t v_G = shape[2];
     const int64_t v_N = shape[3];
+    ShapeTerms st = ShapeTerms();
+    st.v_K = v_K;
+    st.v_G = v_G;
+    st.v_N = v_N;
+    st.aic = aic;
+    st.aiv = aiv;
+    // groupM
+    st.groupM_0 = at_ceil_div(v_M, v_G);
+    // tileM
+    st.tileM_0 = ((-at_floordiv((-st.groupM_0), INT64_C(16))) * INT64_C(16));
+    // tileN
+    st.tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
+    // sliceK
+    st.sliceK_0 = ((-at_floordiv((-v_K), INT64_C(32))) * INT64_C(32));
+    // uniqueBytes
+    st.uniqueBytes_0 = (((v_M * v_K) * INT64_C(1)) + (((v_G * v_K) * v_N) * INT64_C(1)));
+    // group_walk
+    st.group_walk_0 = (static_cast<double>((v_G * INT64_C(14))) * 1.0);
+    // load_a_l1
+    const double load_a_l1_1 = static_cast<double>(v_K);
+    const double load_a_l1_6 = (load_a_l1_1 * 1.0);
+    st.load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    st.load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    st.load_a_l1_9 = (st.load_a_l1_7 ? 1.0 : ((1.0 < st.load_a_l1_8) ? 1.0 : st.load_a_l1_8));
+    st.load_a_l1_20 = (load_a_l1_1 > 65535.0);
+    const double load_a_l1_22 = (st.load_a_l1_20 ? 0.0 : 210.0);
+    // load_b_l1
+    const double load_b_l1_1 = static_cast<double>(v_N);
+    const double load_b_l1_6 = (load_b_l1_1 * 1.0);
+    st.load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
+    st.load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
+    st.load_b_l1_9 = (st.load_b_l1_7 ? 1.0 : ((1.0 < st.load_b_l1_8) ? 1.0 : st.load_b_l1_8));
+    st.load_b_l1_15 = (load_b_l1_1 > 65535.0);
+    const double load_b_l1_17 = (st.load_b_l1_15 ? 0.0 : 210.0);
+    // k_l1
+    st.k_l1_2 = (load_a_l1_22 + load_b_l1_17);
+    // store_c
+    st.store_c_3 = (std::fmod((load_b_l1_1 * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
+    st.store_c_5 = std::pow((888.8888888888889 * (st.store_c_3 ? 1.0 : 0.7)), -1.5);
+    return st;
+}
+inline double PredictUs(const ShapeTerms& st, const int64_t* config) {
+    const int64_t v_K = st.v_K;
+    const int64_t v_G = st.v_G;
+    const int64_t v_N = st.v_N;
+    const int64_t aic = st.aic;
+    const int64_t aiv = st.aiv;
     const int64_t v_m1 = config[0];
     const int64_t v_n1 = config[1];
     const int64_t v_k1 = config[2];
     const int64_t v_k0 = config[3];
     const int64_t v_blockDim = config[4];
     const int64_t v_epiRows = config[5];
-    // groupM
-    const int64_t groupM_0 = at_ceil_div(v_M, v_G);
     // mTiles
-    const int64_t mTiles_0 = at_ceil_div(groupM_0, v_m1);
+    const int64_t mTiles_0 = at_ceil_div(st.groupM_0, v_m1);
     // nTiles
     const int64_t nTiles_0 = at_ceil_div(v_N, v_n1);
     // tiles
@@ -231,16 +302,13 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     // tilesPerCore
     const int64_t tilesPerCore_0 = at_ceil_div(tiles_0, v_blockDim);
     // tileM
-    const int64_t tileM_0 = ((-at_floordiv((-groupM_0), INT64_C(16))) * INT64_C(16));
-    const int64_t tileM_1 = ((v_m1 < tileM_0) ? v_m1 : tileM_0);
+    const int64_t tileM_1 = ((v_m1 < st.tileM_0) ? v_m1 : st.tileM_0);
     // tileN
-    const int64_t tileN_0 = ((-at_floordiv((-v_N), INT64_C(16))) * INT64_C(16));
-    const int64_t tileN_1 = ((v_n1 < tileN_0) ? v_n1 : tileN_0);
+    const int64_t tileN_1 = ((v_n1 < st.tileN_0) ? v_n1 : st.tileN_0);
     // sliceK
-    const int64_t sliceK_0 = ((-at_floordiv((-v_K), INT64_C(32))) * INT64_C(32));
-    const int64_t sliceK_1 = ((v_k1 < sliceK_0) ? v_k1 : sliceK_0);
+    const int64_t sliceK_1 = ((v_k1 < st.sliceK_0) ? v_k1 : st.sliceK_0);
     // kSlices
-    const double kSlices_0 = at_fdiv(static_cast<double>(((-at_floordiv((-v_K), INT64_C(32))) * INT64_C(32))), static_cast<double>(sliceK_1));
+    const double kSlices_0 = at_fdiv(static_cast<double>(st.sliceK_0), static_cast<double>(sliceK_1));
     // kL0Iters
     const int64_t kL0Iters_0 = at_ceil_div(sliceK_1, v_k0);
     // aivRows
@@ -249,85 +317,67 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const int64_t passRows_0 = ((v_epiRows < aivRows_0) ? v_epiRows : aivRows_0);
     // epiPasses
     const int64_t epiPasses_0 = at_ceil_div(aivRows_0, passRows_0);
-    // uniqueBytes
-    const int64_t uniqueBytes_0 = (((v_M * v_K) * INT64_C(1)) + (((v_G * v_K) * v_N) * INT64_C(1)));
     // readBytes
     const int64_t readBytes_0 = ((tiles_0 * v_K) * ((tileM_1 * INT64_C(1)) + (tileN_1 * INT64_C(1))));
     // l2Hit
-    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(uniqueBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
-    const double l2Hit_1 = ((uniqueBytes_0 <= INT64_C(201326592)) ? ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0) : 0.0);
+    const double l2Hit_0 = (1.0 - at_fdiv(static_cast<double>(st.uniqueBytes_0), static_cast<double>(((readBytes_0 > INT64_C(1)) ? readBytes_0 : INT64_C(1)))));
+    const double l2Hit_1 = ((st.uniqueBytes_0 <= INT64_C(201326592)) ? ((0.0 > l2Hit_0) ? 0.0 : l2Hit_0) : 0.0);
     // cube_side
     const double cube_side_0 = static_cast<double>(v_blockDim);
-    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0)));
-    const double cube_side_2 = (((cube_side_1 > 0.0) || (cube_side_1 != cube_side_1)) ? cube_side_1 : 0.0);
+    const double cube_side_1 = at_fceil(at_py_div(cube_side_0, at_max2(cube_side_0, 1.0)));
+    const double cube_side_2 = at_max2(cube_side_1, 0.0);
     const double cube_side_3 = ((cube_side_2 > 1.0) ? 14.0 : 0.0);
     // group_walk
-    const double group_walk_0 = (cube_side_3 + (static_cast<double>((v_G * INT64_C(14))) * 1.0));
+    const double group_walk_1 = (cube_side_3 + st.group_walk_0);
     // cube_side
     const double cube_side_4 = static_cast<double>(tilesPerCore_0);
     // tile
-    const double tile_0 = (((cube_side_4 > 0.0) || (cube_side_4 != cube_side_4)) ? cube_side_4 : 0.0);
+    const double tile_0 = at_max2(cube_side_4, 0.0);
     const double tile_1 = ((tile_0 > 1.0) ? 14.0 : 0.0);
     // k_l1
-    const double k_l1_0 = (((kSlices_0 > 0.0) || (kSlices_0 != kSlices_0)) ? kSlices_0 : 0.0);
+    const double k_l1_0 = at_max2(kSlices_0, 0.0);
     const double k_l1_1 = ((k_l1_0 > 1.0) ? 14.0 : 0.0);
     // load_a_l1
     const double load_a_l1_0 = static_cast<double>(tileM_1);
-    const double load_a_l1_1 = static_cast<double>(v_K);
-    const double load_a_l1_2 = (((load_a_l1_0 > 1.0) || (load_a_l1_0 != load_a_l1_0)) ? load_a_l1_0 : 1.0);
+    const double load_a_l1_2 = at_max2(load_a_l1_0, 1.0);
     const double load_a_l1_3 = at_py_div(static_cast<double>(((tileM_1 * sliceK_1) * INT64_C(1))), load_a_l1_2);
     const double load_a_l1_4 = ((load_a_l1_2 * at_fceil(at_py_div(load_a_l1_3, 32.0))) * 32.0);
     const double load_a_l1_5 = ((std::fmod(load_a_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const double load_a_l1_6 = (load_a_l1_1 * 1.0);
-    const bool load_a_l1_7 = (std::fmod(load_a_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
-    const double load_a_l1_8 = ((std::fmod(load_a_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_a_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
-    const double load_a_l1_9 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (load_a_l1_7 ? load_a_l1_5 : (((load_a_l1_5 < load_a_l1_8) || (load_a_l1_5 != load_a_l1_5)) ? load_a_l1_5 : load_a_l1_8)));
-    const double load_a_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
-    const double load_a_l1_11 = (((load_a_l1_10 < 1.0) || (load_a_l1_10 != load_a_l1_10)) ? load_a_l1_10 : 1.0);
-    const double load_a_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_a_l1_11), 888.8888888888889) + at_py_div(load_a_l1_11, 3888.8888888888887))) * (load_a_l1_7 ? 1.0 : ((1.0 < load_a_l1_8) ? 1.0 : load_a_l1_8)));
-    const double load_a_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_a_l1_14 = at_py_div(std::pow((std::pow((load_a_l1_13 * 330.0), -1.5) + std::pow(load_a_l1_12, -1.5)), -0.6666666666666666), load_a_l1_13);
-    const double load_a_l1_15 = at_py_div(load_a_l1_4, (((load_a_l1_9 < load_a_l1_14) || (load_a_l1_9 != load_a_l1_9)) ? load_a_l1_9 : load_a_l1_14));
-    const double load_a_l1_16 = (load_a_l1_2 * 4.8);
-    const double load_a_l1_17 = (((load_a_l1_15 > load_a_l1_16) || (load_a_l1_15 != load_a_l1_15)) ? load_a_l1_15 : load_a_l1_16);
-    const bool load_a_l1_18 = (load_a_l1_1 > 65535.0);
-    const double load_a_l1_19 = (((load_a_l1_17 > 20.6) || (load_a_l1_17 != load_a_l1_17)) ? load_a_l1_17 : 20.6);
-    const double load_a_l1_20 = (load_a_l1_18 ? 0.0 : 210.0);
-    const double load_a_l1_21 = (1.0 * (load_a_l1_18 ? ((load_a_l1_18 ? (load_a_l1_2 * 210.0) : 210.0) + load_a_l1_19) : load_a_l1_19));
-    const double load_a_l1_22 = (k_l1_1 + load_a_l1_21);
-    const double load_a_l1_23 = (0.0 + load_a_l1_21);
-    const double load_a_l1_24 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_14));
+    const double load_a_l1_10 = (at_interp(load_a_l1_4, k_XP0, k_FP0, 6) * (st.load_a_l1_7 ? load_a_l1_5 : at_min2(load_a_l1_5, st.load_a_l1_8)));
+    const double load_a_l1_11 = at_max2(l2Hit_1, 0.0);
+    const double load_a_l1_12 = at_min2(load_a_l1_11, 1.0);
+    const double load_a_l1_13 = at_py_div(1.0, (at_py_div((1.0 - load_a_l1_12), 888.8888888888889) + at_py_div(load_a_l1_12, 3888.8888888888887)));
+    const double load_a_l1_14 = at_max2(cube_side_0, 1.0);
+    const double load_a_l1_15 = std::pow((load_a_l1_14 * 330.0), -1.5);
+    const double load_a_l1_16 = at_py_div(std::pow((load_a_l1_15 + std::pow((load_a_l1_13 * st.load_a_l1_9), -1.5)), -0.6666666666666666), load_a_l1_14);
+    const double load_a_l1_17 = at_py_div(load_a_l1_4, at_min2(load_a_l1_10, load_a_l1_16));
+    const double load_a_l1_18 = (load_a_l1_2 * 4.8);
+    const double load_a_l1_19 = at_max2(load_a_l1_17, load_a_l1_18);
+    const double load_a_l1_21 = at_max2(load_a_l1_19, 20.6);
+    const double load_a_l1_23 = (1.0 * (st.load_a_l1_20 ? ((st.load_a_l1_20 ? (load_a_l1_2 * 210.0) : 210.0) + load_a_l1_21) : load_a_l1_21));
+    const double load_a_l1_24 = (k_l1_1 + load_a_l1_23);
+    const double load_a_l1_25 = (0.0 + load_a_l1_23);
+    const double load_a_l1_26 = (0.0 + at_py_div((1.0 * load_a_l1_4), load_a_l1_16));
     // load_b_l1
     const double load_b_l1_0 = static_cast<double>(sliceK_1);
-    const double load_b_l1_1 = static_cast<double>(v_N);
-    const double load_b_l1_2 = (((load_b_l1_0 > 1.0) || (load_b_l1_0 != load_b_l1_0)) ? load_b_l1_0 : 1.0);
+    const double load_b_l1_2 = at_max2(load_b_l1_0, 1.0);
     const double load_b_l1_3 = at_py_div(static_cast<double>(((sliceK_1 * tileN_1) * INT64_C(1))), load_b_l1_2);
     const double load_b_l1_4 = ((load_b_l1_2 * at_fceil(at_py_div(load_b_l1_3, 32.0))) * 32.0);
     const double load_b_l1_5 = ((std::fmod(load_b_l1_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const double load_b_l1_6 = (load_b_l1_1 * 1.0);
-    const bool load_b_l1_7 = (std::fmod(load_b_l1_6, 512.0) == static_cast<double>(INT64_C(0)));
-    const double load_b_l1_8 = ((std::fmod(load_b_l1_6, 256.0) == static_cast<double>(INT64_C(0))) ? 0.8 : ((std::fmod(load_b_l1_6, 128.0) == static_cast<double>(INT64_C(0))) ? 0.5 : 0.4));
-    const double load_b_l1_9 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (load_b_l1_7 ? load_b_l1_5 : (((load_b_l1_5 < load_b_l1_8) || (load_b_l1_5 != load_b_l1_5)) ? load_b_l1_5 : load_b_l1_8)));
-    const double load_b_l1_10 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
-    const double load_b_l1_11 = (((load_b_l1_10 < 1.0) || (load_b_l1_10 != load_b_l1_10)) ? load_b_l1_10 : 1.0);
-    const double load_b_l1_12 = (at_py_div(1.0, (at_py_div((1.0 - load_b_l1_11), 888.8888888888889) + at_py_div(load_b_l1_11, 3888.8888888888887))) * (load_b_l1_7 ? 1.0 : ((1.0 < load_b_l1_8) ? 1.0 : load_b_l1_8)));
-    const double load_b_l1_13 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double load_b_l1_14 = at_py_div(std::pow((std::pow((load_b_l1_13 * 330.0), -1.5) + std::pow(load_b_l1_12, -1.5)), -0.6666666666666666), load_b_l1_13);
-    const double load_b_l1_15 = at_py_div(load_b_l1_4, (((load_b_l1_9 < load_b_l1_14) || (load_b_l1_9 != load_b_l1_9)) ? load_b_l1_9 : load_b_l1_14));
-    const double load_b_l1_16 = (load_b_l1_2 * 4.8);
-    const double load_b_l1_17 = (((load_b_l1_15 > load_b_l1_16) || (load_b_l1_15 != load_b_l1_15)) ? load_b_l1_15 : load_b_l1_16);
-    const bool load_b_l1_18 = (load_b_l1_1 > 65535.0);
-    const double load_b_l1_19 = (((load_b_l1_17 > 20.6) || (load_b_l1_17 != load_b_l1_17)) ? load_b_l1_17 : 20.6);
-    const double load_b_l1_20 = (load_b_l1_18 ? 0.0 : 210.0);
-    const double load_b_l1_21 = (1.0 * (load_b_l1_18 ? ((load_b_l1_18 ? (load_b_l1_2 * 210.0) : 210.0) + load_b_l1_19) : load_b_l1_19));
-    const double load_b_l1_22 = (load_a_l1_22 + load_b_l1_21);
-    const double load_b_l1_23 = (load_a_l1_23 + load_b_l1_21);
-    const double load_b_l1_24 = (load_a_l1_24 + at_py_div((1.0 * load_b_l1_4), load_b_l1_14));
+    const double load_b_l1_10 = (at_interp(load_b_l1_4, k_XP0, k_FP0, 6) * (st.load_b_l1_7 ? load_b_l1_5 : at_min2(load_b_l1_5, st.load_b_l1_8)));
+    const double load_b_l1_11 = at_py_div(std::pow((load_a_l1_15 + std::pow((load_a_l1_13 * st.load_b_l1_9), -1.5)), -0.6666666666666666), load_a_l1_14);
+    const double load_b_l1_12 = at_py_div(load_b_l1_4, at_min2(load_b_l1_10, load_b_l1_11));
+    const double load_b_l1_13 = (load_b_l1_2 * 4.8);
+    const double load_b_l1_14 = at_max2(load_b_l1_12, load_b_l1_13);
+    const double load_b_l1_16 = at_max2(load_b_l1_14, 20.6);
+    const double load_b_l1_18 = (1.0 * (st.load_b_l1_15 ? ((st.load_b_l1_15 ? (load_b_l1_2 * 210.0) : 210.0) + load_b_l1_16) : load_b_l1_16));
+    const double load_b_l1_19 = (load_a_l1_24 + load_b_l1_18);
+    const double load_b_l1_20 = (load_a_l1_25 + load_b_l1_18);
+    const double load_b_l1_21 = (load_a_l1_26 + at_py_div((1.0 * load_b_l1_4), load_b_l1_11));
     // k_l1
-    const double k_l1_2 = (load_a_l1_20 + load_b_l1_20);
     const double k_l1_3 = static_cast<double>(kL0Iters_0);
     // k_l0
-    const double k_l0_0 = (((k_l1_3 > 0.0) || (k_l1_3 != k_l1_3)) ? k_l1_3 : 0.0);
+    const double k_l0_0 = at_max2(k_l1_3, 0.0);
     const double k_l0_1 = ((k_l0_0 > 1.0) ? 14.0 : 0.0);
     // load_a_l0a
     const double load_a_l0a_0 = ((1.0 * at_fceil(at_py_div(at_py_div(static_cast<double>(((tileM_1 * v_k0) * INT64_C(1))), 1.0), 32.0))) * 32.0);
@@ -340,33 +390,34 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const double load_b_l0b_2 = (load_a_l0a_2 + load_b_l0b_1);
     const double load_b_l0b_3 = (load_a_l0a_3 + load_b_l0b_1);
     // mmad
-    const double mmad_0 = ((at_fceil(at_py_div(static_cast<double>(tileM_1), 16.0)) * at_fceil(at_py_div(static_cast<double>(tileN_1), 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(32)))));
-    const double mmad_1 = (1.0 * ((mmad_0 * 1.0) + 2.0));
-    const double mmad_2 = (load_b_l0b_2 + mmad_1);
-    const double mmad_3 = (0.0 + mmad_1);
+    const double mmad_0 = static_cast<double>(tileN_1);
+    const double mmad_1 = ((((at_fceil(at_py_div(load_a_l1_0, 16.0)) * at_fceil(at_py_div(mmad_0, 16.0))) * at_fceil(at_py_div(static_cast<double>(v_k0), static_cast<double>(INT64_C(32))))) * 1.0) + 2.0);
+    const double mmad_2 = (1.0 * mmad_1);
+    const double mmad_3 = (load_b_l0b_2 + mmad_2);
+    const double mmad_4 = (0.0 + mmad_2);
     // k_l0
     const double k_l0_2 = (k_l0_1 + 2.0);
-    const double k_l0_3 = (((k_l0_2 > load_b_l0b_3) || (k_l0_2 != k_l0_2)) ? k_l0_2 : load_b_l0b_3);
-    const double k_l0_4 = (((k_l0_3 > mmad_3) || (k_l0_3 != k_l0_3)) ? k_l0_3 : mmad_3);
-    const double k_l0_5 = (((k_l0_4 > 0.0) || (k_l0_4 != k_l0_4)) ? k_l0_4 : 0.0);
+    const double k_l0_3 = at_max2(k_l0_2, load_b_l0b_3);
+    const double k_l0_4 = at_max2(k_l0_3, mmad_4);
+    const double k_l0_5 = at_max2(k_l0_4, 0.0);
     const double k_l0_6 = (k_l0_0 - 1.0);
-    const double k_l0_7 = ((mmad_2 + 2.0) + ((((k_l0_6 > 0.0) || (k_l0_6 != k_l0_6)) ? k_l0_6 : 0.0) * (((k_l0_5 > 0.0) || (k_l0_5 != k_l0_5)) ? k_l0_5 : 0.0)));
+    const double k_l0_7 = ((mmad_3 + 2.0) + (at_max2(k_l0_6, 0.0) * at_max2(k_l0_5, 0.0)));
     const double k_l0_8 = ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l0_0 * 0.0));
-    const double k_l0_9 = (load_b_l1_22 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
+    const double k_l0_9 = (load_b_l1_19 + ((k_l0_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l0_7));
     const double k_l0_10 = (k_l1_1 + (k_l0_2 * k_l0_0));
     const double k_l0_11 = (0.0 + (load_b_l0b_3 * k_l0_0));
-    const double k_l0_12 = (0.0 + (mmad_3 * k_l0_0));
-    const double k_l0_13 = (load_b_l1_24 + (0.0 * k_l0_0));
+    const double k_l0_12 = (0.0 + (mmad_4 * k_l0_0));
+    const double k_l0_13 = (load_b_l1_21 + (0.0 * k_l0_0));
     const double k_l0_14 = ((0.0 > k_l0_8) ? 0.0 : k_l0_8);
     // k_l1
-    const double k_l1_4 = (load_b_l1_23 + k_l1_2);
+    const double k_l1_4 = (load_b_l1_20 + st.k_l1_2);
     const double k_l1_5 = (k_l0_10 + 2.0);
-    const double k_l1_6 = (((k_l1_5 > k_l1_4) || (k_l1_5 != k_l1_5)) ? k_l1_5 : k_l1_4);
-    const double k_l1_7 = (((k_l1_6 > k_l0_11) || (k_l1_6 != k_l1_6)) ? k_l1_6 : k_l0_11);
-    const double k_l1_8 = (((k_l1_7 > k_l0_12) || (k_l1_7 != k_l1_7)) ? k_l1_7 : k_l0_12);
-    const double k_l1_9 = (((k_l1_8 > k_l0_13) || (k_l1_8 != k_l1_8)) ? k_l1_8 : k_l0_13);
+    const double k_l1_6 = at_max2(k_l1_5, k_l1_4);
+    const double k_l1_7 = at_max2(k_l1_6, k_l0_11);
+    const double k_l1_8 = at_max2(k_l1_7, k_l0_12);
+    const double k_l1_9 = at_max2(k_l1_8, k_l0_13);
     const double k_l1_10 = (k_l1_0 - 1.0);
-    const double k_l1_11 = (((k_l0_9 + k_l1_2) + 2.0) + ((((k_l1_10 > 0.0) || (k_l1_10 != k_l1_10)) ? k_l1_10 : 0.0) * (((k_l1_9 > k_l0_14) || (k_l1_9 != k_l1_9)) ? k_l1_9 : k_l0_14)));
+    const double k_l1_11 = (((k_l0_9 + st.k_l1_2) + 2.0) + (at_max2(k_l1_10, 0.0) * at_max2(k_l1_9, k_l0_14)));
     const double k_l1_12 = ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (k_l1_0 * k_l0_14));
     const double k_l1_13 = (tile_1 + ((k_l1_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : k_l1_11));
     const double k_l1_14 = (tile_1 + (k_l1_5 * k_l1_0));
@@ -376,139 +427,126 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const double k_l1_18 = (0.0 + (k_l0_13 * k_l1_0));
     const double k_l1_19 = ((0.0 > k_l1_12) ? 0.0 : k_l1_12);
     // acc_to_workspace
-    const double acc_to_workspace_0 = static_cast<double>(tileM_1);
-    const double acc_to_workspace_1 = (((acc_to_workspace_0 > 1.0) || (acc_to_workspace_0 != acc_to_workspace_0)) ? acc_to_workspace_0 : 1.0);
-    const double acc_to_workspace_2 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(4))), acc_to_workspace_1);
-    const double acc_to_workspace_3 = ((acc_to_workspace_1 * at_fceil(at_py_div(acc_to_workspace_2, 32.0))) * 32.0);
-    const double acc_to_workspace_4 = (at_interp(acc_to_workspace_3, k_XP3, k_FP3, 6) * ((std::fmod(acc_to_workspace_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double acc_to_workspace_5 = (((cube_side_0 > 1.0) || (cube_side_0 != cube_side_0)) ? cube_side_0 : 1.0);
-    const double acc_to_workspace_6 = at_py_div(std::pow((std::pow((acc_to_workspace_5 * 330.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), acc_to_workspace_5);
-    const double acc_to_workspace_7 = (1.0 * (11.0 + at_py_div(acc_to_workspace_3, (((acc_to_workspace_4 < acc_to_workspace_6) || (acc_to_workspace_4 != acc_to_workspace_4)) ? acc_to_workspace_4 : acc_to_workspace_6))));
-    const double acc_to_workspace_8 = (k_l1_13 + acc_to_workspace_7);
-    const double acc_to_workspace_9 = (0.0 + acc_to_workspace_7);
-    const double acc_to_workspace_10 = (k_l1_18 + at_py_div((1.0 * acc_to_workspace_3), acc_to_workspace_6));
+    const double acc_to_workspace_0 = at_py_div(static_cast<double>(((tileM_1 * tileN_1) * INT64_C(4))), load_a_l1_2);
+    const double acc_to_workspace_1 = ((load_a_l1_2 * at_fceil(at_py_div(acc_to_workspace_0, 32.0))) * 32.0);
+    const double acc_to_workspace_2 = (at_interp(acc_to_workspace_1, k_XP3, k_FP3, 6) * ((std::fmod(acc_to_workspace_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double acc_to_workspace_3 = at_py_div(std::pow((load_a_l1_15 + 4.123459160934548e-06), -0.6666666666666666), load_a_l1_14);
+    const double acc_to_workspace_4 = (1.0 * (11.0 + at_py_div(acc_to_workspace_1, at_min2(acc_to_workspace_2, acc_to_workspace_3))));
+    const double acc_to_workspace_5 = (k_l1_13 + acc_to_workspace_4);
+    const double acc_to_workspace_6 = (0.0 + acc_to_workspace_4);
+    const double acc_to_workspace_7 = (k_l1_18 + at_py_div((1.0 * acc_to_workspace_1), acc_to_workspace_3));
     // tile
     const double tile_2 = (k_l1_14 + 2.0);
-    const double tile_3 = (((tile_2 > k_l1_15) || (tile_2 != tile_2)) ? tile_2 : k_l1_15);
-    const double tile_4 = (((tile_3 > k_l1_16) || (tile_3 != tile_3)) ? tile_3 : k_l1_16);
-    const double tile_5 = (((tile_4 > k_l1_17) || (tile_4 != tile_4)) ? tile_4 : k_l1_17);
-    const double tile_6 = (((tile_5 > acc_to_workspace_9) || (tile_5 != tile_5)) ? tile_5 : acc_to_workspace_9);
-    const double tile_7 = (((tile_6 > acc_to_workspace_10) || (tile_6 != tile_6)) ? tile_6 : acc_to_workspace_10);
+    const double tile_3 = at_max2(tile_2, k_l1_15);
+    const double tile_4 = at_max2(tile_3, k_l1_16);
+    const double tile_5 = at_max2(tile_4, k_l1_17);
+    const double tile_6 = at_max2(tile_5, acc_to_workspace_6);
+    const double tile_7 = at_max2(tile_6, acc_to_workspace_7);
     const double tile_8 = (tile_0 - 1.0);
-    const double tile_9 = ((acc_to_workspace_8 + 2.0) + ((((tile_8 > 0.0) || (tile_8 != tile_8)) ? tile_8 : 0.0) * (((tile_7 > k_l1_19) || (tile_7 != tile_7)) ? tile_7 : k_l1_19)));
-    const double tile_10 = (group_walk_0 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_9));
+    const double tile_9 = ((acc_to_workspace_5 + 2.0) + (at_max2(tile_8, 0.0) * at_max2(tile_7, k_l1_19)));
+    const double tile_10 = (group_walk_1 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : tile_9));
     // cube_side
     const double cube_side_5 = at_py_div(((cube_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (cube_side_2 * (tile_10 + 2.0))), 1800.0);
     const double cube_side_6 = (18.87 + at_py_div((1.3 * cube_side_0), static_cast<double>(aic)));
     const double cube_side_7 = ((0.0 > cube_side_6) ? 0.0 : cube_side_6);
     // vector_side
     const double vector_side_0 = static_cast<double>((INT64_C(2) * v_blockDim));
-    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
-    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, at_max2(vector_side_0, 1.0)));
+    const double vector_side_2 = at_max2(vector_side_1, 0.0);
     const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
-    const double vector_side_4 = static_cast<double>(tilesPerCore_0);
-    // tile
-    const double tile_11 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
-    const double tile_12 = ((tile_11 > 1.0) ? 14.0 : 0.0);
     // load_channel_scale
     const double load_channel_scale_0 = at_py_div(static_cast<double>((tileN_1 * INT64_C(4))), 1.0);
     const double load_channel_scale_1 = ((1.0 * at_fceil(at_py_div(load_channel_scale_0, 32.0))) * 32.0);
     const double load_channel_scale_2 = (at_interp(load_channel_scale_1, k_XP4, k_FP4, 5) * ((std::fmod(load_channel_scale_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_channel_scale_3 = (((l2Hit_1 > 0.0) || (l2Hit_1 != l2Hit_1)) ? l2Hit_1 : 0.0);
-    const double load_channel_scale_4 = (((load_channel_scale_3 < 1.0) || (load_channel_scale_3 != load_channel_scale_3)) ? load_channel_scale_3 : 1.0);
-    const double load_channel_scale_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double load_channel_scale_6 = std::pow(at_py_div(1.0, (at_py_div((1.0 - load_channel_scale_4), 888.8888888888889) + at_py_div(load_channel_scale_4, 3888.8888888888887))), -1.5);
-    const double load_channel_scale_7 = at_py_div(std::pow((std::pow((load_channel_scale_5 * 200.0), -1.5) + load_channel_scale_6), -0.6666666666666666), load_channel_scale_5);
-    const double load_channel_scale_8 = at_py_div(load_channel_scale_1, (((load_channel_scale_2 < load_channel_scale_7) || (load_channel_scale_2 != load_channel_scale_2)) ? load_channel_scale_2 : load_channel_scale_7));
-    const double load_channel_scale_9 = (tile_12 + (1.0 * (((load_channel_scale_8 > 20.6) || (load_channel_scale_8 != load_channel_scale_8)) ? load_channel_scale_8 : 20.6)));
+    const double load_channel_scale_3 = at_max2(vector_side_0, 1.0);
+    const double load_channel_scale_4 = std::pow((load_channel_scale_3 * 200.0), -1.5);
+    const double load_channel_scale_5 = at_py_div(std::pow((load_channel_scale_4 + std::pow(load_a_l1_13, -1.5)), -0.6666666666666666), load_channel_scale_3);
+    const double load_channel_scale_6 = at_py_div(load_channel_scale_1, at_min2(load_channel_scale_2, load_channel_scale_5));
+    const double load_channel_scale_7 = (tile_1 + (1.0 * at_max2(load_channel_scale_6, 20.6)));
     // tile
-    const double tile_13 = static_cast<double>(epiPasses_0);
+    const double tile_11 = static_cast<double>(epiPasses_0);
     // pass
-    const double pass_0 = (((tile_13 > 0.0) || (tile_13 != tile_13)) ? tile_13 : 0.0);
+    const double pass_0 = at_max2(tile_11, 0.0);
     const double pass_1 = ((pass_0 > 1.0) ? 14.0 : 0.0);
     // load_acc
-    const double load_acc_0 = static_cast<double>(passRows_0);
-    const double load_acc_1 = (((load_acc_0 > 1.0) || (load_acc_0 != load_acc_0)) ? load_acc_0 : 1.0);
-    const double load_acc_2 = at_py_div(static_cast<double>(((passRows_0 * tileN_1) * INT64_C(4))), load_acc_1);
-    const double load_acc_3 = ((load_acc_1 * at_fceil(at_py_div(load_acc_2, 32.0))) * 32.0);
-    const double load_acc_4 = (at_interp(load_acc_3, k_XP4, k_FP4, 5) * ((std::fmod(load_acc_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_acc_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double load_acc_6 = at_py_div(std::pow((std::pow((load_acc_5 * 200.0), -1.5) + 4.123459160934548e-06), -0.6666666666666666), load_acc_5);
-    const double load_acc_7 = at_py_div(load_acc_3, (((load_acc_4 < load_acc_6) || (load_acc_4 != load_acc_4)) ? load_acc_4 : load_acc_6));
-    const double load_acc_8 = (1.0 * (((load_acc_7 > 20.6) || (load_acc_7 != load_acc_7)) ? load_acc_7 : 20.6));
+    const int64_t load_acc_0 = (passRows_0 * tileN_1);
+    const double load_acc_1 = static_cast<double>(passRows_0);
+    const double load_acc_2 = at_max2(load_acc_1, 1.0);
+    const double load_acc_3 = at_py_div(static_cast<double>((load_acc_0 * INT64_C(4))), load_acc_2);
+    const double load_acc_4 = ((load_acc_2 * at_fceil(at_py_div(load_acc_3, 32.0))) * 32.0);
+    const double load_acc_5 = (at_interp(load_acc_4, k_XP4, k_FP4, 5) * ((std::fmod(load_acc_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
+    const double load_acc_6 = at_py_div(std::pow((load_channel_scale_4 + 4.123459160934548e-06), -0.6666666666666666), load_channel_scale_3);
+    const double load_acc_7 = at_py_div(load_acc_4, at_min2(load_acc_5, load_acc_6));
+    const double load_acc_8 = (1.0 * at_max2(load_acc_7, 20.6));
     const double load_acc_9 = (pass_1 + load_acc_8);
     const double load_acc_10 = (0.0 + load_acc_8);
-    const double load_acc_11 = (0.0 + at_py_div((1.0 * load_acc_3), load_acc_6));
+    const double load_acc_11 = (0.0 + at_py_div((1.0 * load_acc_4), load_acc_6));
     // load_token_scale
     const double load_token_scale_0 = at_py_div(static_cast<double>((passRows_0 * INT64_C(4))), 1.0);
     const double load_token_scale_1 = ((1.0 * at_fceil(at_py_div(load_token_scale_0, 32.0))) * 32.0);
     const double load_token_scale_2 = (at_interp(load_token_scale_1, k_XP4, k_FP4, 5) * ((std::fmod(load_token_scale_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_token_scale_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double load_token_scale_4 = at_py_div(std::pow((std::pow((load_token_scale_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), load_token_scale_3);
-    const double load_token_scale_5 = at_py_div(load_token_scale_1, (((load_token_scale_2 < load_token_scale_4) || (load_token_scale_2 != load_token_scale_2)) ? load_token_scale_2 : load_token_scale_4));
-    const double load_token_scale_6 = (1.0 * (((load_token_scale_5 > 20.6) || (load_token_scale_5 != load_token_scale_5)) ? load_token_scale_5 : 20.6));
-    const double load_token_scale_7 = (load_acc_9 + load_token_scale_6);
-    const double load_token_scale_8 = (load_acc_10 + load_token_scale_6);
-    const double load_token_scale_9 = (load_acc_11 + at_py_div((1.0 * load_token_scale_1), load_token_scale_4));
+    const double load_token_scale_3 = at_py_div(std::pow((load_channel_scale_4 + 3.773364712030895e-05), -0.6666666666666666), load_channel_scale_3);
+    const double load_token_scale_4 = at_py_div(load_token_scale_1, at_min2(load_token_scale_2, load_token_scale_3));
+    const double load_token_scale_5 = (1.0 * at_max2(load_token_scale_4, 20.6));
+    const double load_token_scale_6 = (load_acc_9 + load_token_scale_5);
+    const double load_token_scale_7 = (load_acc_10 + load_token_scale_5);
+    const double load_token_scale_8 = (load_acc_11 + at_py_div((1.0 * load_token_scale_1), load_token_scale_3));
     // acc_to_float
     const double acc_to_float_0 = at_fceil(at_py_div((static_cast<double>((passRows_0 * tileN_1)) * static_cast<double>(INT64_C(4))), 256.0));
     const double acc_to_float_1 = (1.0 * ((at_fceil(at_py_div(acc_to_float_0, 255.0)) * 22.0) + (acc_to_float_0 * 2.0)));
-    const double acc_to_float_2 = (load_token_scale_7 + acc_to_float_1);
+    const double acc_to_float_2 = (load_token_scale_6 + acc_to_float_1);
     const double acc_to_float_3 = (0.0 + acc_to_float_1);
-    const double acc_to_float_4 = (load_token_scale_9 + 0.0);
+    const double acc_to_float_4 = (load_token_scale_8 + 0.0);
     // pass
-    const double pass_2 = (load_token_scale_8 + 380.0);
+    const double pass_2 = (load_token_scale_7 + 380.0);
     const double pass_3 = (acc_to_float_2 + 380.0);
     // mul_channel_scale
-    const double mul_channel_scale_0 = at_fceil(at_py_div((static_cast<double>(tileN_1) * static_cast<double>(INT64_C(4))), 256.0));
-    const double mul_channel_scale_1 = (static_cast<double>(passRows_0) * ((at_fceil(at_py_div(mul_channel_scale_0, 255.0)) * 22.0) + (mul_channel_scale_0 * 2.0)));
-    const double mul_channel_scale_2 = (pass_3 + mul_channel_scale_1);
-    const double mul_channel_scale_3 = (acc_to_float_3 + mul_channel_scale_1);
-    const double mul_channel_scale_4 = (acc_to_float_4 + 0.0);
+    const double mul_channel_scale_0 = at_fceil(at_py_div((mmad_0 * static_cast<double>(INT64_C(4))), 256.0));
+    const double mul_channel_scale_1 = at_fceil(at_py_div(mul_channel_scale_0, 255.0));
+    const double mul_channel_scale_2 = (load_acc_1 * ((mul_channel_scale_1 * 22.0) + (mul_channel_scale_0 * 2.0)));
+    const double mul_channel_scale_3 = (pass_3 + mul_channel_scale_2);
+    const double mul_channel_scale_4 = (acc_to_float_3 + mul_channel_scale_2);
+    const double mul_channel_scale_5 = (acc_to_float_4 + 0.0);
     // mul_token_scale
-    const double mul_token_scale_0 = at_fceil(at_py_div((static_cast<double>(tileN_1) * static_cast<double>(INT64_C(4))), 256.0));
-    const double mul_token_scale_1 = (static_cast<double>(passRows_0) * ((at_fceil(at_py_div(mul_token_scale_0, 255.0)) * 22.0) + (mul_token_scale_0 * 1.0)));
-    const double mul_token_scale_2 = (mul_channel_scale_2 + mul_token_scale_1);
-    const double mul_token_scale_3 = (mul_channel_scale_3 + mul_token_scale_1);
-    const double mul_token_scale_4 = (mul_channel_scale_4 + 0.0);
+    const double mul_token_scale_0 = (load_acc_1 * ((mul_channel_scale_1 * 22.0) + (mul_channel_scale_0 * 1.0)));
+    const double mul_token_scale_1 = (mul_channel_scale_3 + mul_token_scale_0);
+    const double mul_token_scale_2 = (mul_channel_scale_4 + mul_token_scale_0);
+    const double mul_token_scale_3 = (mul_channel_scale_5 + 0.0);
     // to_output
-    const double to_output_0 = at_fceil(at_py_div((static_cast<double>((passRows_0 * tileN_1)) * static_cast<double>(INT64_C(4))), 256.0));
-    const double to_output_1 = (1.0 * ((at_fceil(at_py_div(to_output_0, 255.0)) * 22.0) + (to_output_0 * 2.0)));
-    const double to_output_2 = (mul_token_scale_2 + to_output_1);
-    const double to_output_3 = (mul_token_scale_3 + to_output_1);
-    const double to_output_4 = (mul_token_scale_4 + 0.0);
+    const double to_output_0 = (mul_token_scale_1 + acc_to_float_1);
+    const double to_output_1 = (mul_token_scale_2 + acc_to_float_1);
+    const double to_output_2 = (mul_token_scale_3 + 0.0);
     // store_c
-    const double store_c_0 = static_cast<double>(passRows_0);
-    const double store_c_1 = (((store_c_0 > 1.0) || (store_c_0 != store_c_0)) ? store_c_0 : 1.0);
-    const double store_c_2 = at_py_div(static_cast<double>(((passRows_0 * tileN_1) * INT64_C(2))), store_c_1);
-    const double store_c_3 = ((store_c_1 * at_fceil(at_py_div(store_c_2, 32.0))) * 32.0);
-    const double store_c_4 = ((std::fmod(store_c_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
-    const bool store_c_5 = (std::fmod((static_cast<double>(v_N) * 2.0), 512.0) == static_cast<double>(INT64_C(0)));
-    const double store_c_6 = (at_interp(store_c_3, k_XP5, k_FP5, 5) * (store_c_5 ? store_c_4 : (((store_c_4 < 0.7) || (store_c_4 != store_c_4)) ? store_c_4 : 0.7)));
-    const double store_c_7 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double store_c_8 = at_py_div(std::pow((std::pow((store_c_7 * 200.0), -1.5) + std::pow((888.8888888888889 * (store_c_5 ? 1.0 : 0.7)), -1.5)), -0.6666666666666666), store_c_7);
-    const double store_c_9 = at_py_div(store_c_3, (((store_c_6 < store_c_8) || (store_c_6 != store_c_6)) ? store_c_6 : store_c_8));
-    const double store_c_10 = (1.0 * (((store_c_9 > 20.6) || (store_c_9 != store_c_9)) ? store_c_9 : 20.6));
-    const double store_c_11 = (to_output_2 + store_c_10);
-    const double store_c_12 = (0.0 + store_c_10);
-    const double store_c_13 = (to_output_4 + at_py_div((1.0 * store_c_3), store_c_8));
+    const double store_c_0 = at_py_div(static_cast<double>((load_acc_0 * INT64_C(2))), load_acc_2);
+    const double store_c_1 = ((load_acc_2 * at_fceil(at_py_div(store_c_0, 32.0))) * 32.0);
+    const double store_c_2 = ((std::fmod(store_c_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double store_c_4 = (at_interp(store_c_1, k_XP5, k_FP5, 5) * (st.store_c_3 ? store_c_2 : at_min2(store_c_2, 0.7)));
+    const double store_c_6 = at_py_div(std::pow((load_channel_scale_4 + st.store_c_5), -0.6666666666666666), load_channel_scale_3);
+    const double store_c_7 = at_py_div(store_c_1, at_min2(store_c_4, store_c_6));
+    const double store_c_8 = (1.0 * at_max2(store_c_7, 20.6));
+    const double store_c_9 = (to_output_0 + store_c_8);
+    const double store_c_10 = (0.0 + store_c_8);
+    const double store_c_11 = (to_output_2 + at_py_div((1.0 * store_c_1), store_c_6));
     // pass
     const double pass_4 = (pass_1 + 4.0);
-    const double pass_5 = (((pass_4 > pass_2) || (pass_4 != pass_4)) ? pass_4 : pass_2);
-    const double pass_6 = (((pass_5 > to_output_3) || (pass_5 != pass_5)) ? pass_5 : to_output_3);
-    const double pass_7 = (((pass_6 > store_c_12) || (pass_6 != pass_6)) ? pass_6 : store_c_12);
-    const double pass_8 = (((pass_7 > store_c_13) || (pass_7 != pass_7)) ? pass_7 : store_c_13);
+    const double pass_5 = at_max2(pass_4, pass_2);
+    const double pass_6 = at_max2(pass_5, to_output_1);
+    const double pass_7 = at_max2(pass_6, store_c_10);
+    const double pass_8 = at_max2(pass_7, store_c_11);
     const double pass_9 = (pass_0 - 1.0);
-    const double pass_10 = (((store_c_11 + 80.0) + 4.0) + ((((pass_9 > 0.0) || (pass_9 != pass_9)) ? pass_9 : 0.0) * (((pass_8 > 0.0) || (pass_8 != pass_8)) ? pass_8 : 0.0)));
-    const double pass_11 = (load_channel_scale_9 + ((pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : pass_10));
+    const double pass_10 = (((store_c_9 + 80.0) + 4.0) + (at_max2(pass_9, 0.0) * at_max2(pass_8, 0.0)));
+    const double pass_11 = (load_channel_scale_7 + ((pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : pass_10));
     // tile
-    const double tile_14 = (vector_side_3 + ((tile_11 <= static_cast<double>(INT64_C(0))) ? 0.0 : (tile_11 * (pass_11 + 0.0))));
+    const double tile_12 = (vector_side_3 + ((tile_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (tile_0 * (pass_11 + 0.0))));
     // vector_side
-    const double vector_side_5 = at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_14 + 0.0))), 1800.0);
-    const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
-    const double vector_side_7 = (((((cube_side_5 > vector_side_5) || (cube_side_5 != cube_side_5)) ? cube_side_5 : vector_side_5) + at_py_div((static_cast<double>((INT64_C(2) * tilesPerCore_0)) * 2.0), 1800.0)) + 1.0);
-    const double vector_side_8 = ((((cube_side_7 > vector_side_6) || (cube_side_7 != cube_side_7)) ? cube_side_7 : vector_side_6) + vector_side_7);
-    return vector_side_8;
+    const double vector_side_4 = at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (tile_12 + 0.0))), 1800.0);
+    const double vector_side_5 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
+    const double vector_side_6 = ((at_max2(cube_side_5, vector_side_4) + at_py_div((static_cast<double>((INT64_C(2) * tilesPerCore_0)) * 2.0), 1800.0)) + 1.0);
+    const double vector_side_7 = (at_max2(cube_side_7, vector_side_5) + vector_side_6);
+    return vector_side_7;
+}
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    return PredictUs(ShapeTermsOf(shape, aic, aiv), config);
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -768,6 +806,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         });
     }
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     Values w = Values();
     w.aicNum = aicNum;
     w.aivNum = aivNum;
@@ -800,7 +839,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
             k[depth] = -2;
             continue;
         }
-        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        const double us = PredictUs(st, cur);
         if (found == 0 || us < bestUs) {
             bestUs = us;
             out = ConfigOf(cur);
@@ -812,11 +851,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
 // false where the configuration is invalid here.
-inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+inline bool RefineScore(const Shape& shape, const ShapeTerms& st, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
     Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
-    us = PredictUs(dims, v, aicNum, aivNum);
+    us = PredictUs(st, v);
     return true;
 }
 
@@ -848,6 +887,7 @@ const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     std::vector<int64_t> doms[6];
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 6;
@@ -876,7 +916,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 ++evals;
                 cur[j] = v;
                 double t = 0.0;
-                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                if (RefineScore(shape, st, cur, aicNum, aivNum, t) && t < best) {
                     best = t;
                     pick = v;
                     moved = true;
@@ -909,7 +949,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                     trial[i] = a;
                     trial[j] = b;
                     double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                    if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
                         best = t;
                         std::copy(trial, trial + n, moved);
                         pairMoved = true;
@@ -965,6 +1005,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
         break;
     }
     const int64_t dims[4] = { shape.M, shape.K, shape.G, shape.N };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
@@ -975,7 +1016,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             continue;
         }
         const int64_t params[6] = { config.m1, config.n1, config.k1, config.k0, config.blockDim, config.epiRows };
-        const double us = PredictUs(dims, params, aicNum, aivNum);
+        const double us = PredictUs(st, params);
         if (best == -2 || us < bestUs) {
             best = i;
             bestUs = us;
@@ -993,7 +1034,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             return none;
         }
         const int64_t params[6] = { walked.m1, walked.n1, walked.k1, walked.k0, walked.blockDim, walked.epiRows };
-        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestUs = PredictUs(st, params);
         bestConfig = walked;
         source = kWalk;
     }

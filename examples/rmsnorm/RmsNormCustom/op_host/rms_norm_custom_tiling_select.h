@@ -197,20 +197,35 @@ static const double k_XP0[5] = {16384.0, 32768.0, 65536.0, 131072.0, 188416.0};
 static const double k_FP0[5] = {150.9, 110.7, 117.6, 126.3, 128.0};
 static const double k_XP1[5] = {1024.0, 4096.0, 16384.0, 32768.0, 65536.0};
 static const double k_FP1[5] = {13.5, 40.7, 69.5, 76.4, 72.0};
-inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+// The values of the model that depend on the shape and the core counts only:
+// computed once per shape, read by every configuration's PredictUs.
+struct ShapeTerms {
+    int64_t v_rows;
+    int64_t aiv;
+    int64_t colsAligned_0;
+};
+inline ShapeTerms ShapeTermsOf(const int64_t* shape, int64_t aic, int64_t aiv) {
     const int64_t v_rows = shape[0];
     const int64_t v_cols = shape[1];
+    (void)aic;
+    ShapeTerms st = ShapeTerms();
+    st.v_rows = v_rows;
+    st.aiv = aiv;
+    // colsAligned
+    st.colsAligned_0 = ((-at_floordiv((-v_cols), INT64_C(16))) * INT64_C(16));
+    return st;
+}
+inline double PredictUs(const ShapeTerms& st, const int64_t* config) {
+    const int64_t v_rows = st.v_rows;
+    const int64_t aiv = st.aiv;
     const int64_t v_blockDim = config[0];
     const int64_t v_rowFactor = config[1];
     const int64_t v_colFactor = config[2];
     const int64_t v_bufferNum = config[3];
-    (void)aic;
-    // colsAligned
-    const int64_t colsAligned_0 = ((-at_floordiv((-v_cols), INT64_C(16))) * INT64_C(16));
     // colTile
-    const int64_t colTile_0 = ((v_colFactor < colsAligned_0) ? v_colFactor : colsAligned_0);
+    const int64_t colTile_0 = ((v_colFactor < st.colsAligned_0) ? v_colFactor : st.colsAligned_0);
     // colTiles
-    const int64_t colTiles_0 = at_ceil_div(colsAligned_0, colTile_0);
+    const int64_t colTiles_0 = at_ceil_div(st.colsAligned_0, colTile_0);
     // rowsPerCore
     const int64_t rowsPerCore_0 = at_ceil_div(v_rows, v_blockDim);
     // rowTile
@@ -225,149 +240,133 @@ inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic
     const bool gammaResident_0 = (colTiles_0 == INT64_C(1));
     // vector_side
     const double vector_side_0 = static_cast<double>(v_blockDim);
-    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0)));
-    const double vector_side_2 = (((vector_side_1 > 0.0) || (vector_side_1 != vector_side_1)) ? vector_side_1 : 0.0);
+    const double vector_side_1 = at_fceil(at_py_div(vector_side_0, at_max2(vector_side_0, 1.0)));
+    const double vector_side_2 = at_max2(vector_side_1, 0.0);
     const double vector_side_3 = ((vector_side_2 > 1.0) ? 14.0 : 0.0);
     // load_gamma
     const double load_gamma_0 = at_py_div(static_cast<double>((colTile_0 * INT64_C(2))), 1.0);
     const double load_gamma_1 = ((1.0 * at_fceil(at_py_div(load_gamma_0, 32.0))) * 32.0);
     const double load_gamma_2 = (at_interp(load_gamma_1, k_XP0, k_FP0, 5) * ((std::fmod(load_gamma_0, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double load_gamma_3 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
+    const double load_gamma_3 = at_max2(vector_side_0, 1.0);
     const double load_gamma_4 = at_py_div(std::pow((std::pow((load_gamma_3 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), load_gamma_3);
-    const double load_gamma_5 = at_py_div(load_gamma_1, (((load_gamma_2 < load_gamma_4) || (load_gamma_2 != load_gamma_2)) ? load_gamma_2 : load_gamma_4));
-    const double load_gamma_6 = (vector_side_3 + (static_cast<double>((gammaResident_0 ? INT64_C(1) : INT64_C(0))) * (((load_gamma_5 > 20.6) || (load_gamma_5 != load_gamma_5)) ? load_gamma_5 : 20.6)));
+    const double load_gamma_5 = at_py_div(load_gamma_1, at_min2(load_gamma_2, load_gamma_4));
+    const double load_gamma_6 = at_max2(load_gamma_5, 20.6);
+    const double load_gamma_7 = (vector_side_3 + (static_cast<double>((gammaResident_0 ? INT64_C(1) : INT64_C(0))) * load_gamma_6));
     // vector_side
     const double vector_side_4 = static_cast<double>(rowPasses_0);
     const double vector_side_5 = static_cast<double>(v_bufferNum);
     // row_pass
-    const double row_pass_0 = (((vector_side_4 > 0.0) || (vector_side_4 != vector_side_4)) ? vector_side_4 : 0.0);
+    const double row_pass_0 = at_max2(vector_side_4, 0.0);
     const double row_pass_1 = ((row_pass_0 > 1.0) ? 14.0 : 0.0);
     const double row_pass_2 = static_cast<double>((colTiles_0 * sweeps_0));
-    const double row_pass_3 = static_cast<double>(v_bufferNum);
     // col_pass
-    const double col_pass_0 = (((row_pass_2 > 0.0) || (row_pass_2 != row_pass_2)) ? row_pass_2 : 0.0);
+    const double col_pass_0 = at_max2(row_pass_2, 0.0);
     const double col_pass_1 = ((col_pass_0 > 1.0) ? 14.0 : 0.0);
     // copy_in_x
     const double copy_in_x_0 = static_cast<double>(rowTile_0);
-    const double copy_in_x_1 = (((copy_in_x_0 > 1.0) || (copy_in_x_0 != copy_in_x_0)) ? copy_in_x_0 : 1.0);
+    const double copy_in_x_1 = at_max2(copy_in_x_0, 1.0);
     const double copy_in_x_2 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), copy_in_x_1);
     const double copy_in_x_3 = ((copy_in_x_1 * at_fceil(at_py_div(copy_in_x_2, 32.0))) * 32.0);
-    const double copy_in_x_4 = (at_interp(copy_in_x_3, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_x_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_in_x_5 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_in_x_6 = at_py_div(std::pow((std::pow((copy_in_x_5 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_x_5);
-    const double copy_in_x_7 = at_py_div(copy_in_x_3, (((copy_in_x_4 < copy_in_x_6) || (copy_in_x_4 != copy_in_x_4)) ? copy_in_x_4 : copy_in_x_6));
-    const double copy_in_x_8 = (1.0 * (((copy_in_x_7 > 20.6) || (copy_in_x_7 != copy_in_x_7)) ? copy_in_x_7 : 20.6));
-    const double copy_in_x_9 = (col_pass_1 + copy_in_x_8);
-    const double copy_in_x_10 = (0.0 + copy_in_x_8);
-    const double copy_in_x_11 = (0.0 + at_py_div((1.0 * copy_in_x_3), copy_in_x_6));
+    const double copy_in_x_4 = ((std::fmod(copy_in_x_2, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7);
+    const double copy_in_x_5 = (at_interp(copy_in_x_3, k_XP0, k_FP0, 5) * copy_in_x_4);
+    const double copy_in_x_6 = at_py_div(copy_in_x_3, at_min2(copy_in_x_5, load_gamma_4));
+    const double copy_in_x_7 = (1.0 * at_max2(copy_in_x_6, 20.6));
+    const double copy_in_x_8 = (col_pass_1 + copy_in_x_7);
+    const double copy_in_x_9 = (0.0 + copy_in_x_7);
+    const double copy_in_x_10 = (0.0 + at_py_div((1.0 * copy_in_x_3), load_gamma_4));
     // copy_in_gamma
     const double copy_in_gamma_0 = static_cast<double>((gammaResident_0 ? INT64_C(0) : INT64_C(1)));
-    const double copy_in_gamma_1 = at_py_div(static_cast<double>((colTile_0 * INT64_C(2))), 1.0);
-    const double copy_in_gamma_2 = ((1.0 * at_fceil(at_py_div(copy_in_gamma_1, 32.0))) * 32.0);
-    const double copy_in_gamma_3 = (at_interp(copy_in_gamma_2, k_XP0, k_FP0, 5) * ((std::fmod(copy_in_gamma_1, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_in_gamma_4 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_in_gamma_5 = at_py_div(std::pow((std::pow((copy_in_gamma_4 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_in_gamma_4);
-    const double copy_in_gamma_6 = at_py_div(copy_in_gamma_2, (((copy_in_gamma_3 < copy_in_gamma_5) || (copy_in_gamma_3 != copy_in_gamma_3)) ? copy_in_gamma_3 : copy_in_gamma_5));
-    const double copy_in_gamma_7 = ((((copy_in_gamma_0 < 1.0) || (copy_in_gamma_0 != copy_in_gamma_0)) ? copy_in_gamma_0 : 1.0) * 190.0);
-    const double copy_in_gamma_8 = (copy_in_gamma_0 * (((copy_in_gamma_6 > 20.6) || (copy_in_gamma_6 != copy_in_gamma_6)) ? copy_in_gamma_6 : 20.6));
-    const double copy_in_gamma_9 = (copy_in_x_9 + copy_in_gamma_8);
-    const double copy_in_gamma_10 = (copy_in_x_10 + copy_in_gamma_8);
-    const double copy_in_gamma_11 = (copy_in_x_11 + at_py_div((copy_in_gamma_0 * copy_in_gamma_2), copy_in_gamma_5));
+    const double copy_in_gamma_1 = (at_min2(copy_in_gamma_0, 1.0) * 190.0);
+    const double copy_in_gamma_2 = (copy_in_gamma_0 * load_gamma_6);
+    const double copy_in_gamma_3 = (copy_in_x_8 + copy_in_gamma_2);
+    const double copy_in_gamma_4 = (copy_in_x_9 + copy_in_gamma_2);
+    const double copy_in_gamma_5 = (copy_in_x_10 + at_py_div((copy_in_gamma_0 * load_gamma_1), load_gamma_4));
     // col_pass
-    const double col_pass_2 = (190.0 + copy_in_gamma_7);
+    const double col_pass_2 = (190.0 + copy_in_gamma_1);
     // cast_up
     const double cast_up_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
     const double cast_up_1 = (1.0 * ((at_fceil(at_py_div(cast_up_0, 255.0)) * 22.0) + (cast_up_0 * 2.0)));
-    const double cast_up_2 = (copy_in_gamma_9 + cast_up_1);
+    const double cast_up_2 = (copy_in_gamma_3 + cast_up_1);
     const double cast_up_3 = (0.0 + cast_up_1);
-    const double cast_up_4 = (copy_in_gamma_11 + 0.0);
+    const double cast_up_4 = (copy_in_gamma_5 + 0.0);
     // col_pass
-    const double col_pass_3 = (copy_in_gamma_10 + col_pass_2);
+    const double col_pass_3 = (copy_in_gamma_4 + col_pass_2);
     const double col_pass_4 = (cast_up_2 + col_pass_2);
     // square
-    const double square_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double square_1 = (1.0 * ((at_fceil(at_py_div(square_0, 255.0)) * 22.0) + (square_0 * 2.0)));
-    const double square_2 = (col_pass_4 + square_1);
-    const double square_3 = (cast_up_3 + square_1);
-    const double square_4 = (cast_up_4 + 0.0);
+    const double square_0 = (col_pass_4 + cast_up_1);
+    const double square_1 = (cast_up_3 + cast_up_1);
+    const double square_2 = (cast_up_4 + 0.0);
     // reduce_sum_fold
     const double reduce_sum_fold_0 = at_fceil(at_py_div((static_cast<double>(at_floordiv(colTile_0, INT64_C(2))) * static_cast<double>(INT64_C(4))), 256.0));
-    const double reduce_sum_fold_1 = (static_cast<double>(rowTile_0) * ((at_fceil(at_py_div(reduce_sum_fold_0, 255.0)) * 22.0) + (reduce_sum_fold_0 * 2.0)));
-    const double reduce_sum_fold_2 = (square_2 + reduce_sum_fold_1);
-    const double reduce_sum_fold_3 = (square_3 + reduce_sum_fold_1);
-    const double reduce_sum_fold_4 = (square_4 + 0.0);
+    const double reduce_sum_fold_1 = (copy_in_x_0 * ((at_fceil(at_py_div(reduce_sum_fold_0, 255.0)) * 22.0) + (reduce_sum_fold_0 * 2.0)));
+    const double reduce_sum_fold_2 = (square_0 + reduce_sum_fold_1);
+    const double reduce_sum_fold_3 = (square_1 + reduce_sum_fold_1);
+    const double reduce_sum_fold_4 = (square_2 + 0.0);
     // reduce_sum_final
     const double reduce_sum_final_0 = at_fceil(at_py_div((static_cast<double>(((colTile_0 < INT64_C(64)) ? colTile_0 : INT64_C(64))) * static_cast<double>(INT64_C(4))), 256.0));
-    const double reduce_sum_final_1 = (static_cast<double>(rowTile_0) * ((at_fceil(at_py_div(reduce_sum_final_0, 255.0)) * 22.0) + (reduce_sum_final_0 * 7.0)));
+    const double reduce_sum_final_1 = (copy_in_x_0 * ((at_fceil(at_py_div(reduce_sum_final_0, 255.0)) * 22.0) + (reduce_sum_final_0 * 7.0)));
     const double reduce_sum_final_2 = (reduce_sum_fold_2 + reduce_sum_final_1);
     const double reduce_sum_final_3 = (reduce_sum_fold_3 + reduce_sum_final_1);
     const double reduce_sum_final_4 = (reduce_sum_fold_4 + 0.0);
     // scale_rows
     const double scale_rows_0 = at_fceil(at_py_div((static_cast<double>(colTile_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double scale_rows_1 = (static_cast<double>(rowTile_0) * ((at_fceil(at_py_div(scale_rows_0, 255.0)) * 22.0) + (scale_rows_0 * 1.0)));
+    const double scale_rows_1 = (copy_in_x_0 * ((at_fceil(at_py_div(scale_rows_0, 255.0)) * 22.0) + (scale_rows_0 * 1.0)));
     const double scale_rows_2 = (reduce_sum_final_2 + scale_rows_1);
     const double scale_rows_3 = (reduce_sum_final_3 + scale_rows_1);
     const double scale_rows_4 = (reduce_sum_final_4 + 0.0);
     // mul_gamma
-    const double mul_gamma_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double mul_gamma_1 = (1.0 * ((at_fceil(at_py_div(mul_gamma_0, 255.0)) * 22.0) + (mul_gamma_0 * 2.0)));
-    const double mul_gamma_2 = (scale_rows_2 + mul_gamma_1);
-    const double mul_gamma_3 = (scale_rows_3 + mul_gamma_1);
-    const double mul_gamma_4 = (scale_rows_4 + 0.0);
+    const double mul_gamma_0 = (scale_rows_2 + cast_up_1);
+    const double mul_gamma_1 = (scale_rows_3 + cast_up_1);
+    const double mul_gamma_2 = (scale_rows_4 + 0.0);
     // cast_down
-    const double cast_down_0 = at_fceil(at_py_div((static_cast<double>(tileElems_0) * static_cast<double>(INT64_C(4))), 256.0));
-    const double cast_down_1 = (1.0 * ((at_fceil(at_py_div(cast_down_0, 255.0)) * 22.0) + (cast_down_0 * 2.0)));
-    const double cast_down_2 = (mul_gamma_2 + cast_down_1);
-    const double cast_down_3 = (mul_gamma_3 + cast_down_1);
-    const double cast_down_4 = (mul_gamma_4 + 0.0);
+    const double cast_down_0 = (mul_gamma_0 + cast_up_1);
+    const double cast_down_1 = (mul_gamma_1 + cast_up_1);
+    const double cast_down_2 = (mul_gamma_2 + 0.0);
     // copy_out_y
     const double copy_out_y_0 = at_fdiv(static_cast<double>(INT64_C(1)), static_cast<double>(sweeps_0));
-    const double copy_out_y_1 = static_cast<double>(rowTile_0);
-    const double copy_out_y_2 = (((copy_out_y_1 > 1.0) || (copy_out_y_1 != copy_out_y_1)) ? copy_out_y_1 : 1.0);
-    const double copy_out_y_3 = at_py_div(static_cast<double>((tileElems_0 * INT64_C(2))), copy_out_y_2);
-    const double copy_out_y_4 = ((copy_out_y_2 * at_fceil(at_py_div(copy_out_y_3, 32.0))) * 32.0);
-    const double copy_out_y_5 = (at_interp(copy_out_y_4, k_XP1, k_FP1, 5) * ((std::fmod(copy_out_y_3, 512.0) == static_cast<double>(INT64_C(0))) ? 1.0 : 0.7));
-    const double copy_out_y_6 = (((vector_side_0 > 1.0) || (vector_side_0 != vector_side_0)) ? vector_side_0 : 1.0);
-    const double copy_out_y_7 = at_py_div(std::pow((std::pow((copy_out_y_6 * 200.0), -1.5) + 3.773364712030895e-05), -0.6666666666666666), copy_out_y_6);
-    const double copy_out_y_8 = at_py_div(copy_out_y_4, (((copy_out_y_5 < copy_out_y_7) || (copy_out_y_5 != copy_out_y_5)) ? copy_out_y_5 : copy_out_y_7));
-    const double copy_out_y_9 = ((((copy_out_y_0 < 1.0) || (copy_out_y_0 != copy_out_y_0)) ? copy_out_y_0 : 1.0) * 80.0);
-    const double copy_out_y_10 = (copy_out_y_0 * (((copy_out_y_8 > 20.6) || (copy_out_y_8 != copy_out_y_8)) ? copy_out_y_8 : 20.6));
-    const double copy_out_y_11 = (cast_down_2 + copy_out_y_10);
-    const double copy_out_y_12 = (0.0 + copy_out_y_10);
-    const double copy_out_y_13 = (cast_down_4 + at_py_div((copy_out_y_0 * copy_out_y_4), copy_out_y_7));
+    const double copy_out_y_1 = (at_interp(copy_in_x_3, k_XP1, k_FP1, 5) * copy_in_x_4);
+    const double copy_out_y_2 = at_py_div(copy_in_x_3, at_min2(copy_out_y_1, load_gamma_4));
+    const double copy_out_y_3 = (at_min2(copy_out_y_0, 1.0) * 80.0);
+    const double copy_out_y_4 = (copy_out_y_0 * at_max2(copy_out_y_2, 20.6));
+    const double copy_out_y_5 = (cast_down_0 + copy_out_y_4);
+    const double copy_out_y_6 = (0.0 + copy_out_y_4);
+    const double copy_out_y_7 = (cast_down_2 + at_py_div((copy_out_y_0 * copy_in_x_3), load_gamma_4));
     // col_pass
-    const double col_pass_5 = ((copy_out_y_11 + copy_out_y_9) + 4.0);
+    const double col_pass_5 = ((copy_out_y_5 + copy_out_y_3) + 4.0);
     const double col_pass_6 = (col_pass_1 + 4.0);
-    const double col_pass_7 = (((col_pass_6 > col_pass_3) || (col_pass_6 != col_pass_6)) ? col_pass_6 : col_pass_3);
-    const double col_pass_8 = (((col_pass_7 > cast_down_3) || (col_pass_7 != col_pass_7)) ? col_pass_7 : cast_down_3);
-    const double col_pass_9 = (((col_pass_8 > copy_out_y_12) || (col_pass_8 != col_pass_8)) ? col_pass_8 : copy_out_y_12);
-    const double col_pass_10 = (((col_pass_9 > copy_out_y_13) || (col_pass_9 != col_pass_9)) ? col_pass_9 : copy_out_y_13);
-    const double col_pass_11 = (((col_pass_10 > 0.0) || (col_pass_10 != col_pass_10)) ? col_pass_10 : 0.0);
+    const double col_pass_7 = at_max2(col_pass_6, col_pass_3);
+    const double col_pass_8 = at_max2(col_pass_7, cast_down_1);
+    const double col_pass_9 = at_max2(col_pass_8, copy_out_y_6);
+    const double col_pass_10 = at_max2(col_pass_9, copy_out_y_7);
+    const double col_pass_11 = at_max2(col_pass_10, 0.0);
     const double col_pass_12 = (col_pass_0 - 1.0);
-    const double col_pass_13 = (((col_pass_12 > 0.0) || (col_pass_12 != col_pass_12)) ? col_pass_12 : 0.0);
-    const bool col_pass_14 = (row_pass_3 >= static_cast<double>(INT64_C(2)));
+    const double col_pass_13 = at_max2(col_pass_12, 0.0);
+    const bool col_pass_14 = (vector_side_5 >= static_cast<double>(INT64_C(2)));
     const double col_pass_15 = ((col_pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (col_pass_14 ? (col_pass_0 * 0.0) : ((col_pass_13 * col_pass_5) + col_pass_11)));
     const double col_pass_16 = (row_pass_1 + ((col_pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : (col_pass_14 ? (col_pass_5 + (col_pass_13 * col_pass_11)) : (col_pass_0 * col_pass_5))));
     const double col_pass_17 = (row_pass_1 + (col_pass_6 * col_pass_0));
     const double col_pass_18 = (0.0 + (col_pass_3 * col_pass_0));
-    const double col_pass_19 = (0.0 + (cast_down_3 * col_pass_0));
-    const double col_pass_20 = (0.0 + (copy_out_y_12 * col_pass_0));
-    const double col_pass_21 = (0.0 + (copy_out_y_13 * col_pass_0));
+    const double col_pass_19 = (0.0 + (cast_down_1 * col_pass_0));
+    const double col_pass_20 = (0.0 + (copy_out_y_6 * col_pass_0));
+    const double col_pass_21 = (0.0 + (copy_out_y_7 * col_pass_0));
     const double col_pass_22 = ((0.0 > col_pass_15) ? 0.0 : col_pass_15);
     // row_pass
-    const double row_pass_4 = (col_pass_16 + 0.0);
-    const double row_pass_5 = (col_pass_17 + 0.0);
-    const double row_pass_6 = (((row_pass_5 > col_pass_18) || (row_pass_5 != row_pass_5)) ? row_pass_5 : col_pass_18);
-    const double row_pass_7 = (((row_pass_6 > col_pass_19) || (row_pass_6 != row_pass_6)) ? row_pass_6 : col_pass_19);
-    const double row_pass_8 = (((row_pass_7 > col_pass_20) || (row_pass_7 != row_pass_7)) ? row_pass_7 : col_pass_20);
-    const double row_pass_9 = (((row_pass_8 > col_pass_21) || (row_pass_8 != row_pass_8)) ? row_pass_8 : col_pass_21);
-    const double row_pass_10 = (row_pass_0 - 1.0);
-    const double row_pass_11 = ((vector_side_5 >= static_cast<double>(INT64_C(2))) ? (row_pass_4 + ((((row_pass_10 > 0.0) || (row_pass_10 != row_pass_10)) ? row_pass_10 : 0.0) * (((row_pass_9 > col_pass_22) || (row_pass_9 != row_pass_9)) ? row_pass_9 : col_pass_22))) : (row_pass_0 * row_pass_4));
-    const double row_pass_12 = (load_gamma_6 + ((row_pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : row_pass_11));
+    const double row_pass_3 = (col_pass_16 + 0.0);
+    const double row_pass_4 = (col_pass_17 + 0.0);
+    const double row_pass_5 = at_max2(row_pass_4, col_pass_18);
+    const double row_pass_6 = at_max2(row_pass_5, col_pass_19);
+    const double row_pass_7 = at_max2(row_pass_6, col_pass_20);
+    const double row_pass_8 = at_max2(row_pass_7, col_pass_21);
+    const double row_pass_9 = (row_pass_0 - 1.0);
+    const double row_pass_10 = (col_pass_14 ? (row_pass_3 + (at_max2(row_pass_9, 0.0) * at_max2(row_pass_8, col_pass_22))) : (row_pass_0 * row_pass_3));
+    const double row_pass_11 = (load_gamma_7 + ((row_pass_0 <= static_cast<double>(INT64_C(0))) ? 0.0 : row_pass_10));
     // vector_side
     const double vector_side_6 = (2.0 + at_py_div((1.3 * vector_side_0), static_cast<double>(aiv)));
-    const double vector_side_7 = (((0.0 > vector_side_6) ? 0.0 : vector_side_6) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (row_pass_12 + 0.0))), 1800.0));
+    const double vector_side_7 = (((0.0 > vector_side_6) ? 0.0 : vector_side_6) + at_py_div(((vector_side_2 <= static_cast<double>(INT64_C(0))) ? 0.0 : (vector_side_2 * (row_pass_11 + 0.0))), 1800.0));
     return vector_side_7;
+}
+inline double PredictUs(const int64_t* shape, const int64_t* config, int64_t aic, int64_t aiv) {
+    return PredictUs(ShapeTermsOf(shape, aic, aiv), config);
 }
 
 // Profile constants the spec's expressions use (ascend910b3); core counts come from the platform.
@@ -577,6 +576,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
         });
     }
     const int64_t dims[2] = { shape.rows, shape.cols };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     Values w = Values();
     w.aicNum = aicNum;
     w.aivNum = aivNum;
@@ -607,7 +607,7 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
             k[depth] = -2;
             continue;
         }
-        const double us = PredictUs(dims, cur, aicNum, aivNum);
+        const double us = PredictUs(st, cur);
         if (found == 0 || us < bestUs) {
             bestUs = us;
             out = ConfigOf(cur);
@@ -619,11 +619,11 @@ inline bool WalkFallback(const Shape& shape, int64_t aicNum, int64_t aivNum, con
 
 // The model's time of a configuration (values in parameter order) on this shape and chip;
 // false where the configuration is invalid here.
-inline bool RefineScore(const Shape& shape, const int64_t* dims, const int64_t* v,
+inline bool RefineScore(const Shape& shape, const ShapeTerms& st, const int64_t* v,
                         int64_t aicNum, int64_t aivNum, double& us) {
     Values scratch;  // not zeroed: Derive sets every input and each step its derived values
     if (!Derive(shape, ConfigOf(v), aicNum, aivNum, scratch)) return false;
-    us = PredictUs(dims, v, aicNum, aivNum);
+    us = PredictUs(st, v);
     return true;
 }
 
@@ -655,6 +655,7 @@ const int64_t kRefineEvals = static_cast<int64_t>(ASCEND_TUNE_REFINE_EVALS);
 inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& config,
                    double& us) {
     const int64_t dims[2] = { shape.rows, shape.cols };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     std::vector<int64_t> doms[4];
     if (!Domains(shape, aicNum, aivNum, doms)) return false;
     const int32_t n = 4;
@@ -683,7 +684,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                 ++evals;
                 cur[j] = v;
                 double t = 0.0;
-                if (RefineScore(shape, dims, cur, aicNum, aivNum, t) && t < best) {
+                if (RefineScore(shape, st, cur, aicNum, aivNum, t) && t < best) {
                     best = t;
                     pick = v;
                     moved = true;
@@ -716,7 +717,7 @@ inline bool Refine(const Shape& shape, int64_t aicNum, int64_t aivNum, Config& c
                     trial[i] = a;
                     trial[j] = b;
                     double t = 0.0;
-                    if (RefineScore(shape, dims, trial, aicNum, aivNum, t) && t < best) {
+                    if (RefineScore(shape, st, trial, aicNum, aivNum, t) && t < best) {
                         best = t;
                         std::copy(trial, trial + n, moved);
                         pairMoved = true;
@@ -768,6 +769,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
         break;
     }
     const int64_t dims[2] = { shape.rows, shape.cols };
+    const ShapeTerms st = ShapeTermsOf(dims, aicNum, aivNum);  // the model's per-shape values
     int32_t best = -2;  // -2: nothing valid yet; kCandidateCount: the baseline
     double bestUs = 0.0;
     Config bestConfig = Baseline(shape, aicNum, aivNum);
@@ -778,7 +780,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             continue;
         }
         const int64_t params[4] = { config.blockDim, config.rowFactor, config.colFactor, config.bufferNum };
-        const double us = PredictUs(dims, params, aicNum, aivNum);
+        const double us = PredictUs(st, params);
         if (best == -2 || us < bestUs) {
             best = i;
             bestUs = us;
@@ -796,7 +798,7 @@ inline Selection Select(const Shape& shape, int64_t aicNum, int64_t aivNum, Valu
             return none;
         }
         const int64_t params[4] = { walked.blockDim, walked.rowFactor, walked.colFactor, walked.bufferNum };
-        bestUs = PredictUs(dims, params, aicNum, aivNum);
+        bestUs = PredictUs(st, params);
         bestConfig = walked;
         source = kWalk;
     }
