@@ -4,6 +4,8 @@ first pool holds the winners of the nearest recorded shapes (issue 47).
     python benchmarks/experience.py                 # matmul and batch_matmul, 3 seeds
     python benchmarks/experience.py --seeds 5 --budget 2000
     python benchmarks/experience.py --overhead     # search with and without recording
+    python benchmarks/experience.py --split train --seeds 10   # where settings are chosen
+    python benchmarks/experience.py --detail       # every run: evaluations to its result
 
 Per example suite (examples/matmul/shapes.csv, examples/batch_matmul/shapes.yaml): the even
 rows are tuned first (``api.search`` at the budget, recorded in a fresh SQLite tuning
@@ -17,7 +19,14 @@ each run's convergence history (every configuration the run scored counts, the s
 the fewest evaluations after which the seeded runs' mean reaches what the runs without the
 database reach at the full budget (the issue's target: at most a quarter; a mean of 12 runs,
 so one slow run decides it), and the share of runs (same shape, same seed) whose seeded best
-after a quarter of the budget is already the unseeded run's best at the full budget.
+after a quarter of the budget is already the unseeded run's best at the full budget, and the
+median over runs of the evaluations the seeded run needs to reach the unseeded run's best at
+the full budget (steadier than the mean's reach, which the slowest run decides).
+
+``--split train`` never looks at the odd rows: each even row is held out in turn and the other
+three even rows are recorded (leave one out). The search's seeding settings are chosen on this
+split, the odd rows only report them (with four held-out shapes a suite, settings picked on
+them would flatter the method).
 """
 
 from __future__ import annotations
@@ -72,6 +81,24 @@ def reach(runs: Sequence[tuple[float, Sequence[Sequence[float]]]], target: float
     return None
 
 
+def run_reach(plain: Sequence[Sequence[float]], seeded: Sequence[Sequence[float]],
+              budget: int) -> int | None:
+    """The evaluations after which the seeded run's best is the unseeded run's best at the
+    full budget (None: not within the budget)."""
+    goal = best_at(plain, budget) * (1 + 1e-9)
+    return next((int(e) for e, lat in seeded if e <= budget and lat <= goal), None)
+
+
+def splits(shapes: list[dict[str, int]], split: str
+           ) -> list[tuple[list[dict[str, int]], list[dict[str, int]]]]:
+    """(recorded, held out) pairs: the even rows against the odd ones, or (``train``) each
+    even row against the other even rows."""
+    even, odd = shapes[0::2], shapes[1::2]
+    if split == "held":
+        return [(even, odd)]
+    return [([s for j, s in enumerate(even) if j != i], [h]) for i, h in enumerate(even)]
+
+
 def overhead(hw: api.HardwareProfile, repeat: int) -> None:
     """Seconds of ``api.search`` over the matmul suite without a database and recording into
     a fresh SQLite file each time (nothing to serve or seed: the cost of recording)."""
@@ -104,34 +131,46 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--hw", default="ascend910b3")
     ap.add_argument("--suites", default=",".join(SUITES))
+    ap.add_argument("--split", choices=("held", "train"), default="held",
+                    help="held: the even rows recorded, the odd rows tuned; train: leave one "
+                    "out within the even rows (where the settings are chosen)")
+    ap.add_argument("--detail", action="store_true",
+                    help="also every run: evaluations to the unseeded run's result")
     args = ap.parse_args()
     hw = api.load_profile(args.hw)
     if args.overhead:
         overhead(hw, args.repeat)
         return
     rows = []
+    detail: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.suites.split(","):
             spec = api.load_spec(name)
             shapes = api.collect_shapes(spec, [SUITES[name]])
-            train, held = shapes[0::2], shapes[1::2]
-            db = api.open_db(location.sqlite_url(Path(tmp) / f"{name}.sqlite"))
-            assert db is not None
-            api.search(spec, hw, train, strategy="ga", budget=args.budget, db=db)
-            seeds = dbapi.nearest_seeds(db, spec, hw, held)
             plain: list[tuple[float, list[list[float]]]] = []
             seeded: list[tuple[float, list[list[float]]]] = []
             starts = []
-            for shape in held:
-                best = optimum(ShapeModel(spec, hw, shape), {})
-                key = api.shape_key(shape)
-                for s in range(args.seeds):
-                    settings = TuneSettings("ga", args.budget, s)
-                    plain.append((best, tune_shape(spec, hw, shape, settings)["history"]))
-                    entry = tune_shape(spec, hw, shape, settings, seeds.get(key))
-                    seeded.append((best, entry["history"]))
-                    starts.append(entry.get("seeded", {}).get("configurations", 0))
-            db.dispose()
+            held_out = 0
+            for part, (train, held) in enumerate(splits(shapes, args.split)):
+                db = api.open_db(location.sqlite_url(Path(tmp) / f"{name}.{part}.sqlite"))
+                assert db is not None
+                api.search(spec, hw, train, strategy="ga", budget=args.budget, db=db)
+                seeds = dbapi.nearest_seeds(db, spec, hw, held)
+                db.dispose()
+                held_out += len(held)
+                for shape in held:
+                    best = optimum(ShapeModel(spec, hw, shape), {})
+                    key = api.shape_key(shape)
+                    for s in range(args.seeds):
+                        settings = TuneSettings("ga", args.budget, s)
+                        plain.append((best, tune_shape(spec, hw, shape, settings)["history"]))
+                        entry = tune_shape(spec, hw, shape, settings, seeds.get(key))
+                        seeded.append((best, entry["history"]))
+                        starts.append(entry.get("seeded", {}).get("configurations", 0))
+                        detail.append(
+                            f"{name} {key} seed {s}: unseeded best at {args.budget} "
+                            f"{best / best_at(plain[-1][1], args.budget):.4f}, seeded there "
+                            f"after {run_reach(plain[-1][1], seeded[-1][1], args.budget)}")
             # Per run (same shape, same seed): does the seeded run's best after a quarter of
             # the budget match what the run without the database found at the full budget?
             quarter = args.budget // 4
@@ -141,24 +180,35 @@ def main() -> None:
             points = [p for p in POINTS if p <= args.budget]
             need_plain = reach(plain, target, args.budget)
             need_seeded = reach(seeded, target, args.budget)
-            rows.append((name, "no database", len(held), [mean_fraction(plain, p)
-                                                          for p in points], need_plain, None))
-            rows.append((name, f"seeded ({np.mean(starts):.1f} starts)", len(held),
+            per_run = [run_reach(p[1], q[1], args.budget)
+                       for p, q in zip(plain, seeded, strict=True)]
+            # Runs that never get there count as beyond the budget.
+            median = float(np.median([args.budget + 1 if n is None else n for n in per_run]))
+            rows.append((name, "no database", held_out, [mean_fraction(plain, p)
+                                                         for p in points], need_plain, None,
+                         None))
+            rows.append((name, f"seeded ({np.mean(starts):.1f} starts)", held_out,
                          [mean_fraction(seeded, p) for p in points], need_seeded,
-                         matched))
+                         matched, median))
     head = ["suite", "search", "held-out", *[f"@{p}" for p in points],
-            f"evals to the no-db @{args.budget}", f"runs there by @{args.budget // 4}"]
-    widths = [13, 22, 8, *[7] * len(points), 22, 17]
+            f"evals to the no-db @{args.budget}", f"runs there by @{args.budget // 4}",
+            "median run"]
+    widths = [13, 22, 8, *[7] * len(points), 22, 17, 10]
     print(f"mean fraction of the exact optimum after n evaluations, {args.seeds} seed(s), "
-          f"{args.hw}; the even rows of each suite recorded first (budget {args.budget})")
+          f"{args.hw}; " + ("the even rows of each suite recorded first" if args.split == "held"
+                            else "each even row held out in turn, the other even rows "
+                            "recorded") + f" (budget {args.budget})")
     print(" ".join(h.rjust(w) if i > 1 else h.ljust(w) for i, (h, w) in
                    enumerate(zip(head, widths, strict=True))))
-    for name, mode, n, fractions, need, matched in rows:
+    for name, mode, n, fractions, need, matched, median in rows:
         cells = [name, mode, str(n), *[f"{f:.4f}" for f in fractions],
                  "not reached" if need is None else f"{need} ({need / args.budget:.0%})",
-                 "" if matched is None else f"{matched:.0%}"]
+                 "" if matched is None else f"{matched:.0%}",
+                 "" if median is None else f"{median:.0f}"]
         print(" ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in
                        enumerate(zip(cells, widths, strict=True))))
+    if args.detail:
+        print("\n".join(detail))
 
 
 if __name__ == "__main__":
