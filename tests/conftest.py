@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from ascend_tune.hardware import HardwareProfile, load_profile
 from ascend_tune.spec import OperatorSpec, load_spec
+from tests import postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -124,3 +125,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
         terminalreporter.write_line(
             "not run: the slow tier (whole-project, sanitizer and per-operator compile "
             "builds); python -m pytest -n auto -m slow runs it, .ci/run runs both tiers")
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[postgres_server.Server]:
+    """One real PostgreSQL server per test process (each test makes its own database)."""
+    if postgres_server.server_bin() is None:  # CI installs it (ASCEND_TUNE_NO_SKIPS fails this)
+        pytest.skip("PostgreSQL server not installed (apt-get install postgresql)")
+    with postgres_server.running() as server:
+        yield server

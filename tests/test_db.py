@@ -14,7 +14,6 @@ import stat
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ from tests.npu_standin import standin
 
 STANDIN = Path(standin.__file__)
 SHAPES = ("--shape", "totalLength=65536", "--shape", "totalLength=1048576")
-
-
-@pytest.fixture(scope="session")
-def pg() -> Iterator[postgres_server.Server]:
-    if postgres_server.server_bin() is None:  # CI installs it (ASCEND_TUNE_NO_SKIPS fails this)
-        pytest.skip("PostgreSQL server not installed (apt-get install postgresql)")
-    with postgres_server.running() as server:
-        yield server
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -52,14 +52,6 @@ def spawned(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def pg() -> Iterator[postgres_server.Server]:
-    if postgres_server.server_bin() is None:  # CI installs it (ASCEND_TUNE_NO_SKIPS fails this)
-        pytest.skip("PostgreSQL server not installed (apt-get install postgresql)")
-    with postgres_server.running() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def searched(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("fleet") / "add.json"
     proc = cli("search", "add", "--hw", CHIP, *SHAPES, "--top-k", str(TOP_K), "--budget",

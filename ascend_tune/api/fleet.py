@@ -32,6 +32,7 @@ from ascend_tune.db.records import record_measurement as _record
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.hil import candidates as _cands
 from ascend_tune.hil.command import Command, Job, Outcome, run_job
+from ascend_tune.hil.run import measured_of
 
 # Tries of a candidate whose worker died, after the first.
 RETRIES_AFTER_WORKER_LOSS = 3
@@ -85,17 +86,6 @@ def _database(url: str) -> Database:
     if db is None:
         db = _OPEN[url] = Database(url)
     return db
-
-
-def measured_of(outcome: Outcome) -> dict[str, Any]:
-    """What the results file and the database keep of an outcome (``hil.run``'s form)."""
-    if outcome.error is not None:
-        return {"error": outcome.error, "attempts": outcome.attempts}
-    out: dict[str, Any] = {"time_us": outcome.time_us, "runs_us": outcome.runs_us,
-                           "attempts": outcome.attempts}
-    if outcome.pipes_us:
-        out["pipes_us"] = outcome.pipes_us
-    return out
 
 
 def measure_on_node(command: Command, job: Job, record: NodeRecord, *,

@@ -238,8 +238,8 @@ def _run_jobs(jobs: Iterable[tuple[Any, ...]], executor: Executor,
         for _index, outcome in executor.run(task, jobs):
             key = outcome.key
             is_base = outcome.index == cands.BASELINE
-            entry = (cands.record_baseline(entries[key], _measured(outcome)) if is_base
-                     else cands.record(entries[key], outcome.index, _measured(outcome)))
+            entry = (cands.record_baseline(entries[key], measured_of(outcome)) if is_base
+                     else cands.record(entries[key], outcome.index, measured_of(outcome)))
             entries[key] = entry
             store.replace(entry)
             out.invocations += outcome.invocations
@@ -254,7 +254,8 @@ def _run_jobs(jobs: Iterable[tuple[Any, ...]], executor: Executor,
         kill_running()  # commands of a stopped run (local threads) must not hold a device
 
 
-def _measured(outcome: Outcome) -> dict[str, Any]:
+def measured_of(outcome: Outcome) -> dict[str, Any]:
+    """What the results file and the tuning database keep of an outcome."""
     if outcome.error is not None:
         return {"error": outcome.error, "attempts": outcome.attempts}
     measured: dict[str, Any] = {"time_us": outcome.time_us, "runs_us": outcome.runs_us,
