@@ -59,11 +59,17 @@ class _Source:
     ``p0 .. pn`` looked up in the domains)."""
 
     def __init__(self, spec: OperatorSpec, base_env: Mapping[str, Any],
-                 grids: Sequence[np.ndarray]) -> None:
+                 grids: Sequence[np.ndarray], inputs: Sequence[str] = ()) -> None:
         self.spec = spec
         self.base_env = base_env
         self.w = Writer()
         self._params = {p: f"p{j}" for j, p in enumerate(spec.params)}
+        # Integer values of base_env read by name (``_S0`` ..) rather than written in as
+        # literals: the shape's, so that shapes whose spans lead to the same text share one
+        # compiled kernel (:func:`_compile` keeps it), each with its own values.
+        self._inputs = {n: f"_S{j}" for j, n in enumerate(inputs)
+                        if isinstance(base_env[n], (int, np.integer))
+                        and not isinstance(base_env[n], (bool, np.bool_))}
         self._derived: dict[str, tuple[str, Kind]] = {}
         self.grids = grids
         self.spans: dict[str, Span] = {k: value_span(v) for k, v in base_env.items()}
@@ -76,6 +82,8 @@ class _Source:
             return self._params[name], Kind.INT
         if name in self._derived:
             return self._derived[name]
+        if name in self._inputs:
+            return self._inputs[name], Kind.INT
         value = self.base_env[name]
         if isinstance(value, (bool, np.bool_)):
             return literal(bool(value)), Kind.BOOL
@@ -111,8 +119,9 @@ class _Source:
                                                       f"return {result}"])
         return f"def {name}({indices}):\n{body}\n"
 
-    def constants(self) -> dict[str, list[int]]:
-        return {f"_G{j}": g.tolist() for j, g in enumerate(self.grids)}
+    def constants(self) -> dict[str, Any]:
+        return {**{f"_G{j}": g.tolist() for j, g in enumerate(self.grids)},
+                **{v: int(self.base_env[n]) for n, v in self._inputs.items()}}
 
     def sizes(self) -> list[int]:
         return [int(g.size) for g in self.grids]
@@ -138,21 +147,50 @@ def _subject(name: str) -> Iterator[None]:
         _SUBJECT.reset(token)
 
 
+# Compiled sources, most recently used last: (operator, source, name, sizes) -> what
+# ``_compile`` built from it (pseudo-filename, memoised text, code, its tables' lengths).
+# Shapes whose kernels read their values by name (``_Source`` inputs) and agree in every
+# span-driven choice have the same text: one hoist and one compile for all of them, each
+# executed in its own scope.
+_Code = tuple[str, str, Any, dict[str, int]]
+_CODE: dict[tuple[str, str, str, tuple[int, ...] | None], _Code] = {}
+_CODE_MAX = 64
+
+
+def _compiled(source: str, name: str, sizes: Sequence[int] | None) -> _Code:
+    """``source`` memoised (when ``sizes`` are given) and compiled, once per text: its
+    pseudo-filename, the text compiled, the code object and each memo table's length (the
+    operator's name, :func:`_subject`, is part of the key: it names the file)."""
+    straight = source
+    key = (_SUBJECT.get(), source, name, None if sizes is None else tuple(map(int, sizes)))
+    hit = _CODE.pop(key, None)
+    if hit is None:
+        tables: dict[str, list[None]] = {}
+        if sizes is not None:
+            source, tables = row_memo.hoist(source, name, sizes)
+        digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+        stem = " ".join(part for part in (_SUBJECT.get(), name, digest) if part)
+        filename = f"<ascend-tune row kernel {stem}>"
+        hit = (filename, source, compile(source, filename, "exec"),
+               {k: len(v) for k, v in tables.items()})
+        if len(_CODE) >= _CODE_MAX:
+            _CODE.pop(next(iter(_CODE)))
+    _CODE[key] = hit
+    _dump(hit[0][len("<ascend-tune row kernel "):-1], hit[1], straight)
+    return hit
+
+
 def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None,
              sizes: Sequence[int] | None = None) -> Callable[..., Any]:
     """The function ``name`` of ``source``; given the domain sizes of its index arguments,
     with its few-parameter statements memoised per combination (:mod:`.row_memo`). The source
-    compiled is registered with linecache and dumped (the module docstring)."""
-    straight = source
-    tables: dict[str, Any] = {}
-    if sizes is not None:
-        source, tables = row_memo.hoist(source, name, sizes)
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    stem = " ".join(part for part in (_SUBJECT.get(), name, digest) if part)
-    _dump(stem, source, straight)
-    filename = f"<ascend-tune row kernel {stem}>"
-    scope: dict[str, Any] = {**_HELPERS, **(constants or {}), **tables}
-    exec(compile(source, filename, "exec"), scope)
+    compiled is registered with linecache and dumped (the module docstring). The same text
+    again is not compiled again (:data:`_CODE`): a fresh function in a fresh scope, its own
+    ``constants`` and empty memo tables."""
+    filename, source, code, tables = _compiled(source, name, sizes)
+    scope: dict[str, Any] = {**_HELPERS, **(constants or {}),
+                             **{k: [None] * n for k, n in tables.items()}}
+    exec(code, scope)
     fn: Callable[..., Any] = scope[name]
     _register(filename, source, fn)
     return fn
@@ -469,11 +507,12 @@ class _Cost:
 
 
 def latency_function(spec: OperatorSpec, hw: HardwareProfile, base_env: Mapping[str, Any],
-                     grids: Sequence[np.ndarray], checks: Sequence[launch.Check | None]
-                     ) -> Callable[..., float]:
+                     grids: Sequence[np.ndarray], checks: Sequence[launch.Check | None],
+                     inputs: Sequence[str] = ()) -> Callable[..., float]:
     """``f(i0, ..., in)``: the predicted latency (us) of one configuration (its index genome),
-    inf when one of ``checks`` (None: proven to pass) fails."""
-    src = _Source(spec, base_env, grids)
+    inf when one of ``checks`` (None: proven to pass) fails. ``inputs``: names of base_env
+    (the shape's) read as values rather than written in (:class:`_Source`)."""
+    src = _Source(spec, base_env, grids, inputs)
     src.derive(spec.derive)
     for c in checks:
         if c is not None:
