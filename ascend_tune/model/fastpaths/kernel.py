@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import hashlib
 import linecache
 import os
 import re
@@ -43,7 +42,7 @@ from ascend_tune.expr import Expr, Kind, Span, node_span, value_span
 from ascend_tune.expr.python import PythonRenderer, Writer, literal
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model import costs
-from ascend_tune.model.fastpaths import memo as row_memo
+from ascend_tune.model.fastpaths import code_cache
 from ascend_tune.model.fastpaths.scalar import HELPERS as _HELPERS
 from ascend_tune.spec import Loop, OperatorSpec, Stage, end_pipes, launch, needed_derived
 
@@ -147,47 +146,17 @@ def _subject(name: str) -> Iterator[None]:
         _SUBJECT.reset(token)
 
 
-# Compiled sources, most recently used last: (operator, source, name, sizes) -> what
-# ``_compile`` built from it (pseudo-filename, memoised text, code, its tables' lengths).
-# Shapes whose kernels read their values by name (``_Source`` inputs) and agree in every
-# span-driven choice have the same text: one hoist and one compile for all of them, each
-# executed in its own scope.
-_Code = tuple[str, str, Any, dict[str, int]]
-_CODE: dict[tuple[str, str, str, tuple[int, ...] | None], _Code] = {}
-_CODE_MAX = 64
-
-
-def _compiled(source: str, name: str, sizes: Sequence[int] | None) -> _Code:
-    """``source`` memoised (when ``sizes`` are given) and compiled, once per text: its
-    pseudo-filename, the text compiled, the code object and each memo table's length (the
-    operator's name, :func:`_subject`, is part of the key: it names the file)."""
-    straight = source
-    key = (_SUBJECT.get(), source, name, None if sizes is None else tuple(map(int, sizes)))
-    hit = _CODE.pop(key, None)
-    if hit is None:
-        tables: dict[str, list[None]] = {}
-        if sizes is not None:
-            source, tables = row_memo.hoist(source, name, sizes)
-        digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-        stem = " ".join(part for part in (_SUBJECT.get(), name, digest) if part)
-        filename = f"<ascend-tune row kernel {stem}>"
-        hit = (filename, source, compile(source, filename, "exec"),
-               {k: len(v) for k, v in tables.items()})
-        if len(_CODE) >= _CODE_MAX:
-            _CODE.pop(next(iter(_CODE)))
-    _CODE[key] = hit
-    _dump(hit[0][len("<ascend-tune row kernel "):-1], hit[1], straight)
-    return hit
-
-
 def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None,
              sizes: Sequence[int] | None = None) -> Callable[..., Any]:
     """The function ``name`` of ``source``; given the domain sizes of its index arguments,
-    with its few-parameter statements memoised per combination (:mod:`.row_memo`). The source
+    with its few-parameter statements memoised per combination (:mod:`.memo`). The source
     compiled is registered with linecache and dumped (the module docstring). The same text
-    again is not compiled again (:data:`_CODE`): a fresh function in a fresh scope, its own
+    again is not compiled again (:mod:`.code_cache`): a fresh function in a fresh scope, its own
     ``constants`` and empty memo tables."""
-    filename, source, code, tables = _compiled(source, name, sizes)
+    straight = source
+    stem, source, code, tables = code_cache.compiled(_SUBJECT.get(), source, name, sizes)
+    _dump(stem, source, straight)
+    filename = f"<ascend-tune row kernel {stem}>"
     scope: dict[str, Any] = {**_HELPERS, **(constants or {}),
                              **{k: [None] * n for k, n in tables.items()}}
     exec(code, scope)
