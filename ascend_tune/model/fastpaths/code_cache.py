@@ -10,7 +10,9 @@ memo tables).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import linecache
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ascend_tune.model.fastpaths import memo as row_memo
@@ -21,6 +23,8 @@ Code = tuple[str, str, Any, dict[str, int]]
 # (operator, source, function, sizes) -> Code, most recently used last.
 _CODE: dict[tuple[str, str, str, tuple[int, ...] | None], Code] = {}
 CODE_MAX = 64
+# Pseudo-filename -> functions alive that run its code: its linecache entry goes with the last.
+_LIVE: dict[str, int] = {}
 
 
 def compiled(subject: str, source: str, name: str, sizes: Sequence[int] | None) -> Code:
@@ -40,3 +44,19 @@ def compiled(subject: str, source: str, name: str, sizes: Sequence[int] | None) 
             _CODE.pop(next(iter(_CODE)))
     _CODE[key] = hit
     return hit
+
+
+def register(filename: str, source: str, fn: Callable[..., Any]) -> None:
+    """``source``'s lines in linecache under ``filename`` while ``fn`` (or another function
+    compiled from the same text) is alive."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    _LIVE[filename] = _LIVE.get(filename, 0) + 1
+    weakref.finalize(fn, _forget, filename).atexit = False
+
+
+def _forget(filename: str) -> None:
+    left = _LIVE.pop(filename, 1) - 1
+    if left:
+        _LIVE[filename] = left
+    else:
+        linecache.cache.pop(filename, None)

@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import linecache
 import os
 import re
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -133,8 +131,6 @@ DUMP_ENV = "ASCEND_TUNE_DUMP_GENERATED"
 # ``_compile`` call rather than passed to it (tests wrap ``_compile`` and its four arguments).
 _SUBJECT: contextvars.ContextVar[str] = contextvars.ContextVar("ascend_tune_kernel_subject",
                                                                default="")
-# Pseudo-filename -> functions alive that run its code: its linecache entry goes with the last.
-_LIVE: dict[str, int] = {}
 
 
 @contextlib.contextmanager
@@ -161,24 +157,8 @@ def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None,
                              **{k: [None] * n for k, n in tables.items()}}
     exec(code, scope)
     fn: Callable[..., Any] = scope[name]
-    _register(filename, source, fn)
+    code_cache.register(filename, source, fn)
     return fn
-
-
-def _register(filename: str, source: str, fn: Callable[..., Any]) -> None:
-    """``source``'s lines in linecache under ``filename`` while ``fn`` (or another function
-    compiled from the same text) is alive."""
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    _LIVE[filename] = _LIVE.get(filename, 0) + 1
-    weakref.finalize(fn, _forget, filename).atexit = False
-
-
-def _forget(filename: str) -> None:
-    left = _LIVE.pop(filename, 1) - 1
-    if left:
-        _LIVE[filename] = left
-    else:
-        linecache.cache.pop(filename, None)
 
 
 def _dump(stem: str, source: str, straight: str) -> None:
