@@ -191,7 +191,7 @@ def test_generated_source_holds_no_text_from_the_spec(name: str,
     allowed = _OWN_NAMES | set(row_kernel._HELPERS)
     for source in sources:
         for token in _names(source):
-            assert token in allowed or re.fullmatch(r"[pti][0-9]+|_(XP|FP|G|M|h)[0-9]+|_[vk]",
+            assert token in allowed or re.fullmatch(r"[pti][0-9]+|_(XP|FP|G|M|S|h)[0-9]+|_[vk]",
                                                     token), token
         for spec_name in [*spec.params, *(n for n, _ in spec.derive)]:
             assert spec_name not in _names(source) or spec_name in allowed, spec_name

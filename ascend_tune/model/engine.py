@@ -179,7 +179,8 @@ class ShapeModel:
             return None
         constraints = [launch.Check(n, e, boolean=True) for n, e in self.spec.constraints]
         return row_kernel.latency_function(self.spec, self.hw, self.base_env, self.grids,
-                                           [*constraints, *self.launch_in_space])
+                                           [*constraints, *self.launch_in_space],
+                                           inputs=list(self.shape))
 
     def _row_objective(self, indices: np.ndarray) -> np.ndarray:
         fn = self._row_latency

@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import hashlib
-import linecache
 import os
 import re
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,7 +40,7 @@ from ascend_tune.expr import Expr, Kind, Span, node_span, value_span
 from ascend_tune.expr.python import PythonRenderer, Writer, literal
 from ascend_tune.hardware import HardwareProfile
 from ascend_tune.model import costs
-from ascend_tune.model.fastpaths import memo as row_memo
+from ascend_tune.model.fastpaths import code_cache
 from ascend_tune.model.fastpaths.scalar import HELPERS as _HELPERS
 from ascend_tune.spec import Loop, OperatorSpec, Stage, end_pipes, launch, needed_derived
 
@@ -59,11 +56,17 @@ class _Source:
     ``p0 .. pn`` looked up in the domains)."""
 
     def __init__(self, spec: OperatorSpec, base_env: Mapping[str, Any],
-                 grids: Sequence[np.ndarray]) -> None:
+                 grids: Sequence[np.ndarray], inputs: Sequence[str] = ()) -> None:
         self.spec = spec
         self.base_env = base_env
         self.w = Writer()
         self._params = {p: f"p{j}" for j, p in enumerate(spec.params)}
+        # Integer values of base_env read by name (``_S0`` ..) rather than written in as
+        # literals: the shape's, so that shapes whose spans lead to the same text share one
+        # compiled kernel (:func:`_compile` keeps it), each with its own values.
+        self._inputs = {n: f"_S{j}" for j, n in enumerate(inputs)
+                        if isinstance(base_env[n], (int, np.integer))
+                        and not isinstance(base_env[n], (bool, np.bool_))}
         self._derived: dict[str, tuple[str, Kind]] = {}
         self.grids = grids
         self.spans: dict[str, Span] = {k: value_span(v) for k, v in base_env.items()}
@@ -76,6 +79,8 @@ class _Source:
             return self._params[name], Kind.INT
         if name in self._derived:
             return self._derived[name]
+        if name in self._inputs:
+            return self._inputs[name], Kind.INT
         value = self.base_env[name]
         if isinstance(value, (bool, np.bool_)):
             return literal(bool(value)), Kind.BOOL
@@ -111,8 +116,9 @@ class _Source:
                                                       f"return {result}"])
         return f"def {name}({indices}):\n{body}\n"
 
-    def constants(self) -> dict[str, list[int]]:
-        return {f"_G{j}": g.tolist() for j, g in enumerate(self.grids)}
+    def constants(self) -> dict[str, Any]:
+        return {**{f"_G{j}": g.tolist() for j, g in enumerate(self.grids)},
+                **{v: int(self.base_env[n]) for n, v in self._inputs.items()}}
 
     def sizes(self) -> list[int]:
         return [int(g.size) for g in self.grids]
@@ -125,8 +131,6 @@ DUMP_ENV = "ASCEND_TUNE_DUMP_GENERATED"
 # ``_compile`` call rather than passed to it (tests wrap ``_compile`` and its four arguments).
 _SUBJECT: contextvars.ContextVar[str] = contextvars.ContextVar("ascend_tune_kernel_subject",
                                                                default="")
-# Pseudo-filename -> functions alive that run its code: its linecache entry goes with the last.
-_LIVE: dict[str, int] = {}
 
 
 @contextlib.contextmanager
@@ -141,37 +145,20 @@ def _subject(name: str) -> Iterator[None]:
 def _compile(source: str, name: str, constants: Mapping[str, Any] | None = None,
              sizes: Sequence[int] | None = None) -> Callable[..., Any]:
     """The function ``name`` of ``source``; given the domain sizes of its index arguments,
-    with its few-parameter statements memoised per combination (:mod:`.row_memo`). The source
-    compiled is registered with linecache and dumped (the module docstring)."""
+    with its few-parameter statements memoised per combination (:mod:`.memo`). The source
+    compiled is registered with linecache and dumped (the module docstring). The same text
+    again is not compiled again (:mod:`.code_cache`): a fresh function in a fresh scope, its own
+    ``constants`` and empty memo tables."""
     straight = source
-    tables: dict[str, Any] = {}
-    if sizes is not None:
-        source, tables = row_memo.hoist(source, name, sizes)
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
-    stem = " ".join(part for part in (_SUBJECT.get(), name, digest) if part)
+    stem, source, code, tables = code_cache.compiled(_SUBJECT.get(), source, name, sizes)
     _dump(stem, source, straight)
     filename = f"<ascend-tune row kernel {stem}>"
-    scope: dict[str, Any] = {**_HELPERS, **(constants or {}), **tables}
-    exec(compile(source, filename, "exec"), scope)
+    scope: dict[str, Any] = {**_HELPERS, **(constants or {}),
+                             **{k: [None] * n for k, n in tables.items()}}
+    exec(code, scope)
     fn: Callable[..., Any] = scope[name]
-    _register(filename, source, fn)
+    code_cache.register(filename, source, fn)
     return fn
-
-
-def _register(filename: str, source: str, fn: Callable[..., Any]) -> None:
-    """``source``'s lines in linecache under ``filename`` while ``fn`` (or another function
-    compiled from the same text) is alive."""
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    _LIVE[filename] = _LIVE.get(filename, 0) + 1
-    weakref.finalize(fn, _forget, filename).atexit = False
-
-
-def _forget(filename: str) -> None:
-    left = _LIVE.pop(filename, 1) - 1
-    if left:
-        _LIVE[filename] = left
-    else:
-        linecache.cache.pop(filename, None)
 
 
 def _dump(stem: str, source: str, straight: str) -> None:
@@ -469,11 +456,12 @@ class _Cost:
 
 
 def latency_function(spec: OperatorSpec, hw: HardwareProfile, base_env: Mapping[str, Any],
-                     grids: Sequence[np.ndarray], checks: Sequence[launch.Check | None]
-                     ) -> Callable[..., float]:
+                     grids: Sequence[np.ndarray], checks: Sequence[launch.Check | None],
+                     inputs: Sequence[str] = ()) -> Callable[..., float]:
     """``f(i0, ..., in)``: the predicted latency (us) of one configuration (its index genome),
-    inf when one of ``checks`` (None: proven to pass) fails."""
-    src = _Source(spec, base_env, grids)
+    inf when one of ``checks`` (None: proven to pass) fails. ``inputs``: names of base_env
+    (the shape's) read as values rather than written in (:class:`_Source`)."""
+    src = _Source(spec, base_env, grids, inputs)
     src.derive(spec.derive)
     for c in checks:
         if c is not None:
