@@ -4,7 +4,7 @@ roofline chart both come from here, so the two cannot drift apart."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,12 +46,21 @@ def work(spec: OperatorSpec, env: Mapping[str, Any]) -> Work:
     return Work(float(spec.roofline_gm_bytes.evaluate(env)), cube, vector)
 
 
+def terms_us(spec: OperatorSpec, top: Ceilings, env: Mapping[str, Any],
+             value: Callable[[Any], Any] = float) -> list[Any]:
+    """The time of the shape's work against each ceiling the spec counts, GM first;
+    ``value`` turns an evaluated work expression into a number (``float``) or, for a batch
+    of shapes in column form, into an array (each term then an array of the shapes')."""
+    terms = [value(spec.roofline_gm_bytes.evaluate(env)) / top.gm_bytes_per_s * 1e6]
+    if spec.roofline_cube_flops is not None and spec.roofline_cube_dtype is not None \
+            and top.cube_flops_per_s is not None:
+        terms.append(value(spec.roofline_cube_flops.evaluate(env)) / top.cube_flops_per_s * 1e6)
+    if spec.roofline_vector_bytes is not None and top.vector_bytes_per_s is not None:
+        terms.append(value(spec.roofline_vector_bytes.evaluate(env))
+                     / top.vector_bytes_per_s * 1e6)
+    return terms
+
+
 def roofline_us(spec: OperatorSpec, hw: HardwareProfile, env: Mapping[str, Any]) -> float:
     """The fastest the chip could do the shape's work: the slowest of its ceilings."""
-    top, done = ceilings(spec, hw), work(spec, env)
-    terms = [done.gm_bytes / top.gm_bytes_per_s * 1e6]
-    if done.cube_flops is not None and top.cube_flops_per_s is not None:
-        terms.append(done.cube_flops / top.cube_flops_per_s * 1e6)
-    if done.vector_bytes is not None and top.vector_bytes_per_s is not None:
-        terms.append(done.vector_bytes / top.vector_bytes_per_s * 1e6)
-    return max(terms)
+    return float(max(terms_us(spec, ceilings(spec, hw), env)))

@@ -252,19 +252,13 @@ def _rooflines(batch: _Batch) -> list[float]:
     env: dict[str, Any] = {**batch.fixed, **batch.shape_cols}
     top = roofline.ceilings(spec, hw)
 
-    def col(e: Any) -> np.ndarray:
-        return np.broadcast_to(np.asarray(e.evaluate(env), dtype=np.float64), (n,))
+    def col(value: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(value, dtype=np.float64), (n,))
 
-    best = col(spec.roofline_gm_bytes) / top.gm_bytes_per_s * 1e6
-    terms = []
-    if spec.roofline_cube_flops is not None and spec.roofline_cube_dtype is not None \
-            and top.cube_flops_per_s is not None:
-        terms.append(col(spec.roofline_cube_flops) / top.cube_flops_per_s * 1e6)
-    if spec.roofline_vector_bytes is not None and top.vector_bytes_per_s is not None:
-        terms.append(col(spec.roofline_vector_bytes) / top.vector_bytes_per_s * 1e6)
-    out = best.tolist()
-    for term in terms:  # max(terms): the first of equal ones (the same value)
-        out = [b if b >= t else t for b, t in zip(out, term.tolist(), strict=True)]
+    terms = [term.tolist() for term in roofline.terms_us(spec, top, env, col)]
+    out = terms[0]
+    for term in terms[1:]:  # Python's max(terms), shape by shape: the first of equal ones
+        out = [t if t > b else b for b, t in zip(out, term, strict=True)]
     return [float(v) for v in out]
 
 
