@@ -463,7 +463,11 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     import ray
 
     counter = tmp_path_factory.mktemp("ray") / "calls.txt"
-    ray.init(num_cpus=2, resources={"NPU": 2}, include_dashboard=False, log_to_driver=False,
+    # address="local": a cluster of its own, though another test's cluster (test_fleet's, in
+    # the same worker) left its address in /tmp/ray/ray_current_cluster, which ray.init()
+    # without an address would try to join.
+    ray.init(address="local", num_cpus=2, resources={"NPU": 2}, include_dashboard=False,
+             log_to_driver=False,
              configure_logging=False,
              runtime_env={"env_vars": {"STANDIN_COUNTER": str(counter)}})
     try:
